@@ -1,0 +1,146 @@
+"""Command line: ``admm-automl fit`` and ``admm-automl list``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .exceptions import ADMMAutoMLError
+
+_LABELS = {"roc_auc": "AUROC", "roc_auc_ovr": "AUROC (one-vs-rest)", "accuracy": "accuracy"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="admm-automl", description="AutoML pipeline search by ADMM."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    fit = sub.add_parser("fit", help="search a pipeline for a dataset and report its scores")
+    fit.add_argument("--config", help="YAML configuration (estimator and data sections)")
+    source = fit.add_mutually_exclusive_group()
+    source.add_argument("--dataset", help="a scikit-learn bundled dataset, e.g. breast_cancer")
+    source.add_argument("--data", help="a CSV file (use with --target)")
+    fit.add_argument("--target", help="name of the target column of --data")
+    fit.add_argument("--time-budget", type=float, help="search time in seconds")
+    fit.add_argument("--max-evals", type=int, help="number of pipeline evaluations")
+    fit.add_argument("--seed", type=int, help="random seed (random_state)")
+    fit.add_argument("--search-space", help="built-in space name or YAML file")
+    fit.add_argument("--theta-solver", help="θ-min solver name")
+    fit.add_argument("--z-solver", help="z-min solver name")
+    fit.add_argument("--inner-iter", type=int, help="evaluations per sub-problem (I or I0)")
+    fit.add_argument("--inner-iter-step", type=int, help="adaptive step F (0 = fixed I)")
+    fit.add_argument("--n-jobs", type=int, help="worker processes")
+    fit.add_argument("--test-size", type=float, help="held-out test fraction (default 0.25)")
+    fit.add_argument("--output", help="directory for the journal, resolved config and pipeline")
+    fit.add_argument("-v", "--verbose", action="count", default=0)
+    sub.add_parser("list", help="list solvers, spaces and metrics")
+    return parser
+
+
+def _fit(args: argparse.Namespace) -> int:
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    from .config import Config, config_from_estimator, dump_config, load_config
+    from .datasets import load_bundled, load_csv
+
+    config = load_config(args.config) if args.config else Config()
+    overrides = {
+        "time_budget": args.time_budget,
+        "max_evals": args.max_evals,
+        "random_state": args.seed,
+        "search_space": args.search_space,
+        "theta_solver": args.theta_solver,
+        "z_solver": args.z_solver,
+        "inner_iter": args.inner_iter,
+        "inner_iter_step": args.inner_iter_step,
+        "n_jobs": args.n_jobs,
+        "output_dir": args.output,
+        "verbose": args.verbose or None,
+    }
+    config.estimator.update({k: v for k, v in overrides.items() if v is not None})
+    if args.dataset:
+        config.data = {"dataset": args.dataset}
+    elif args.data:
+        if not args.target:
+            raise ADMMAutoMLError("--data needs --target (the name of the target column)")
+        config.data = {"csv": args.data, "target": args.target}
+    if args.test_size is not None:
+        config.data["test_size"] = args.test_size
+    if "dataset" in config.data:
+        X, y = load_bundled(config.data["dataset"])
+    elif "csv" in config.data:
+        X, y = load_csv(config.data["csv"], config.data["target"])
+    else:
+        raise ADMMAutoMLError("no data: give --dataset, --data with --target, or a config data section")
+    seed = config.estimator.get("random_state")
+    model = config.make_estimator()
+    task = getattr(model, "_fixed_task", None) or config.estimator.get("task", "auto")
+    stratify = None
+    if task != "regression" and len(np.unique(y)) <= max(20, len(y) // 50):
+        stratify = y
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=config.data.get("test_size", 0.25), random_state=seed, stratify=stratify
+    )
+    model.fit(X_train, y_train)
+    label = _LABELS.get(model.metric_, model.metric_)
+    test_score = model.score(X_test, y_test)
+    print("Best pipeline:")
+    for name, step in model.best_pipeline_.steps:
+        print(f"  {name}: {step}")
+    print(f"Evaluations: {model.n_evals_} ({model.n_failed_} failed), stopped by {model.stop_reason_}")
+    print(f"Validation {label}: {model.best_score_:.4f}")
+    print(f"Test {label}: {test_score:.4f}")
+    if args.output:
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        dump_config(config_from_estimator(model, config.data), out / "config.resolved.yaml")
+        with open(out / "best_pipeline.pkl", "wb") as fh:
+            pickle.dump(model.best_pipeline_, fh)
+        summary = {
+            "best_params": {k: repr(v) if isinstance(v, tuple) else v
+                            for k, v in model.best_params_.items()},
+            "metric": model.metric_,
+            "validation_score": model.best_score_,
+            "test_score": test_score,
+            "n_evals": model.n_evals_,
+        }
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        print(f"Wrote {out / 'journal.jsonl'}, config.resolved.yaml, best_pipeline.pkl, summary.json")
+    return 0
+
+
+def _list() -> int:
+    from .evaluation import list_metrics
+    from .solvers import THETA_SOLVERS, Z_SOLVERS
+    from .space import list_spaces, load_space
+
+    for title, registry in (("theta solvers", THETA_SOLVERS), ("z solvers", Z_SOLVERS)):
+        print(f"{title}:")
+        for name in registry.names():
+            print(f"  {name:<14} {registry.describe(name)}")
+    print("search spaces:")
+    for name in list_spaces():
+        space = load_space(name)
+        n = space.for_task("classification").n_pipelines
+        print(f"  {name:<14} {n} classification pipelines, {space.n_hyperparameters} hyperparameters")
+    print("metrics:")
+    print("  " + ", ".join(list_metrics()) + " (and any scikit-learn scorer name)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _fit(args) if args.command == "fit" else _list()
+    except (ADMMAutoMLError, ValueError) as err:
+        print(f"admm-automl: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Strict YAML configuration <-> estimator parameters.
+
+```yaml
+estimator:                 # keys are exactly the parameters of ADMM.__init__
+  search_space: paper_small
+  theta_solver: random     # or {name: random, params: {}}
+  z_solver: random
+  max_evals: 100
+  random_state: 0
+data:                      # used by the command line
+  dataset: breast_cancer   # a scikit-learn bundled set, or
+  # csv: path/to/file.csv  # a CSV file with
+  # target: label          # its target column
+  test_size: 0.25          # held-out test fraction
+```
+
+Unknown keys are errors that name the key path and suggest the nearest valid key.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from .exceptions import ConfigError, InvalidParameterError, did_you_mean
+
+DATA_KEYS = {"dataset", "csv", "target", "test_size"}
+TOP_KEYS = {"estimator", "data"}
+
+
+def estimator_param_names() -> list[str]:
+    from .estimator import ADMM
+
+    return sorted(p for p in inspect.signature(ADMM.__init__).parameters if p != "self")
+
+
+def _check_keys(node: Any, allowed: set[str] | list[str], path: str) -> dict[str, Any]:
+    if node is None:
+        return {}
+    if not isinstance(node, Mapping):
+        raise ConfigError(f"{path}: expected a mapping, got {type(node).__name__}")
+    for key in node:
+        if key not in allowed:
+            where = f"{path}.{key}" if path else str(key)
+            raise ConfigError(
+                f"{where}: unknown key.{did_you_mean(str(key), allowed)} "
+                f"Allowed: {', '.join(sorted(allowed))}"
+            )
+    return dict(node)
+
+
+@dataclass
+class Config:
+    """A run configuration: estimator parameters and (for the CLI) where the data comes from."""
+
+    estimator: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def make_estimator(self):
+        """The estimator these parameters describe (validated, so a bad value fails now)."""
+        from .estimator import ADMM, ADMMClassifier, ADMMRegressor
+
+        params = dict(self.estimator)
+        cls = {"classification": ADMMClassifier, "regression": ADMMRegressor}.get(
+            params.get("task", "auto"), ADMM
+        )
+        if cls is not ADMM:
+            params.pop("task", None)
+        est = cls(**params)
+        try:
+            est._validate_params()
+        except InvalidParameterError as err:
+            raise ConfigError(f"estimator: {err}") from None
+        return est
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"estimator": _plain(self.estimator)}
+        if self.data:
+            out["data"] = _plain(self.data)
+        return out
+
+
+def _plain(value: Any) -> Any:
+    """Plain Python types for ``yaml.safe_dump`` (it rejects numpy scalars and tuples)."""
+    import numpy as np
+
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "get_params") and getattr(value, "name", ""):
+        return {"name": value.name, "params": _plain(value.get_params())}
+    raise ConfigError(f"cannot write {value!r} ({type(value).__name__}) to YAML")
+
+
+def config_from_dict(node: Any) -> Config:
+    top = _check_keys(node, TOP_KEYS, "")
+    estimator = _check_keys(top.get("estimator"), estimator_param_names(), "estimator")
+    data = _check_keys(top.get("data"), DATA_KEYS, "data")
+    if "dataset" in data and "csv" in data:
+        raise ConfigError("data: give either 'dataset' or 'csv', not both")
+    if "csv" in data and "target" not in data:
+        raise ConfigError("data.target: required with data.csv (the name of the target column)")
+    config = Config(estimator, data)
+    config.make_estimator()  # validates values and component names
+    return config
+
+
+def load_config(source: "str | Path | Mapping[str, Any]") -> Config:
+    """Read and validate a YAML file (or an already parsed mapping)."""
+    if isinstance(source, Mapping):
+        return config_from_dict(source)
+    path = Path(source)
+    if not path.is_file():
+        raise ConfigError(f"configuration file {str(path)!r} does not exist")
+    with open(path, encoding="utf-8") as fh:
+        try:
+            node = yaml.safe_load(fh)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    try:
+        return config_from_dict(node or {})
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def config_from_estimator(est: Any, data: Mapping[str, Any] | None = None) -> Config:
+    """The configuration of an estimator (all parameters, defaults included)."""
+    params = est.get_params(deep=False)
+    if getattr(est, "_fixed_task", None):
+        params["task"] = est._fixed_task
+    return Config(dict(params), dict(data or {}))
+
+
+def dump_config(config: Config, path: "str | Path") -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(config.to_dict(), fh, sort_keys=False)

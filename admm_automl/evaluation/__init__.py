@@ -1,0 +1,22 @@
+"""The evaluation engine: splits, metrics, workers, executors and the cached, journaled objective."""
+
+from .executors import ProcessExecutor, SerialExecutor, make_executor
+from .metrics import Metric, get_metric, list_metrics
+from .objective import PipelineObjective
+from .splits import Split, make_splits, nested_order
+from .worker import TrialContext, run_trial
+
+__all__ = [
+    "Metric",
+    "PipelineObjective",
+    "ProcessExecutor",
+    "SerialExecutor",
+    "Split",
+    "TrialContext",
+    "get_metric",
+    "list_metrics",
+    "make_executor",
+    "make_splits",
+    "nested_order",
+    "run_trial",
+]

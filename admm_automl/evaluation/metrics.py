@@ -1,0 +1,81 @@
+"""Losses to minimise, built on scikit-learn scorers.
+
+Every metric is a *loss*: ``offset - scorer(estimator, X, y)`` (scikit-learn scorers are
+greater-is-better). Bounded losses know their worst value (given to failed pipelines, as seed 001
+gives 1.0 for 1 - AUROC); for unbounded ones the objective uses the loss of a constant predictor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..exceptions import InvalidParameterError, unknown_name_message
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A loss ``offset - scorer(estimator, X, y)``; ``worst`` is its upper bound, if it has one."""
+
+    name: str
+    scorer: Any  # a scorer name or a callable scorer(estimator, X, y) -> score
+    offset: float = 0.0
+    worst: float | None = None
+
+    def make_scorer(self) -> Callable[..., float]:
+        if callable(self.scorer):
+            return self.scorer
+        from sklearn.metrics import get_scorer
+
+        return get_scorer(self.scorer)
+
+    def loss(self, scorer: Callable[..., float], estimator: Any, X: Any, y: Any) -> float:
+        return float(self.offset - scorer(estimator, X, y))
+
+
+_BUILTIN = {
+    "roc_auc": Metric("roc_auc", "roc_auc", 1.0, 1.0),  # 1 - AUROC (binary)
+    "roc_auc_ovr": Metric("roc_auc_ovr", "roc_auc_ovr", 1.0, 1.0),
+    "accuracy": Metric("accuracy", "accuracy", 1.0, 1.0),  # 1 - accuracy
+    "balanced_accuracy": Metric("balanced_accuracy", "balanced_accuracy", 1.0, 1.0),
+    "f1": Metric("f1", "f1", 1.0, 1.0),
+    "log_loss": Metric("log_loss", "neg_log_loss"),
+    "rmse": Metric("rmse", "neg_root_mean_squared_error"),
+    "mae": Metric("mae", "neg_mean_absolute_error"),
+    "r2": Metric("r2", "r2", 1.0),  # 1 - R2
+}
+
+#: default metric per target type (seed 001: 1 - AUROC for binary problems)
+DEFAULTS = {"binary": "roc_auc", "multiclass": "log_loss", "continuous": "rmse"}
+CLASSIFICATION_ONLY = {"roc_auc", "roc_auc_ovr", "accuracy", "balanced_accuracy", "f1", "log_loss"}
+REGRESSION_ONLY = {"rmse", "mae", "r2"}
+
+
+def list_metrics() -> list[str]:
+    return sorted(_BUILTIN)
+
+
+def get_metric(scoring: Any, task: str, target_type: str) -> Metric:
+    """Resolve ``scoring`` (None, a built-in loss name, a scikit-learn scorer name or a callable)."""
+    if scoring is None:
+        return _BUILTIN[DEFAULTS[target_type]]
+    if callable(scoring):
+        return Metric(getattr(scoring, "__name__", "custom"), scoring)
+    if not isinstance(scoring, str):
+        raise InvalidParameterError(
+            f"scoring must be None, a metric name or a callable scorer, got {scoring!r}"
+        )
+    if scoring in _BUILTIN:
+        wrong = REGRESSION_ONLY if task == "classification" else CLASSIFICATION_ONLY
+        if scoring in wrong:
+            raise InvalidParameterError(f"scoring {scoring!r} does not apply to {task}")
+        if scoring == "roc_auc" and target_type == "multiclass":
+            return _BUILTIN["roc_auc_ovr"]
+        return _BUILTIN[scoring]
+    from sklearn.metrics import get_scorer_names
+
+    if scoring in get_scorer_names():
+        return Metric(scoring, scoring)
+    raise InvalidParameterError(
+        unknown_name_message("scoring", scoring, list(_BUILTIN) + list(get_scorer_names()))
+    )

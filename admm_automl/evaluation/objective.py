@@ -1,0 +1,154 @@
+"""The black box ``(z, θ, fidelity) -> Observation`` over batches.
+
+One evaluation path for every solver: cache look-up, the executor (with timeouts), failure capture
+(the metric's worst loss, error text kept), and the journal, written before an observation is used.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import replace
+from typing import Any, Sequence
+
+from ..history import Journal
+from ..trial import Observation, Request, Status
+from .worker import TrialContext
+
+logger = logging.getLogger(__name__)
+
+
+class PipelineObjective:
+    """Evaluate requests on fixed splits; answer repeated requests from a cache.
+
+    Parameters
+    ----------
+    ctx : TrialContext
+        Data, splits, space and metric.
+    executor : SerialExecutor or ProcessExecutor
+        Where trials run (started here).
+    journal : Journal
+        Receives one record per new evaluation before the observation is returned.
+    worst_loss : float
+        Loss given to failed, timed-out and memory-exhausted pipelines.
+    trial_timeout : float, optional
+        Seconds one trial may take (needs an executor that enforces it).
+    """
+
+    def __init__(
+        self,
+        ctx: TrialContext,
+        executor: Any,
+        journal: Journal,
+        *,
+        worst_loss: float,
+        trial_timeout: float | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.executor = executor
+        self.journal = journal
+        self.worst_loss = float(worst_loss)
+        self.trial_timeout = trial_timeout
+        self.cache: dict[str, Observation] = {}
+        self.n_failed = 0
+        self._t0 = time.monotonic()
+        executor.start(ctx)
+
+    def close(self) -> None:
+        self.executor.close()
+        self.journal.close()
+
+    def preload(self, records: Sequence[dict[str, Any]]) -> int:
+        """Fill the cache from earlier journal records (resume); returns how many were loaded."""
+        n = 0
+        for rec in records:
+            if rec.get("key") and not rec.get("budget_stop"):
+                self.cache[rec["key"]] = self._observation(rec, cached=True)
+                n += 1
+        return n
+
+    def __call__(
+        self,
+        requests: Sequence[Request],
+        time_left: float | None = None,
+        tags: dict[str, Any] | None = None,
+    ) -> list[Observation]:
+        space = self.ctx.space
+        keys = [f"{space.key(r.z, r.theta)}|fidelity={r.fidelity:.6g}" for r in requests]
+        todo: dict[str, Request] = {}
+        for key, request in zip(keys, requests):
+            if key not in self.cache and key not in todo:
+                todo[key] = request
+        fresh: dict[str, Observation] = {}
+        if todo:
+            timeout, budget_stop = self.trial_timeout, False
+            if time_left is not None and (timeout is None or time_left < timeout):
+                timeout, budget_stop = max(time_left, 1e-3), True
+            jobs = [(r.z, r.theta, r.fidelity) for r in todo.values()]
+            results = self.executor.run(jobs, [timeout] * len(jobs))
+            for (key, request), result in zip(todo.items(), results):
+                stopped = budget_stop and result["status"] == "timeout"
+                record = self._record(key, request, result, tags or {}, stopped)
+                self.journal.append(record)
+                fresh[key] = self._observation(record, cached=False)
+                if stopped:
+                    fresh[key].info["budget_stop"] = True
+                else:
+                    self.cache[key] = fresh[key]
+        out = []
+        for key in keys:
+            if key in fresh:  # the first occurrence of a new request
+                out.append(fresh.pop(key))
+            else:  # a cache hit, or a duplicate within the batch
+                source = self.cache[key] if key in self.cache else out[keys.index(key)]
+                out.append(replace(source, cached=True, info=dict(source.info)))
+        return out
+
+    def _record(
+        self, key: str, request: Request, result: dict[str, Any], tags: dict[str, Any], stopped: bool
+    ) -> dict[str, Any]:
+        status = result.get("status", "failed")
+        loss = result.get("loss", math.nan)
+        if status != "ok" or not math.isfinite(loss):
+            self.n_failed += 1
+            logger.debug("trial failed (%s): %s", status, result.get("error"))
+            loss = self.worst_loss
+        space = self.ctx.space
+        config = space.decode(request.z, request.theta)
+        record = {
+            "eval_id": len(self.journal),
+            **tags,
+            "pipeline": " -> ".join(config[m] for m in space.encoding.module_names),
+            "config": config,
+            "fidelity": request.fidelity,
+            "n_train": result.get("n_train"),
+            "loss": loss,
+            "raw_loss": result.get("loss"),
+            "status": status,
+            "error": result.get("error"),
+            "constraints": result.get("constraints", {}),
+            "fit_time": result.get("fit_time", 0.0),
+            "predict_time": result.get("predict_time", 0.0),
+            "duration": result.get("duration", 0.0),
+            "time": time.monotonic() - self._t0,
+            "key": key,
+        }
+        if stopped:
+            record["budget_stop"] = True
+        return record
+
+    @staticmethod
+    def _observation(record: dict[str, Any], cached: bool) -> Observation:
+        return Observation(
+            loss=float(record["loss"]),
+            status=Status(record["status"]),
+            constraints=dict(record.get("constraints") or {}),
+            error=record.get("error"),
+            fidelity=float(record["fidelity"]),
+            fit_time=float(record.get("fit_time") or 0.0),
+            predict_time=float(record.get("predict_time") or 0.0),
+            duration=float(record.get("duration") or 0.0),
+            cached=cached,
+            eval_id=int(record["eval_id"]),
+        )

@@ -1,0 +1,75 @@
+"""Fixed validation splits for a whole run, and nested subsamples for multi-fidelity evaluation."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..exceptions import InvalidParameterError
+
+
+@dataclass(frozen=True)
+class Split:
+    """One train/validation split; ``order`` ranks the training rows so that every prefix is a
+    (nearly) stratified subsample and smaller fidelities are nested in larger ones."""
+
+    train: np.ndarray
+    valid: np.ndarray
+    order: np.ndarray
+
+    def train_rows(self, fidelity: float) -> np.ndarray:
+        if fidelity >= 1.0:
+            return self.train
+        n = max(1, int(math.ceil(fidelity * len(self.train))))
+        return self.train[np.sort(self.order[:n])]
+
+
+def nested_order(y: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
+    """A permutation of ``range(len(y))`` whose prefixes keep the class proportions.
+
+    Each class is shuffled; its k-th member gets the key (k + U) / n_class, U ~ U(0, 1), and rows are
+    taken by increasing key, so every prefix holds about the same fraction of every class.
+    """
+    n = len(y) if y is not None else 0
+    if y is None:
+        return rng.permutation(n)
+    keys = np.empty(n)
+    for label in np.unique(y):
+        members = np.flatnonzero(y == label)
+        members = members[rng.permutation(len(members))]
+        keys[members] = (np.arange(len(members)) + rng.uniform(size=len(members))) / len(members)
+    return np.argsort(keys, kind="stable")
+
+
+def make_splits(
+    y: np.ndarray,
+    *,
+    classification: bool,
+    cv: int | None,
+    validation_size: float,
+    seed: int,
+) -> list[Split]:
+    """Stratified (classification) holdout of ``validation_size``, or ``cv``-fold splits."""
+    from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
+
+    n = len(y)
+    if cv is None:
+        if not 0.0 < validation_size < 1.0:
+            raise InvalidParameterError(
+                f"validation_size must be in (0, 1), got {validation_size!r}"
+            )
+        splitter = (StratifiedShuffleSplit if classification else ShuffleSplit)(
+            n_splits=1, test_size=validation_size, random_state=seed
+        )
+    else:
+        splitter = (StratifiedKFold if classification else KFold)(
+            n_splits=cv, shuffle=True, random_state=seed
+        )
+    rng = np.random.default_rng(seed)
+    splits = []
+    for train, valid in splitter.split(np.zeros((n, 1)), y if classification else None):
+        order = nested_order(y[train] if classification else None, rng)
+        splits.append(Split(np.asarray(train), np.asarray(valid), order))
+    return splits

@@ -1,0 +1,67 @@
+"""Errors and warnings raised by admm-automl.
+
+Every error subclasses a built-in (``ValueError``, ``RuntimeError``, ``ImportError``) as well as
+:class:`ADMMAutoMLError`, so ``except ValueError`` keeps working in user and scikit-learn code.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class ADMMAutoMLError(Exception):
+    """Base class of every error raised by this package."""
+
+
+class InvalidParameterError(ADMMAutoMLError, ValueError, TypeError):
+    """A parameter of an estimator, solver, constraint or space is invalid."""
+
+
+class UnknownComponentError(InvalidParameterError):
+    """A name that no registry knows (solver, constraint, search space, metric)."""
+
+
+class ConfigError(ADMMAutoMLError, ValueError):
+    """A YAML configuration or search-space file does not follow its schema."""
+
+
+class DataError(ADMMAutoMLError, ValueError):
+    """The data given to ``fit`` cannot be used (shapes, inf values, a single class, ...)."""
+
+
+class MissingDependencyError(ADMMAutoMLError, ImportError):
+    """An optional dependency is not installed."""
+
+
+class SolverError(ADMMAutoMLError, RuntimeError):
+    """A solver was used outside its protocol."""
+
+
+class UnknownSuggestionError(SolverError):
+    """``tell`` received a suggestion the solver never asked."""
+
+
+class BudgetExhausted(ADMMAutoMLError):
+    """Internal control flow: the evaluation or time budget is used up. Never escapes ``fit``."""
+
+
+class ADMMAutoMLWarning(UserWarning):
+    """Base class of the warnings of this package."""
+
+
+class EvaluationFailedWarning(ADMMAutoMLWarning):
+    """Some pipelines failed during the search (they were recorded with the worst loss)."""
+
+
+def did_you_mean(name: str, options: Iterable[str]) -> str:
+    """Return ``" Did you mean 'x'?"`` for the closest option, or ``""``."""
+    close = difflib.get_close_matches(str(name), list(options), n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def unknown_name_message(kind: str, name: object, options: Iterable[str]) -> str:
+    """The message of an :class:`UnknownComponentError`: the name, a suggestion and the choices."""
+    options = sorted(options)
+    listed = ", ".join(repr(o) for o in options) or "none"
+    return f"Unknown {kind} {name!r}.{did_you_mean(str(name), options)} Available: {listed}."

@@ -1,0 +1,66 @@
+"""The sub-problems that ADMM hands to its solvers (plain data; no scikit-learn).
+
+A solver sees only a problem: it asks configurations, evaluates them through ``problem.evaluate``
+(so caching, budgets, failure capture and the journal live in one place) and scores raw observations
+with ``problem.augment``, which applies the *current* ADMM terms. Earlier observations therefore stay
+valid when the duals change, and solvers can be warm-started with ``problem.history``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .trial import Observation
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A configuration proposed by a solver: a θ vector (unit box) or a z tuple, and a fidelity."""
+
+    id: int
+    config: "np.ndarray | tuple[int, ...]"
+    fidelity: float | None = None
+
+
+Evaluate = Callable[[Sequence[Suggestion]], list[Observation]]
+
+
+@dataclass
+class ThetaProblem:
+    """θ-min on the active set of one algorithm selection (seed 001, eq. 10).
+
+    ``x`` is the vector of active coordinates in [0, 1]^dim. ``augment(x, obs)`` is the sub-problem
+    value f̃ + (ρ/2)‖x_d − b‖² (+ constraint terms); ``penalty(x)`` is its analytic part alone.
+    ``history`` holds earlier ``(x, observation)`` pairs of the same selection; ``start`` is the
+    current iterate.
+    """
+
+    dim: int
+    evaluate: Evaluate
+    augment: Callable[[np.ndarray, Observation], float]
+    penalty: Callable[[np.ndarray], float]
+    discrete: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    names: tuple[str, ...] = ()
+    history: list[tuple[np.ndarray, Observation]] = field(default_factory=list)
+    start: np.ndarray | None = None
+
+
+@dataclass
+class ZProblem:
+    """z-min: one choice per module with θ fixed (seed 001, eq. 12).
+
+    ``n_choices[i]`` is the number of choices of module ``i``. ``fidelity`` is the admissible range
+    of training-data fractions for multi-fidelity solvers (``None``: full data only).
+    """
+
+    n_choices: tuple[int, ...]
+    evaluate: Evaluate
+    augment: Callable[[tuple[int, ...], Observation], float]
+    module_names: tuple[str, ...] = ()
+    choice_names: tuple[tuple[str, ...], ...] = ()
+    history: list[tuple[tuple[int, ...], Observation]] = field(default_factory=list)
+    start: tuple[int, ...] | None = None
+    fidelity: tuple[float, float] | None = None

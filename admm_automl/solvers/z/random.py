@@ -1,0 +1,22 @@
+"""Uniform random algorithm selection (seed 001's randomized z-min baseline)."""
+
+from __future__ import annotations
+
+from ..base import BaseZSolver
+from ..registry import Z_SOLVERS
+
+
+@Z_SOLVERS.register("random")
+class RandomZSolver(BaseZSolver):
+    """Uniform random choice per module.
+
+    Each ask draws one choice per module independently and uniformly; failures need no handling.
+    """
+
+    supports_batch = True
+
+    def __init__(self) -> None:
+        pass
+
+    def _ask(self) -> tuple[tuple[int, ...], None]:
+        return tuple(int(self.rng_.integers(k)) for k in self.problem_.n_choices), None

@@ -1,0 +1,22 @@
+"""Search spaces: hyperparameter domains, algorithms, modules, their (z, θ) encoding and YAML."""
+
+from .encoding import Encoding
+from .hyperparameters import Categorical, Fixed, Float, Hyperparameter, Int
+from .loader import list_spaces, load_space, space_from_dict
+from .space import PASSTHROUGH, Algorithm, Module, PipelineSpace
+
+__all__ = [
+    "PASSTHROUGH",
+    "Algorithm",
+    "Categorical",
+    "Encoding",
+    "Fixed",
+    "Float",
+    "Hyperparameter",
+    "Int",
+    "Module",
+    "PipelineSpace",
+    "list_spaces",
+    "load_space",
+    "space_from_dict",
+]

@@ -1,0 +1,81 @@
+"""The numeric view of a pipeline space that the ADMM loop works on (numpy only, no scikit-learn).
+
+``z`` is one choice index per module. ``θ`` is one unit-interval coordinate per tunable
+hyperparameter of every algorithm; ``active(z)`` lists the coordinates of the chosen algorithms and
+``project`` maps relaxed discrete coordinates to their nearest admissible value (seed 001's P_D).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class Encoding:
+    """Index bookkeeping of θ and z.
+
+    Parameters
+    ----------
+    module_names, choice_names
+        Module names and, per module, the names of its choices.
+    theta_names
+        One name per θ coordinate (``"module:choice:hyperparameter"``).
+    grids
+        Per θ coordinate, the admissible unit values of a discrete coordinate or ``None``.
+    slots
+        ``slots[i][j]`` are the θ indices of choice ``j`` of module ``i``.
+    initial_z, initial_theta
+        The first configuration (seed 001 starts from Gaussian naive Bayes at its defaults).
+    """
+
+    module_names: tuple[str, ...]
+    choice_names: tuple[tuple[str, ...], ...]
+    theta_names: tuple[str, ...]
+    grids: tuple[np.ndarray | None, ...]
+    slots: tuple[tuple[np.ndarray, ...], ...]
+    initial_z: tuple[int, ...]
+    initial_theta: np.ndarray
+
+    def __post_init__(self) -> None:
+        discrete = np.array([g is not None for g in self.grids], dtype=bool)
+        object.__setattr__(self, "discrete", discrete)
+        object.__setattr__(self, "n_choices", tuple(len(c) for c in self.choice_names))
+
+    @property
+    def theta_dim(self) -> int:
+        return len(self.theta_names)
+
+    @property
+    def n_pipelines(self) -> int:
+        return int(np.prod(self.n_choices)) if self.n_choices else 0
+
+    def active(self, z: Sequence[int]) -> np.ndarray:
+        """Indices of the θ coordinates of the algorithms selected by ``z`` (sorted)."""
+        parts = [self.slots[i][int(j)] for i, j in enumerate(z)]
+        return np.concatenate(parts).astype(int) if parts else np.zeros(0, dtype=int)
+
+    def project(self, theta: np.ndarray, indices: np.ndarray | None = None) -> np.ndarray:
+        """Clip to the unit box and move every discrete coordinate to its nearest admissible value.
+
+        With ``indices``, ``theta`` holds only those coordinates (for example the active set).
+        """
+        theta = np.clip(np.asarray(theta, dtype=float), 0.0, 1.0)
+        idx = np.arange(self.theta_dim) if indices is None else np.asarray(indices, dtype=int)
+        out = theta.copy()
+        for k, i in enumerate(idx):
+            grid = self.grids[i]
+            if grid is not None:
+                out[k] = grid[np.abs(grid - theta[k]).argmin()]
+        return out
+
+    def check_z(self, z: Sequence[int]) -> tuple[int, ...]:
+        """Validate a choice vector and return it as a tuple of ints."""
+        z = tuple(int(j) for j in z)
+        if len(z) != len(self.n_choices) or any(
+            not 0 <= j < k for j, k in zip(z, self.n_choices)
+        ):
+            raise ValueError(f"invalid algorithm choice {z!r} for module sizes {self.n_choices!r}")
+        return z
