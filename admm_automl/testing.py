@@ -1,0 +1,111 @@
+"""Public test helpers: misbehaving estimators and a tiny space, for tests of this package and of
+plug-ins (they must live in an importable module so that worker processes can load them)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from .space import space_from_dict
+
+
+class _Base(ClassifierMixin, BaseEstimator):
+    def _remember(self, y: Any) -> None:
+        self.classes_ = np.unique(y)
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.repeat(self.classes_[:1], len(X))
+
+
+class RaisingClassifier(_Base):
+    """Raises in ``fit``."""
+
+    def __init__(self, message: str = "this estimator always fails") -> None:
+        self.message = message
+
+    def fit(self, X: Any, y: Any) -> "RaisingClassifier":
+        raise RuntimeError(self.message)
+
+
+class NaNClassifier(_Base):
+    """Fits, then predicts NaN probabilities (a NaN score)."""
+
+    def fit(self, X: Any, y: Any) -> "NaNClassifier":
+        self._remember(y)
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        return np.full((len(X), len(self.classes_)), np.nan)
+
+
+class SleepingClassifier(_Base):
+    """Sleeps ``seconds`` in ``fit`` (a runaway fit, for timeouts)."""
+
+    def __init__(self, seconds: float = 60.0) -> None:
+        self.seconds = seconds
+
+    def fit(self, X: Any, y: Any) -> "SleepingClassifier":
+        time.sleep(self.seconds)
+        self._remember(y)
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        return np.full((len(X), len(self.classes_)), 1.0 / len(self.classes_))
+
+
+class MemoryHogClassifier(_Base):
+    """Allocates ``megabytes`` of memory in ``fit`` (for the memory limit)."""
+
+    def __init__(self, megabytes: int = 4096) -> None:
+        self.megabytes = megabytes
+
+    def fit(self, X: Any, y: Any) -> "MemoryHogClassifier":
+        block = np.ones(self.megabytes * 1024 * 1024 // 8)
+        self._remember(y)
+        self.total_ = float(block[0])
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        return np.full((len(X), len(self.classes_)), 1.0 / len(self.classes_))
+
+
+def tiny_space(estimators: dict[str, dict[str, Any]] | None = None, name: str = "tiny"):
+    """A two-module space: scaler {none, standard} x the given estimator choices.
+
+    ``estimators`` maps a choice name to ``{"class": path, "hyperparameters": {...}}``; the default
+    is logistic regression (with C tunable) and Gaussian naive Bayes.
+    """
+    if estimators is None:
+        estimators = {
+            "gaussian_nb": {"class": "sklearn.naive_bayes.GaussianNB"},
+            "logistic_regression": {
+                "class": "sklearn.linear_model.LogisticRegression",
+                "hyperparameters": {
+                    "C": {"type": "float", "low": 0.01, "high": 100.0, "log": True, "default": 1.0},
+                    "max_iter": {"type": "fixed", "value": 500},
+                },
+            },
+        }
+    first = next(iter(estimators))
+    return space_from_dict(
+        {
+            "name": name,
+            "initial": {"classification": {"scaler": "none", "estimator": first}},
+            "modules": [
+                {
+                    "name": "scaler",
+                    "choices": [
+                        {"name": "none"},
+                        {"name": "standard", "class": "sklearn.preprocessing.StandardScaler"},
+                    ],
+                },
+                {
+                    "name": "estimator",
+                    "choices": [{"name": k, **v} for k, v in estimators.items()],
+                },
+            ],
+        }
+    )
