@@ -1,29 +1,42 @@
-"""admm-automl: AutoML pipeline search by ADMM with pluggable sub-solvers (Liu et al., AAAI 2020)."""
+"""admm-automl: AutoML pipeline search by ADMM with pluggable sub-solvers (Liu et al., AAAI 2020).
 
+The public names are imported lazily, so that ``import admm_automl.admm`` (the numpy-only ADMM loop)
+does not pull in scikit-learn.
+"""
+
+import importlib
 import logging
-
-from .config import load_config
-from .estimator import ADMM, ADMMClassifier, ADMMRegressor
-from .solvers import list_theta_solvers, list_z_solvers
-from .space import Categorical, Fixed, Float, Int, PipelineSpace, list_spaces, load_space
 
 __version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__ = [
-    "ADMM",
-    "ADMMClassifier",
-    "ADMMRegressor",
-    "Categorical",
-    "Fixed",
-    "Float",
-    "Int",
-    "PipelineSpace",
-    "__version__",
-    "list_spaces",
-    "list_theta_solvers",
-    "list_z_solvers",
-    "load_config",
-    "load_space",
-]
+_LAZY = {
+    "ADMM": "estimator",
+    "ADMMClassifier": "estimator",
+    "ADMMRegressor": "estimator",
+    "load_config": "config",
+    "list_theta_solvers": "solvers",
+    "list_z_solvers": "solvers",
+    "Categorical": "space",
+    "Fixed": "space",
+    "Float": "space",
+    "Int": "space",
+    "PipelineSpace": "space",
+    "list_spaces": "space",
+    "load_space": "space",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -88,7 +88,7 @@ def _fit(args: argparse.Namespace) -> int:
     )
     model.fit(X_train, y_train)
     label = _LABELS.get(model.metric_, model.metric_)
-    test_score = model.score(X_test, y_test)
+    test_score = model.metric_score(X_test, y_test)
     print("Best pipeline:")
     for name, step in model.best_pipeline_.steps:
         print(f"  {name}: {step}")

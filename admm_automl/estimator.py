@@ -32,6 +32,7 @@ from .exceptions import DataError, EvaluationFailedWarning, InvalidParameterErro
 from .history import Journal, records_to_frame
 from .solvers import THETA_SOLVERS, Z_SOLVERS
 from .space import load_space
+from .space.space import import_class
 
 logger = logging.getLogger("admm_automl")
 DEFAULT_MAX_EVALS = 100
@@ -113,10 +114,22 @@ def _verbosity(verbose: int):
 
 
 def _pipeline_has(attr: str):
-    """``available_if`` check: the refitted pipeline (or, before fit, any pipeline) has ``attr``."""
+    """``available_if`` check: the refitted pipeline has ``attr``; before ``fit``, every candidate
+    of the space's last module has it (so it is sure to exist after ``fit``)."""
 
     def check(self) -> bool:
-        return not hasattr(self, "best_pipeline_") or hasattr(self.best_pipeline_, attr)
+        if hasattr(self, "best_pipeline_"):
+            return hasattr(self.best_pipeline_, attr)
+        try:
+            last = load_space(self.search_space).modules[-1]
+            task = self._fixed_task or (self.task if self.task != "auto" else None)
+            return all(
+                hasattr(import_class(a.class_path), attr)
+                for a in last.choices
+                if a.class_path is not None and (task is None or a.task in ("any", task))
+            )
+        except Exception:  # an invalid space is reported by fit
+            return True
 
     return check
 
@@ -279,18 +292,7 @@ class ADMM(BaseEstimator):
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
-        validate_data(self, X, skip_check_array=True, reset=True)
-        if hasattr(X, "iloc"):
-            if X.shape[0] < 2 or X.shape[1] < 1:
-                raise DataError(f"X has shape {X.shape}; need at least 2 rows and 1 column")
-            _check_no_inf(X)
-        else:
-            X = check_array(
-                X, dtype=None, ensure_all_finite="allow-nan", ensure_min_samples=2, input_name="X"
-            )
-            if X.dtype.kind == "c":
-                raise DataError("Complex data not supported")
-        X = _as_frame_if_mixed(X)
+        X = self._check_X(X, reset=True)
         y = check_array(y, ensure_2d=False, dtype=None, input_name="y", ensure_min_samples=0)
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
@@ -300,22 +302,18 @@ class ADMM(BaseEstimator):
             task = "classification" if target_type in ("binary", "multiclass") else "regression"
         if task == "classification":
             check_classification_targets(y)
-            self.classes_, counts = np.unique(y, return_counts=True)
+            self.classes_ = np.unique(y)
             if len(self.classes_) < 2:
                 raise DataError(
                     f"y contains a single class ({self.classes_[0]!r}); classification needs at "
                     "least 2 classes"
                 )
-            if counts.min() < 2:
-                raise DataError(
-                    f"class {self.classes_[counts.argmin()]!r} has only {counts.min()} member; "
-                    "every class needs at least 2 rows for a stratified validation split"
-                )
             target_type = "binary" if len(self.classes_) == 2 else "multiclass"
         else:
-            if y.dtype.kind not in "fiub":
-                raise DataError(f"regression needs a numeric target, got dtype {y.dtype}")
-            y = y.astype(float)
+            try:
+                y = y.astype(float)
+            except (TypeError, ValueError):
+                raise DataError(f"regression needs a numeric target, got dtype {y.dtype}") from None
             target_type = "continuous"
         return X, y, task, target_type
 
@@ -350,7 +348,10 @@ class ADMM(BaseEstimator):
             )
         except ValueError as err:
             raise DataError(f"cannot make the validation split(s): {err}") from None
-        ctx = TrialContext(space, X, y, splits, metric, make_preprocessor(X), model_seed)
+        ctx = TrialContext(
+            space, X, y, splits, metric, make_preprocessor(X), model_seed,
+            labels=self.classes_ if task == "classification" else None,
+        )
         worst = metric.worst if metric.worst is not None else self._baseline_loss(ctx, task)
         max_evals = self.max_evals
         if max_evals is None and self.time_budget is None:
@@ -398,7 +399,7 @@ class ADMM(BaseEstimator):
         from sklearn.pipeline import make_pipeline
 
         dummy = DummyClassifier(strategy="prior") if task == "classification" else DummyRegressor()
-        scorer = ctx.metric.make_scorer()
+        scorer = ctx.metric.make_scorer(ctx.labels)
         losses = []
         for split in ctx.splits:
             from .evaluation.worker import take_rows
@@ -474,36 +475,59 @@ class ADMM(BaseEstimator):
         self.best_pipeline_ = pipeline
 
     # ------------------------------------------------------------------ prediction
-    def _check_X(self, X: Any) -> Any:
-        check_is_fitted(self)
-        validate_data(self, X, skip_check_array=True, reset=False)
-        if not hasattr(X, "iloc"):
-            X = check_array(X, dtype=None, ensure_all_finite="allow-nan", input_name="X")
+    def _check_X(self, X: Any, reset: bool = False) -> Any:
+        """Validate X (shape, inf, feature names and count) and keep mixed columns as a frame."""
+        if not reset:
+            check_is_fitted(self)
+        if hasattr(X, "iloc"):
+            if X.shape[0] < (2 if reset else 1) or X.shape[1] < 1:
+                raise DataError(f"X has shape {X.shape}; need at least 2 rows and 1 column")
+            _check_no_inf(X)
+        else:
+            X = check_array(
+                X, dtype=None, ensure_all_finite="allow-nan", input_name="X",
+                ensure_min_samples=2 if reset else 1,
+            )
+        validate_data(self, X, skip_check_array=True, reset=reset)
         return _as_frame_if_mixed(X)
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions of ``best_pipeline_``."""
-        return self.best_pipeline_.predict(self._check_X(X))
+        X = self._check_X(X)
+        return self.best_pipeline_.predict(X)
 
     @available_if(_pipeline_has("predict_proba"))
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities of ``best_pipeline_``."""
-        return self.best_pipeline_.predict_proba(self._check_X(X))
+        X = self._check_X(X)
+        return self.best_pipeline_.predict_proba(X)
 
     @available_if(_pipeline_has("predict_log_proba"))
     def predict_log_proba(self, X: Any) -> np.ndarray:
-        return self.best_pipeline_.predict_log_proba(self._check_X(X))
+        X = self._check_X(X)
+        return self.best_pipeline_.predict_log_proba(X)
 
     @available_if(_pipeline_has("decision_function"))
     def decision_function(self, X: Any) -> np.ndarray:
-        return self.best_pipeline_.decision_function(self._check_X(X))
+        X = self._check_X(X)
+        return self.best_pipeline_.decision_function(X)
 
     def score(self, X: Any, y: Any) -> float:
-        """The search metric as a score (``offset - loss``; higher is better), like GridSearchCV."""
+        """Accuracy (classification) or R² (regression), as scikit-learn's mixins define ``score``.
+
+        The search metric is :meth:`metric_score`.
+        """
         check_is_fitted(self)
+        if self.task_ == "classification":
+            return ClassifierMixin.score(self, X, y)
+        return RegressorMixin.score(self, X, y)
+
+    def metric_score(self, X: Any, y: Any) -> float:
+        """The search metric on (X, y) as a score, ``offset - loss`` (e.g. AUROC for 1 - AUROC)."""
+        X = self._check_X(X)
         metric = get_metric(self.scoring, self.task_, self._target_type())
-        return float(metric.offset - metric.loss(metric.make_scorer(), self.best_pipeline_,
-                                                 self._check_X(X), y))
+        scorer = metric.make_scorer(getattr(self, "classes_", None))
+        return float(metric.offset - metric.loss(scorer, self.best_pipeline_, X, y))
 
     def _target_type(self) -> str:
         if self.task_ == "regression":
@@ -523,11 +547,9 @@ class ADMMClassifier(ClassifierMixin, ADMM):
     """ADMM pipeline search for classification (the task is fixed; see :class:`ADMM`)."""
 
     _fixed_task = "classification"
-    score = ADMM.score
 
 
 class ADMMRegressor(RegressorMixin, ADMM):
     """ADMM pipeline search for regression (the task is fixed; see :class:`ADMM`)."""
 
     _fixed_task = "regression"
-    score = ADMM.score

@@ -22,12 +22,24 @@ class Metric:
     offset: float = 0.0
     worst: float | None = None
 
-    def make_scorer(self) -> Callable[..., float]:
+    def make_scorer(self, labels: Any = None) -> Callable[..., float]:
+        """The scorer; with ``labels`` (all classes), probability losses stay defined when a
+        validation split misses a class."""
         if callable(self.scorer):
             return self.scorer
-        from sklearn.metrics import get_scorer
+        from sklearn import metrics
 
-        return get_scorer(self.scorer)
+        if labels is not None and self.scorer == "neg_log_loss":
+            return metrics.make_scorer(
+                metrics.log_loss, greater_is_better=False, response_method="predict_proba",
+                labels=labels,
+            )
+        if labels is not None and self.scorer == "roc_auc_ovr":
+            return metrics.make_scorer(
+                metrics.roc_auc_score, response_method="predict_proba", multi_class="ovr",
+                labels=labels,
+            )
+        return metrics.get_scorer(self.scorer)
 
     def loss(self, scorer: Callable[..., float], estimator: Any, X: Any, y: Any) -> float:
         return float(self.offset - scorer(estimator, X, y))

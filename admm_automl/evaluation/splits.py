@@ -51,25 +51,43 @@ def make_splits(
     validation_size: float,
     seed: int,
 ) -> list[Split]:
-    """Stratified (classification) holdout of ``validation_size``, or ``cv``-fold splits."""
+    """Stratified (classification) holdout of ``validation_size``, or ``cv``-fold splits.
+
+    Rows of a class too rare to stratify (fewer members than folds, or a single member for a
+    holdout) always stay on the training side.
+    """
     from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
     n = len(y)
+    rows = np.arange(n)
+    rare = np.zeros(n, dtype=bool)
+    if classification:
+        labels, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+        rare = counts[inverse] < (cv or 2)
+    kept = rows[~rare]
     if cv is None:
         if not 0.0 < validation_size < 1.0:
             raise InvalidParameterError(
                 f"validation_size must be in (0, 1), got {validation_size!r}"
             )
-        splitter = (StratifiedShuffleSplit if classification else ShuffleSplit)(
+        n_classes = len(np.unique(y[kept])) if classification else 0
+        stratify = classification and n_classes > 1 and validation_size * len(kept) >= n_classes
+        splitter = (StratifiedShuffleSplit if stratify else ShuffleSplit)(
             n_splits=1, test_size=validation_size, random_state=seed
         )
     else:
-        splitter = (StratifiedKFold if classification else KFold)(
+        stratify = classification
+        splitter = (StratifiedKFold if stratify else KFold)(
             n_splits=cv, shuffle=True, random_state=seed
+        )
+    if len(kept) < (cv or 2):
+        raise InvalidParameterError(
+            f"{n} rows are too few for {'a holdout split' if cv is None else f'{cv}-fold CV'}"
         )
     rng = np.random.default_rng(seed)
     splits = []
-    for train, valid in splitter.split(np.zeros((n, 1)), y if classification else None):
+    for train, valid in splitter.split(np.zeros((len(kept), 1)), y[kept] if stratify else None):
+        train = np.sort(np.concatenate([kept[train], rows[rare]]))
         order = nested_order(y[train] if classification else None, rng)
-        splits.append(Split(np.asarray(train), np.asarray(valid), order))
+        splits.append(Split(train, np.sort(kept[valid]), order))
     return splits

@@ -36,6 +36,8 @@ class TrialContext:
     metric: Metric
     preprocessor: Any = None
     random_state: int | None = None
+    #: every class label (classification), so probability losses know the full label set
+    labels: np.ndarray | None = None
     #: extra measurements of the fitted pipeline on the validation rows: name -> fn(pipeline, X, y)
     measures: dict[str, Callable[..., float]] = field(default_factory=dict)
 
@@ -50,7 +52,7 @@ def run_trial(
     losses: list[float] = []
     measured: dict[str, list[float]] = {name: [] for name in ctx.measures}
     try:
-        scorer = ctx.metric.make_scorer()
+        scorer = ctx.metric.make_scorer(ctx.labels)
         for split in ctx.splits:
             pipeline = ctx.space.to_pipeline(
                 z,

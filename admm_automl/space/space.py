@@ -114,6 +114,10 @@ class PipelineSpace:
     initial: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     description: str = ""
 
+    def __repr__(self) -> str:
+        sizes = " x ".join(str(len(m.choices)) for m in self.modules)
+        return f"PipelineSpace({self.name!r}, {sizes} = {self.n_pipelines} pipelines)"
+
     # ------------------------------------------------------------------ structure
     def for_task(self, task: str) -> "PipelineSpace":
         """The sub-space of algorithms usable for ``task`` ("classification" or "regression")."""
