@@ -1,0 +1,249 @@
+"""Command line: ``admm-automl list`` and ``admm-automl fit`` (outputs, files, and clear errors)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import pickle
+import re
+import warnings
+
+import numpy as np
+import pytest
+import yaml
+
+from admm_automl import load_config
+from admm_automl.cli import main
+from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
+from admm_automl.trial import Status
+
+NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+
+
+def _run(argv):
+    """main(argv) with stdout/stderr captured (usable from module-scoped fixtures)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+# ----------------------------------------------------------------------------- list
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "theta solvers:" in out and "z solvers:" in out
+    for name in THETA_SOLVERS.names():
+        assert re.search(rf"^  {name}\s+\S", out.split("z solvers:")[0], re.M), name
+    for name in Z_SOLVERS.names():
+        assert re.search(rf"^  {name}\s+\S", out.split("z solvers:")[1], re.M), name
+    for name, count in (("paper_small", 108), ("paper_large", 6776), ("blds", 3072)):
+        assert re.search(rf"^  {name}\s+{count} classification pipelines", out, re.M), name
+    metrics = out.split("metrics:")[1]
+    for metric in ("roc_auc", "accuracy", "log_loss", "rmse", "r2"):
+        assert metric in metrics
+
+
+# ----------------------------------------------------------------------------- fit on a bundled set
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli_fit")
+    code, stdout, stderr = _run(
+        ["fit", "--dataset", "breast_cancer", "--max-evals", "15", "--seed", "0", "--output", out]
+    )
+    return code, stdout, stderr, out
+
+
+def test_fit_returns_zero_and_reports_scores(fitted):
+    code, stdout, stderr, _ = fitted
+    assert code == 0, stderr
+    assert "Best pipeline:" in stdout
+    assert re.search(r"^  estimator: \w+\(", stdout, re.M)
+    assert re.search(r"^Evaluations: 15 \(\d+ failed\), stopped by max_evals$", stdout, re.M)
+    for label in ("Validation AUROC", "Test AUROC"):
+        match = re.search(rf"^{label}: {NUMBER}$", stdout, re.M)
+        assert match, label
+        assert 0.0 <= float(match.group(1)) <= 1.0
+        assert float(match.group(1)) > 0.8  # breast_cancer is easy; a broken metric would not be
+
+
+def test_fit_writes_journal(fitted):
+    _, _, _, out = fitted
+    lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 15
+    statuses = {s.value for s in Status}
+    for line in lines:
+        record = json.loads(line)
+        assert record["status"] in statuses
+        assert isinstance(record["loss"], (int, float))
+        if record["status"] == "ok":
+            assert 0.0 <= record["loss"] <= 1.0
+
+
+def test_fit_writes_loadable_resolved_config(fitted):
+    _, _, _, out = fitted
+    config = load_config(out / "config.resolved.yaml")
+    assert config.estimator["max_evals"] == 15
+    assert config.estimator["random_state"] == 0
+    assert config.estimator["output_dir"] == str(out)
+    assert config.data == {"dataset": "breast_cancer"}
+    assert config.make_estimator().get_params()["max_evals"] == 15
+
+
+def test_fit_writes_a_plain_pipeline(fitted):
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.pipeline import Pipeline
+
+    _, stdout, _, out = fitted
+    with open(out / "best_pipeline.pkl", "rb") as fh:
+        pipe = pickle.load(fh)
+    assert isinstance(pipe, Pipeline)
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    pred = pipe.predict(X.iloc[:50])
+    assert pred.shape == (50,) and set(np.unique(pred)) <= {0, 1}
+    assert (pred == y.iloc[:50].to_numpy()).mean() > 0.8
+    # the printed pipeline is the pickled one
+    assert f"  estimator: {pipe.steps[-1][1]}".split("(")[0] in stdout
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["n_evals"] == 15 and summary["metric"] == "roc_auc"
+
+
+# ----------------------------------------------------------------------------- fit on a CSV
+@pytest.fixture
+def csv_path(tmp_path):
+    """150 rows of breast_cancer (4 numeric columns with NaNs), a string column with NaNs, and
+    a string target."""
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer(as_frame=True)
+    frame = data.data.iloc[:150, :4].copy()
+    rng = np.random.default_rng(0)
+    frame["color"] = rng.choice(["red", "green", "blue"], size=150)
+    frame.iloc[::7, 0] = np.nan
+    frame.loc[frame.index[::11], "color"] = np.nan
+    frame["label"] = np.where(data.target.iloc[:150] == 1, "benign", "malignant")
+    path = tmp_path / "data.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_fit_csv(tmp_path, csv_path):
+    out = tmp_path / "out"
+    code, stdout, stderr = _run(
+        ["fit", "--data", csv_path, "--target", "label", "--max-evals", "6", "--seed", "1", "--output", out]
+    )
+    assert code == 0, stderr
+    match = re.search(rf"^Test AUROC: {NUMBER}$", stdout, re.M)
+    assert match and 0.0 <= float(match.group(1)) <= 1.0
+    assert len((out / "journal.jsonl").read_text().splitlines()) == 6
+    config = load_config(out / "config.resolved.yaml")
+    assert config.data == {"csv": str(csv_path), "target": "label"}
+    import pandas as pd
+
+    with open(out / "best_pipeline.pkl", "rb") as fh:
+        pipe = pickle.load(fh)
+    X = pd.read_csv(csv_path).drop(columns="label")
+    assert set(pipe.predict(X)) <= {"benign", "malignant"}
+
+
+def test_fit_with_config_file(tmp_path, csv_path):
+    """A config file supplies data and estimator; command-line flags override it."""
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "estimator": {"max_evals": 50, "random_state": 2, "inner_iter": 2},
+                "data": {"csv": str(csv_path), "target": "label", "test_size": 0.3},
+            }
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    code, stdout, stderr = _run(["fit", "--config", path, "--max-evals", "4", "--output", out])
+    assert code == 0, stderr
+    assert re.search(r"^Evaluations: 4 ", stdout, re.M)
+    resolved = load_config(out / "config.resolved.yaml")
+    assert resolved.estimator["max_evals"] == 4 and resolved.estimator["inner_iter"] == 2
+    assert resolved.data["test_size"] == 0.3
+
+
+# ----------------------------------------------------------------------------- errors
+def _error(capsys, argv):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    assert captured.out == ""
+    return captured.err
+
+
+def test_unknown_dataset(capsys):
+    err = _error(capsys, ["fit", "--dataset", "irs", "--max-evals", "2"])
+    assert err.startswith("admm-automl: error: ")
+    assert "Unknown dataset 'irs'. Did you mean 'iris'?" in err
+    assert "'breast_cancer'" in err
+
+
+def test_missing_target_column(capsys, csv_path):
+    err = _error(capsys, ["fit", "--data", csv_path, "--target", "lable", "--max-evals", "2"])
+    assert "target column 'lable' is not in" in err
+    assert "Did you mean 'label'?" in err
+    assert "'color'" in err and "'mean radius'" in err
+
+
+def test_data_without_target(capsys, csv_path):
+    err = _error(capsys, ["fit", "--data", csv_path, "--max-evals", "2"])
+    assert "--data needs --target" in err
+
+
+def test_missing_csv_file(capsys, tmp_path):
+    err = _error(capsys, ["fit", "--data", tmp_path / "nope.csv", "--target", "y"])
+    assert "nope.csv' does not exist" in err
+
+
+def test_no_data(capsys):
+    err = _error(capsys, ["fit", "--max-evals", "2"])
+    assert "no data: give --dataset" in err
+
+
+@pytest.mark.parametrize("flag, registry", [("--theta-solver", THETA_SOLVERS), ("--z-solver", Z_SOLVERS)])
+def test_unknown_solver(capsys, flag, registry):
+    err = _error(capsys, ["fit", "--dataset", "iris", flag, "randm", "--max-evals", "2"])
+    assert f"Unknown {registry.kind} 'randm'. Did you mean 'random'?" in err
+    listed = ", ".join(repr(n) for n in registry.names())
+    assert f"Available: {listed}." in err
+
+
+def test_negative_time_budget(capsys):
+    err = _error(capsys, ["fit", "--dataset", "iris", "--time-budget", "-1"])
+    assert "'time_budget' parameter of ADMM must be a positive number" in err
+    assert "Got -1.0" in err
+
+
+def test_zero_max_evals(capsys):
+    err = _error(capsys, ["fit", "--dataset", "iris", "--max-evals", "0"])
+    assert "'max_evals'" in err and "Got 0" in err
+
+
+def test_unknown_search_space(capsys):
+    err = _error(capsys, ["fit", "--dataset", "iris", "--search-space", "paper_smal", "--max-evals", "2"])
+    assert "Unknown search space 'paper_smal'. Did you mean 'paper_small'?" in err
+
+
+def test_config_with_unknown_key(capsys, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("estimator:\n  max_evalz: 3\n", encoding="utf-8")
+    err = _error(capsys, ["fit", "--config", path, "--dataset", "iris"])
+    assert f"{path}: estimator.max_evalz: unknown key. Did you mean 'max_evals'?" in err
+
+
+def test_argparse_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["fit", "--dataset", "iris", "--data", "x.csv"])
+    assert info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["fit", "--max-evals", "many"])
+    assert info.value.code == 2
+    assert "invalid int value: 'many'" in capsys.readouterr().err

@@ -1,0 +1,258 @@
+"""The scikit-learn layer: fitted attributes, data handling, bad input, determinism, failures."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import Pipeline
+
+from admm_automl import ADMM, ADMMClassifier, ADMMRegressor
+from admm_automl.exceptions import (
+    DataError,
+    EvaluationFailedWarning,
+    InvalidParameterError,
+    UnknownComponentError,
+)
+from admm_automl.testing import tiny_space
+
+X, Y = load_breast_cancer(return_X_y=True, as_frame=True)
+FAST = dict(max_evals=12, inner_iter=3, inner_iter_step=0, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvaluationFailedWarning)
+        return ADMM(max_evals=30, inner_iter=4, inner_iter_step=4, random_state=0).fit(X, Y)
+
+
+def test_fitted_attributes(fitted):
+    model = fitted
+    assert isinstance(model.best_pipeline_, Pipeline)
+    assert [name for name, _ in model.best_pipeline_.steps] == [
+        "preprocess", "scaler", "transformer", "estimator"
+    ]
+    assert set(model.best_params_) >= {"scaler", "transformer", "estimator"}
+    assert model.task_ == "classification" and model.metric_ == "roc_auc"
+    assert len(model.history_) == model.n_evals_ == 30
+    assert model.best_loss_ == pytest.approx(model.history_["loss"].min())
+    assert model.best_score_ == pytest.approx(1 - model.best_loss_)
+    assert list(model.history_["eval_id"]) == list(range(30))
+    assert model.history_["phase"].iloc[0] == "initial"
+    assert model.history_["pipeline"].iloc[0] == "none -> none -> gaussian_nb"
+    assert {"param:estimator", "loss", "status", "error", "fit_time", "duration"} <= set(
+        model.history_.columns
+    )
+    assert list(model.admm_trace_.columns) == [
+        "iteration", "rho", "primal_residual", "lambda_norm", "best_loss", "n_evals",
+        "inner_iter", "time",
+    ]
+    assert model.admm_trace_["n_evals"].iloc[-1] == 30
+    cv = model.cv_results_
+    assert len(cv["params"]) == 30 and cv["rank_test_score"].min() == 1
+    assert cv["params"][int(np.argmax(cv["mean_test_score"]))]["estimator"] == model.best_params_["estimator"]
+    np.testing.assert_array_equal(model.classes_, [0, 1])
+    assert model.n_features_in_ == 30 and list(model.feature_names_in_) == list(X.columns)
+
+
+def test_prediction_api(fitted):
+    proba = fitted.predict_proba(X)
+    assert proba.shape == (len(X), 2)
+    np.testing.assert_array_equal(fitted.predict(X), fitted.best_pipeline_.predict(X))
+    assert fitted.score(X, Y) == pytest.approx((fitted.predict(X) == Y).mean())
+    from sklearn.metrics import roc_auc_score
+
+    assert fitted.metric_score(X, Y) == pytest.approx(roc_auc_score(Y, proba[:, 1]))
+
+
+def test_best_pipeline_is_plain_scikit_learn(fitted):
+    import pickle
+
+    restored = pickle.loads(pickle.dumps(fitted.best_pipeline_))
+    assert all(not type(step).__module__.startswith("admm_automl") for _, step in restored.steps)
+    np.testing.assert_array_equal(restored.predict(X), fitted.predict(X))
+
+
+def test_same_seed_and_evaluation_budget_give_the_same_history():
+    a = ADMM(**FAST).fit(X, Y).history_
+    b = ADMM(**FAST).fit(X, Y).history_
+    cols = ["pipeline", "loss", "status", "phase", "admm_iter"] + [
+        c for c in a.columns if c.startswith("param:")
+    ]
+    pd.testing.assert_frame_equal(a[cols], b[cols])
+    c = ADMM(**{**FAST, "random_state": 1}).fit(X, Y).history_
+    assert list(a["pipeline"]) != list(c["pipeline"]) or list(a["loss"]) != list(c["loss"])
+
+
+def test_regression_and_multiclass():
+    Xd, yd = load_diabetes(return_X_y=True)
+    reg = ADMMRegressor(**FAST).fit(Xd, yd)
+    assert reg.task_ == "regression" and reg.metric_ == "rmse"
+    assert reg.best_loss_ == pytest.approx(-reg.best_score_)
+    assert reg.history_["pipeline"].iloc[0] == "none -> none -> ridge"
+    assert -1 < reg.score(Xd, yd) <= 1
+    Xi, yi = load_iris(return_X_y=True)
+    clf = ADMM(**FAST).fit(Xi, yi)
+    assert clf.task_ == "classification" and clf.metric_ == "log_loss"
+    assert clf.predict_proba(Xi).shape == (150, 3)
+
+
+def test_pandas_with_categoricals_strings_and_nan():
+    rng = np.random.default_rng(0)
+    n = 200
+    frame = pd.DataFrame(
+        {
+            "num": rng.normal(size=n),
+            "with_nan": np.where(rng.uniform(size=n) < 0.2, np.nan, rng.normal(size=n)),
+            "color": rng.choice(["red", "green", "blue"], size=n),
+            "size": pd.Categorical(rng.choice(["s", "m", None], size=n)),
+            "flag": rng.uniform(size=n) < 0.5,
+        }
+    )
+    y = ((frame["num"] > 0) ^ (frame["color"] == "red")).astype(int).to_numpy()
+    model = ADMMClassifier(**FAST).fit(frame, y)
+    assert model.best_loss_ < 0.5
+    assert (model.history_["status"] == "ok").all()
+    assert model.predict(frame.iloc[:5]).shape == (5,)
+    # string labels
+    labels = np.where(y == 1, "yes", "no")
+    model = ADMMClassifier(**FAST).fit(frame, labels)
+    assert set(model.predict(frame)) <= {"yes", "no"}
+
+
+def test_object_array_with_strings():
+    Xo = np.array([[1.0, "a"], [2.0, "b"], [3.0, "a"], [4.0, "b"]] * 10, dtype=object)
+    y = np.array([0, 1, 0, 1] * 10)
+    model = ADMMClassifier(**FAST).fit(Xo, y)
+    assert model.best_loss_ == 0.0
+    np.testing.assert_array_equal(model.predict(Xo), y)
+
+
+@pytest.mark.parametrize(
+    "X_bad,y_bad,error,match",
+    [
+        (np.array([[1.0, np.inf], [2.0, 3.0], [3.0, 1.0]]), [0, 1, 0], ValueError, "infinity"),
+        (pd.DataFrame({"a": [1.0, np.inf, 2.0, 3.0]}), [0, 1, 0, 1], DataError, r"infinity in column\(s\) \['a'\]"),
+        (np.ones((10, 2)), np.zeros(10), DataError, "single class"),
+        (np.ones((10, 2)), np.zeros(9), ValueError, "inconsistent numbers of samples"),
+        (np.ones((0, 2)), np.zeros(0), ValueError, "0 sample"),
+        (np.ones((10, 2)), None, ValueError, "requires y to be passed"),
+        (np.ones((10, 2)), np.r_[np.zeros(5), np.ones(4), np.nan], ValueError, "NaN"),
+    ],
+)
+def test_bad_data_gets_a_clear_error(X_bad, y_bad, error, match):
+    with pytest.raises(error, match=match):
+        ADMM(**FAST).fit(X_bad, y_bad)
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"max_evals": -5}, "'max_evals' parameter of ADMM must be a positive integer"),
+        ({"time_budget": -1.0}, "'time_budget' parameter of ADMM must be a positive number"),
+        ({"rho": 0}, "'rho' parameter"),
+        ({"cv": 1}, "cv must be >= 2"),
+        ({"inner_iter": 64, "inner_iter_max": 16}, "maximum >= start"),
+        ({"task": "ranking"}, "task must be"),
+        ({"search_space": "paper_smal"}, "Unknown search space 'paper_smal'. Did you mean 'paper_small'"),
+        ({"scoring": "auroc"}, "Unknown scoring 'auroc'"),
+        ({"executor": "serial", "trial_timeout": 5}, "trial_timeout needs worker processes"),
+    ],
+)
+def test_bad_parameters_get_a_clear_error(params, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        ADMM(**{**FAST, **params}).fit(X, Y)
+
+
+def test_solvers_not_built_yet_are_reported_with_the_registered_names():
+    with pytest.raises(UnknownComponentError, match=r"Unknown theta solver 'bo'.*Available: 'random'"):
+        ADMM(theta_solver="bo", z_solver="blds").fit(X, Y)
+    with pytest.raises(UnknownComponentError, match=r"Unknown z solver 'blds'.*Available: 'random'"):
+        ADMM(z_solver="blds").fit(X, Y)
+
+
+def test_failing_pipelines_are_recorded_and_the_run_completes(tmp_path):
+    space = tiny_space(
+        {
+            "gnb": {"class": "sklearn.naive_bayes.GaussianNB"},
+            "raiser": {"class": "admm_automl.testing.RaisingClassifier"},
+            "nan": {"class": "admm_automl.testing.NaNClassifier"},
+            "sleeper": {"class": "admm_automl.testing.SleepingClassifier",
+                        "hyperparameters": {"seconds": {"type": "fixed", "value": 60}}},
+        }
+    )
+    model = ADMMClassifier(
+        search_space=space, max_evals=8, inner_iter=8, trial_timeout=2.0, random_state=0,
+        output_dir=tmp_path,
+    )
+    with pytest.warns(EvaluationFailedWarning, match="pipelines failed"):
+        model.fit(X, Y)
+    assert model.n_evals_ == 8  # every pipeline of the 2 x 4 space, each once
+    status = model.history_.groupby("param:estimator")["status"].agg(set).to_dict()
+    assert status == {"gnb": {"ok"}, "raiser": {"failed"}, "nan": {"failed"}, "sleeper": {"timeout"}}
+    assert (model.history_.loc[model.history_["status"] != "ok", "loss"] == 1.0).all()
+    journal = [json.loads(l) for l in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert len(journal) == 8
+    assert any("always fails" in (r["error"] or "") for r in journal)
+    assert model.best_params_["estimator"] == "gnb"
+
+
+def test_all_pipelines_failing_is_an_error():
+    space = tiny_space({"raiser": {"class": "admm_automl.testing.RaisingClassifier"}})
+    with pytest.raises(RuntimeError, match="All 2 evaluated pipelines failed.*always fails"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ADMMClassifier(search_space=space, **FAST).fit(X, Y)
+
+
+def test_time_budget_is_honoured():
+    import time
+
+    start = time.monotonic()
+    model = ADMM(time_budget=4.0, random_state=0).fit(X, Y)
+    elapsed = time.monotonic() - start
+    assert model.stop_reason_ == "time_budget"
+    assert model.history_["time"].max() <= 4.0 + 1.0  # overrun <= max(1 s, 2 %)
+    assert elapsed < 4.0 + 1.0 + 5.0  # plus start-up of the worker and the refit
+
+
+def test_resume_from_the_journal_repeats_nothing(tmp_path):
+    first = ADMM(**FAST, output_dir=tmp_path).fit(X, Y)
+    second = ADMM(**{**FAST, "max_evals": 20}, output_dir=tmp_path).fit(X, Y)
+    lines = (tmp_path / "journal.jsonl").read_text().splitlines()
+    assert len(lines) == 12 + second.n_evals_
+    assert second.n_evals_ == 20
+    # the first 12 evaluations were answered from the journal, not repeated
+    assert second.history_["pipeline"].tolist()[:0] == []
+    assert first.best_loss_ >= second.best_loss_
+
+
+def test_kfold_cv():
+    model = ADMM(**{**FAST, "cv": 3}).fit(X, Y)
+    assert model.history_["n_train"].iloc[0] == pytest.approx(len(X) * 2 / 3, abs=1)
+
+
+def test_clone_cross_val_score_and_grid_search():
+    est = ADMMClassifier(**{**FAST, "max_evals": 4})
+    assert clone(est).get_params() == est.get_params()
+    scores = cross_val_score(est, X, Y, cv=2)
+    assert scores.shape == (2,) and (scores > 0.8).all()
+    grid = GridSearchCV(est, {"rho": [0.5, 2.0]}, cv=2).fit(X, Y)
+    assert grid.best_params_["rho"] in (0.5, 2.0)
+    assert isinstance(grid.best_estimator_.best_pipeline_, Pipeline)
+
+
+def test_solver_given_as_mapping_and_instance_is_not_mutated():
+    from admm_automl.solvers.theta import RandomThetaSolver
+
+    solver = RandomThetaSolver()
+    model = ADMM(**FAST, theta_solver=solver, z_solver={"name": "random", "params": {}}).fit(X, Y)
+    assert not hasattr(solver, "problem_")
+    assert model.n_evals_ == 12

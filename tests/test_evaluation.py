@@ -1,0 +1,230 @@
+"""The evaluation engine: splits, fidelity subsamples, metrics, failure capture, cache, journal."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes
+
+from admm_automl.evaluation import (
+    PipelineObjective,
+    ProcessExecutor,
+    SerialExecutor,
+    TrialContext,
+    get_metric,
+    make_executor,
+    make_splits,
+    nested_order,
+)
+from admm_automl.exceptions import InvalidParameterError
+from admm_automl.history import Journal, records_to_frame
+from admm_automl.testing import tiny_space
+from admm_automl.trial import Request, Status
+
+X, Y = load_breast_cancer(return_X_y=True)
+MISBEHAVING = tiny_space(
+    {
+        "gnb": {"class": "sklearn.naive_bayes.GaussianNB"},
+        "sleeper": {"class": "admm_automl.testing.SleepingClassifier"},
+        "raiser": {"class": "admm_automl.testing.RaisingClassifier"},
+        "nan": {"class": "admm_automl.testing.NaNClassifier"},
+        "hog": {"class": "admm_automl.testing.MemoryHogClassifier"},
+    }
+).for_task("classification")
+THETA = MISBEHAVING.encoding.initial_theta
+
+
+def context(space=MISBEHAVING, cv=None):
+    splits = make_splits(Y, classification=True, cv=cv, validation_size=0.2, seed=0)
+    return TrialContext(space, X, Y, splits, get_metric(None, "classification", "binary"))
+
+
+# ---------------------------------------------------------------------------- splits
+def test_holdout_split_is_stratified_and_disjoint():
+    (split,) = make_splits(Y, classification=True, cv=None, validation_size=0.2, seed=1)
+    assert len(np.intersect1d(split.train, split.valid)) == 0
+    assert len(split.train) + len(split.valid) == len(Y)
+    assert len(split.valid) == pytest.approx(0.2 * len(Y), abs=1)
+    assert Y[split.valid].mean() == pytest.approx(Y.mean(), abs=0.01)
+
+
+def test_kfold_splits_cover_every_row_once():
+    splits = make_splits(Y, classification=True, cv=3, validation_size=0.2, seed=0)
+    valid = np.sort(np.concatenate([s.valid for s in splits]))
+    np.testing.assert_array_equal(valid, np.arange(len(Y)))
+
+
+def test_regression_splits_are_not_stratified():
+    _, y = load_diabetes(return_X_y=True)
+    (split,) = make_splits(y, classification=False, cv=None, validation_size=0.25, seed=0)
+    assert len(split.valid) == pytest.approx(0.25 * len(y), abs=1)
+
+
+def test_fidelity_subsamples_are_nested_and_stratified():
+    (split,) = make_splits(Y, classification=True, cv=None, validation_size=0.2, seed=0)
+    previous = np.array([], dtype=int)
+    for fidelity in (0.05, 0.1, 0.25, 0.5, 1.0):
+        rows = split.train_rows(fidelity)
+        assert len(rows) == int(np.ceil(fidelity * len(split.train)))
+        assert set(previous) <= set(rows)
+        assert set(rows) <= set(split.train)
+        assert Y[rows].mean() == pytest.approx(Y[split.train].mean(), abs=0.05)
+        previous = rows
+
+
+def test_nested_order_keeps_class_proportions_in_every_prefix():
+    y = np.array([0] * 90 + [1] * 10)
+    order = nested_order(y, np.random.default_rng(0))
+    assert sorted(order) == list(range(100))
+    for n in (10, 20, 50):
+        assert y[order[:n]].sum() == pytest.approx(n / 10, abs=1)
+
+
+# ---------------------------------------------------------------------------- metrics
+@pytest.mark.parametrize(
+    "scoring,task,target,name,worst",
+    [
+        (None, "classification", "binary", "roc_auc", 1.0),
+        (None, "classification", "multiclass", "log_loss", None),
+        (None, "regression", "continuous", "rmse", None),
+        ("accuracy", "classification", "multiclass", "accuracy", 1.0),
+        ("r2", "regression", "continuous", "r2", None),
+        ("roc_auc", "classification", "multiclass", "roc_auc_ovr", 1.0),
+        ("neg_median_absolute_error", "regression", "continuous", "neg_median_absolute_error", None),
+    ],
+)
+def test_metric_resolution(scoring, task, target, name, worst):
+    metric = get_metric(scoring, task, target)
+    assert metric.name == name
+    assert metric.worst == worst
+
+
+def test_metric_errors_name_the_problem():
+    with pytest.raises(InvalidParameterError, match="Unknown scoring 'roc_acu'. Did you mean 'roc_auc'"):
+        get_metric("roc_acu", "classification", "binary")
+    with pytest.raises(InvalidParameterError, match="'rmse' does not apply to classification"):
+        get_metric("rmse", "classification", "binary")
+
+
+def test_loss_is_one_minus_auroc():
+    from sklearn.metrics import roc_auc_score
+    from sklearn.naive_bayes import GaussianNB
+
+    metric = get_metric(None, "classification", "binary")
+    model = GaussianNB().fit(X[:400], Y[:400])
+    expected = 1 - roc_auc_score(Y[400:], model.predict_proba(X[400:])[:, 1])
+    assert metric.loss(metric.make_scorer(), model, X[400:], Y[400:]) == pytest.approx(expected)
+
+
+# ---------------------------------------------------------------------------- objective
+def z_of(name):
+    return (0, MISBEHAVING.modules[1].index(name))
+
+
+def test_failures_are_captured_with_the_worst_loss_and_the_error_text(tmp_path):
+    journal = Journal(tmp_path / "journal.jsonl")
+    objective = PipelineObjective(context(), SerialExecutor(), journal, worst_loss=1.0)
+    good, raised, nan = objective(
+        [Request(z_of("gnb"), THETA), Request(z_of("raiser"), THETA), Request(z_of("nan"), THETA)]
+    )
+    objective.close()
+    assert good.status is Status.OK and 0 < good.loss < 0.2
+    assert raised.status is Status.FAILED and raised.loss == 1.0
+    assert "RuntimeError: this estimator always fails" in raised.error
+    assert nan.status is Status.FAILED and nan.loss == 1.0 and "NaN" in nan.error
+    lines = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in lines] == ["ok", "failed", "failed"]
+    assert [r["eval_id"] for r in lines] == [0, 1, 2]
+    assert "always fails" in lines[1]["error"]
+    assert objective.n_failed == 2
+
+
+def test_identical_requests_are_answered_from_the_cache():
+    objective = PipelineObjective(context(), SerialExecutor(), Journal(), worst_loss=1.0)
+    first, duplicate = objective([Request(z_of("gnb"), THETA), Request(z_of("gnb"), THETA)])
+    (again,) = objective([Request(z_of("gnb"), THETA)])
+    assert not first.cached and duplicate.cached and again.cached
+    assert first.loss == duplicate.loss == again.loss
+    assert len(objective.journal) == 1
+    # a different fidelity is a different request
+    (low,) = objective([Request(z_of("gnb"), THETA, 0.25)])
+    assert not low.cached and low.fidelity == 0.25
+    assert objective.journal.records[-1]["n_train"] == int(np.ceil(0.25 * 455))
+
+
+def test_process_executor_stops_a_runaway_fit_and_enforces_the_memory_limit():
+    executor = ProcessExecutor(n_workers=1, memory_limit_mb=1500)
+    objective = PipelineObjective(context(), executor, Journal(), worst_loss=1.0, trial_timeout=2.0)
+    try:
+        sleeper, hog, good = objective(
+            [Request(z_of("sleeper"), THETA), Request(z_of("hog"), THETA), Request(z_of("gnb"), THETA)]
+        )
+    finally:
+        objective.close()
+    assert sleeper.status is Status.TIMEOUT and sleeper.loss == 1.0
+    assert sleeper.duration < 15  # the 60 s sleep was cut short
+    assert hog.status is Status.MEMOUT and hog.loss == 1.0
+    assert good.status is Status.OK  # the pool recovered
+    statuses = [r["status"] for r in objective.journal.records]
+    assert statuses == ["timeout", "memout", "ok"]
+
+
+def test_time_left_stops_a_trial_and_marks_it_as_a_budget_stop():
+    objective = PipelineObjective(context(), ProcessExecutor(1), Journal(), worst_loss=1.0)
+    try:
+        (obs,) = objective([Request(z_of("sleeper"), THETA)], time_left=1.5)
+    finally:
+        objective.close()
+    assert obs.status is Status.TIMEOUT and obs.info["budget_stop"]
+    assert objective.journal.records[0]["budget_stop"] is True
+    assert not objective.cache  # not cached: it might finish with more time
+
+
+def test_process_and_serial_executors_give_the_same_losses():
+    requests = [Request(z_of("gnb"), THETA), Request((1, 0), THETA)]
+    serial = PipelineObjective(context(), SerialExecutor(), Journal(), worst_loss=1.0)
+    process = PipelineObjective(context(), ProcessExecutor(2), Journal(), worst_loss=1.0)
+    try:
+        a = [o.loss for o in serial(requests)]
+        b = [o.loss for o in process(requests)]
+    finally:
+        process.close()
+    assert a == b
+
+
+def test_unpicklable_context_gives_a_clear_error():
+    ctx = context()
+    ctx.measures = {"bad": lambda pipe, X, y: 0.0}
+    with pytest.raises(InvalidParameterError, match="picklable"):
+        ProcessExecutor(1).start(ctx)
+
+
+def test_executor_choice():
+    assert make_executor("auto", n_jobs=1, memory_limit_mb=None, needs_isolation=False).name == "serial"
+    assert make_executor("auto", n_jobs=1, memory_limit_mb=None, needs_isolation=True).name == "process"
+    assert make_executor("auto", n_jobs=2, memory_limit_mb=None, needs_isolation=False).name == "process"
+    with pytest.raises(InvalidParameterError, match="need executor='process'"):
+        make_executor("serial", n_jobs=2, memory_limit_mb=None, needs_isolation=False)
+    with pytest.raises(InvalidParameterError, match="'auto', 'serial' or 'process'"):
+        make_executor("threads", n_jobs=1, memory_limit_mb=None, needs_isolation=False)
+
+
+# ---------------------------------------------------------------------------- journal
+def test_journal_survives_a_truncated_last_line_and_resumes(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    objective = PipelineObjective(context(), SerialExecutor(), Journal(path), worst_loss=1.0)
+    objective([Request(z_of("gnb"), THETA), Request(z_of("raiser"), THETA)])
+    objective.close()
+    with open(path, "a") as fh:
+        fh.write('{"eval_id": 2, "loss": 0.')  # a crash mid-write
+    records = Journal.read(path)
+    assert len(records) == 2
+    resumed = PipelineObjective(context(), SerialExecutor(), Journal(path), worst_loss=1.0)
+    assert resumed.preload(records) == 2
+    (obs,) = resumed([Request(z_of("gnb"), THETA)])
+    assert obs.cached and obs.loss == records[0]["loss"]
+    frame = records_to_frame(records)
+    assert list(frame["status"]) == ["ok", "failed"]
+    assert "param:estimator" in frame.columns
