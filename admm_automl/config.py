@@ -26,7 +26,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from .exceptions import ConfigError, InvalidParameterError, did_you_mean
+from ._yaml import read_yaml
+from .exceptions import ConfigError, InvalidParameterError, did_you_mean, unknown_name_message
 
 DATA_KEYS = {"dataset", "csv", "target", "test_size"}
 TOP_KEYS = {"estimator", "data"}
@@ -111,6 +112,15 @@ def config_from_dict(node: Any) -> Config:
         raise ConfigError("data: give either 'dataset' or 'csv', not both")
     if "csv" in data and "target" not in data:
         raise ConfigError("data.target: required with data.csv (the name of the target column)")
+    if "dataset" in data:
+        from .datasets import BUNDLED
+
+        if data["dataset"] not in BUNDLED:
+            raise ConfigError("data.dataset: " + unknown_name_message("dataset", data["dataset"], BUNDLED))
+    if "test_size" in data:
+        size = data["test_size"]
+        if isinstance(size, bool) or not isinstance(size, (int, float)) or not 0 < size < 1:
+            raise ConfigError(f"data.test_size: must be a number in (0, 1), got {size!r}")
     config = Config(estimator, data)
     config.make_estimator()  # validates values and component names
     return config
@@ -123,12 +133,9 @@ def load_config(source: "str | Path | Mapping[str, Any]") -> Config:
     path = Path(source)
     if not path.is_file():
         raise ConfigError(f"configuration file {str(path)!r} does not exist")
-    with open(path, encoding="utf-8") as fh:
-        try:
-            node = yaml.safe_load(fh)
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{path}: not valid YAML: {err}") from None
     try:
+        with open(path, encoding="utf-8") as fh:
+            node = read_yaml(fh)
         return config_from_dict(node or {})
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None

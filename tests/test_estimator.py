@@ -22,6 +22,10 @@ from admm_automl.exceptions import (
 )
 from admm_automl.testing import tiny_space
 
+# paper_small has pipelines that fail on this data (QDA after degree-2 polynomial features has
+# fewer rows per class than features); those failures are expected and recorded
+pytestmark = pytest.mark.filterwarnings("ignore::admm_automl.exceptions.EvaluationFailedWarning")
+
 X, Y = load_breast_cancer(return_X_y=True, as_frame=True)
 FAST = dict(max_evals=12, inner_iter=3, inner_iter_step=0, random_state=0)
 
@@ -226,11 +230,11 @@ def test_time_budget_is_honoured():
 def test_resume_from_the_journal_repeats_nothing(tmp_path):
     first = ADMM(**FAST, output_dir=tmp_path).fit(X, Y)
     second = ADMM(**{**FAST, "max_evals": 20}, output_dir=tmp_path).fit(X, Y)
-    lines = (tmp_path / "journal.jsonl").read_text().splitlines()
-    assert len(lines) == 12 + second.n_evals_
-    assert second.n_evals_ == 20
-    # the first 12 evaluations were answered from the journal, not repeated
-    assert second.history_["pipeline"].tolist()[:0] == []
+    lines = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert len(lines) == 12 + 20 and second.n_evals_ == 20
+    # the same seed asks the same first requests: they are answered from the journal
+    assert set(first.history_["key"]).isdisjoint(second.history_["key"])
+    assert [r["key"] for r in lines[:12]] == list(first.history_["key"])
     assert first.best_loss_ >= second.best_loss_
 
 

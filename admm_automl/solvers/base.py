@@ -123,7 +123,8 @@ class BaseSolver(ParamsMixin, abc.ABC):
         candidates = list(self.problem_.history) + list(self.trials_)
         if not candidates:
             return None
-        scores = [self.problem_.augment(c, o) for c, o in candidates]
+        scores = np.array([self.problem_.augment(c, o) for c, o in candidates], dtype=float)
+        scores[~np.isfinite(scores)] = np.inf  # a NaN score never wins
         return candidates[int(np.argmin(scores))]
 
 

@@ -73,9 +73,21 @@ class Encoding:
 
     def check_z(self, z: Sequence[int]) -> tuple[int, ...]:
         """Validate a choice vector and return it as a tuple of ints."""
-        z = tuple(int(j) for j in z)
+        values = tuple(z)
+        if any(isinstance(j, bool) or float(j) != int(j) for j in values):
+            raise ValueError(f"invalid algorithm choice {values!r}: choices must be integers")
+        z = tuple(int(j) for j in values)
         if len(z) != len(self.n_choices) or any(
             not 0 <= j < k for j, k in zip(z, self.n_choices)
         ):
             raise ValueError(f"invalid algorithm choice {z!r} for module sizes {self.n_choices!r}")
         return z
+
+    def check_theta(self, theta: np.ndarray) -> np.ndarray:
+        """Validate the length of a full θ vector."""
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape != (self.theta_dim,):
+            raise ValueError(
+                f"theta must have shape ({self.theta_dim},), got {theta.shape}"
+            )
+        return theta

@@ -49,6 +49,10 @@ class Hyperparameter:
 
 
 def _check_range(name: str, low: float, high: float, log: bool) -> None:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise InvalidParameterError(
+            f"hyperparameter {name!r}: bounds must be finite, got [{low!r}, {high!r}]"
+        )
     if not low < high:
         raise InvalidParameterError(f"hyperparameter {name!r}: low={low!r} must be < high={high!r}")
     if log and low <= 0:
@@ -71,6 +75,7 @@ class Float(Hyperparameter):
                 f"hyperparameter {self.name!r}: default {self.default!r} is outside "
                 f"[{self.low!r}, {self.high!r}]"
             )
+        object.__setattr__(self, "_default_u", self.to_unit(self.default))
 
     def to_unit(self, value: Any) -> float:
         v = float(value)
@@ -82,6 +87,8 @@ class Float(Hyperparameter):
 
     def from_unit(self, u: float) -> float:
         u = min(max(float(u), 0.0), 1.0)
+        if u == self._default_u:  # exact round trip of the default despite rounding in exp/log
+            return float(self.default)
         if u == 0.0:
             return float(self.low)
         if u == 1.0:
@@ -163,6 +170,10 @@ class Categorical(Hyperparameter):
     def __post_init__(self) -> None:
         object.__setattr__(self, "choices", tuple(_freeze(c) for c in self.choices))
         object.__setattr__(self, "default", _freeze(self.default))
+        if len(set(map(repr, self.choices))) != len(self.choices):
+            raise InvalidParameterError(
+                f"hyperparameter {self.name!r}: duplicate choices in {list(self.choices)!r}"
+            )
         if len(self.choices) < 2:
             raise InvalidParameterError(
                 f"hyperparameter {self.name!r}: a categorical needs at least 2 choices "

@@ -8,11 +8,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
+from .._yaml import read_yaml
 from ..exceptions import ConfigError, InvalidParameterError, UnknownComponentError
 from ..exceptions import did_you_mean, unknown_name_message
-from .hyperparameters import Categorical, Fixed, Float, Hyperparameter, Int
+from .hyperparameters import Categorical, Fixed, Float, Hyperparameter, Int, _freeze
 from .space import PASSTHROUGH, TASKS, Algorithm, Module, PipelineSpace
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -63,7 +62,8 @@ def _hyperparameter(name: str, node: Any, path: str) -> Hyperparameter:
     if not isinstance(condition, Mapping):
         raise ConfigError(f"{path}.condition: expected a mapping {{sibling: [values]}}")
     condition = {
-        k: tuple(v) if isinstance(v, (list, tuple)) else (v,) for k, v in condition.items()
+        k: tuple(_freeze(x) for x in v) if isinstance(v, list) else (_freeze(v),)
+        for k, v in condition.items()
     }
     spec.pop("type")
     if log is not None:
@@ -124,9 +124,14 @@ def space_from_dict(node: Any, source: str = "space") -> PipelineSpace:
         if not isinstance(mspec["choices"], list) or not mspec["choices"]:
             raise ConfigError(f"{mpath}.choices: expected a non-empty list")
         algos = tuple(_algorithm(a, f"{mpath}.choices[{j}]") for j, a in enumerate(mspec["choices"]))
-        names = [a.name for a in algos]
-        if len(set(names)) != len(names):
-            raise ConfigError(f"{mpath}.choices: duplicate choice names in {names!r}")
+        for task in TASKS:  # a name may repeat across tasks (one variant per task), not within one
+            names = [a.name for a in algos if a.task in ("any", task)]
+            if len(set(names)) != len(names):
+                dup = sorted({n for n in names if names.count(n) > 1})
+                raise ConfigError(
+                    f"{mpath}.choices: duplicate choice names {dup!r} for {task} (a name may "
+                    "repeat only with task: classification and task: regression)"
+                )
         modules.append(Module(mname, algos))
     if len({m.name for m in modules}) != len(modules):
         raise ConfigError(f"modules: duplicate module names in {[m.name for m in modules]!r}")
@@ -163,9 +168,9 @@ def load_space(spec: "str | Path | Mapping[str, Any] | PipelineSpace") -> Pipeli
         path = Path(text)
         if not path.is_file():
             raise InvalidParameterError(f"search space file {text!r} does not exist")
-        with open(path, encoding="utf-8") as fh:
-            node = yaml.safe_load(fh)
         try:
+            with open(path, encoding="utf-8") as fh:
+                node = read_yaml(fh)
             return space_from_dict(node)
         except ConfigError as err:
             raise ConfigError(f"{path}: {err}") from None
@@ -176,5 +181,5 @@ def load_space(spec: "str | Path | Mapping[str, Any] | PipelineSpace") -> Pipeli
 
 @functools.lru_cache(maxsize=None)
 def _load_builtin(name: str) -> PipelineSpace:
-    node = yaml.safe_load(_builtin_dir().joinpath(f"{name}.yaml").read_text(encoding="utf-8"))
+    node = read_yaml(_builtin_dir().joinpath(f"{name}.yaml").read_text(encoding="utf-8"))
     return space_from_dict(node)

@@ -38,7 +38,10 @@ def import_class(path: str) -> type:
 
 
 def instantiate(value: Any) -> Any:
-    """Turn ``{"class": path, "params": {...}}`` values (possibly nested) into objects."""
+    """Turn ``{"class": path, "params": {...}}`` values (possibly nested) into objects and
+    ``{"function": path}`` into the function."""
+    if isinstance(value, Mapping) and set(value) == {"function"}:
+        return import_class(value["function"])
     if isinstance(value, Mapping) and "class" in value:
         params = {k: instantiate(v) for k, v in dict(value.get("params") or {}).items()}
         return import_class(value["class"])(**params)
@@ -96,9 +99,14 @@ class Module:
     choices: tuple[Algorithm, ...]
 
     def index(self, choice: str) -> int:
-        for j, algo in enumerate(self.choices):
-            if algo.name == choice:
-                return j
+        matches = [j for j, algo in enumerate(self.choices) if algo.name == choice]
+        if len(matches) > 1:
+            raise InvalidParameterError(
+                f"module {self.name!r}: choice {choice!r} has one variant per task; select the "
+                "task first with space.for_task(...)"
+            )
+        if matches:
+            return matches[0]
         raise InvalidParameterError(
             f"module {self.name!r}: "
             + unknown_name_message("choice", choice, [a.name for a in self.choices])
@@ -178,11 +186,12 @@ class PipelineSpace:
         """Readable flat configuration of ``(z, θ)``; discrete coordinates are projected."""
         enc = self.encoding
         z = enc.check_z(z)
+        theta = enc.check_theta(theta)
         config: dict[str, Any] = {}
         for i, (module, j) in enumerate(zip(self.modules, z)):
             algo = module.choices[j]
             config[module.name] = algo.name
-            units = np.asarray(theta, dtype=float)[enc.slots[i][j]]
+            units = theta[enc.slots[i][j]]
             for key, value in algo.params_from_unit(units).items():
                 config[f"{module.name}__{key}"] = value
         return config
@@ -211,9 +220,16 @@ class PipelineSpace:
                 if not key.startswith(prefix):
                     continue
                 hp_name = key[len(prefix):]
+                fixed = {h.name: h for h in algo.hyperparameters if not h.tunable}
                 if hp_name in by_name:
                     theta[slot[by_name[hp_name]]] = algo.tunable[by_name[hp_name]].to_unit(value)
-                elif hp_name not in {h.name for h in algo.hyperparameters}:
+                elif hp_name in fixed:
+                    if fixed[hp_name].value != value:
+                        raise InvalidParameterError(
+                            f"{algo.name!r} in module {module.name!r}: hyperparameter "
+                            f"{hp_name!r} is fixed to {fixed[hp_name].value!r}, got {value!r}"
+                        )
+                else:
                     raise InvalidParameterError(
                         f"{algo.name!r} in module {module.name!r}: "
                         + unknown_name_message(

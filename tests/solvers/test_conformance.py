@@ -311,9 +311,6 @@ def test_theta_best_prefers_history(make_solver, name):
     np.testing.assert_array_equal(x, great[0])
 
 
-@pytest.mark.xfail(
-    reason="BUG: BaseSolver.best() uses np.argmin, which returns a NaN-scored candidate", strict=True
-)
 @theta_names
 def test_theta_best_ignores_nan_scores(make_solver, name):
     solver = make_solver("theta", name)
@@ -464,9 +461,6 @@ def test_z_best_prefers_history(make_solver, name):
     assert obs is great[1] and tuple(z) == (2, 1)
 
 
-@pytest.mark.xfail(
-    reason="BUG: BaseSolver.best() uses np.argmin, which returns a NaN-scored candidate", strict=True
-)
 @z_names
 def test_z_best_ignores_nan_scores(make_solver, name):
     solver = make_solver("z", name)
