@@ -111,6 +111,10 @@ class ADMMOptimizer:
         Called with each trace row; returning True stops the run.
     max_idle_iterations : int
         Stop when this many consecutive iterations produce no new evaluation (space exhausted).
+    batch_size : int
+        Suggestions per batch for batch-capable solvers (the number of parallel workers).
+    n_train : int, optional
+        Training rows at full fidelity, passed to z-problems for multi-fidelity solvers.
     """
 
     def __init__(
@@ -127,6 +131,8 @@ class ADMMOptimizer:
         seed: "int | np.random.SeedSequence | None" = None,
         callback: Callable[[dict[str, Any]], Any] | None = None,
         max_idle_iterations: int = 5,
+        batch_size: int = 1,
+        n_train: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not rho > 0:
@@ -147,6 +153,8 @@ class ADMMOptimizer:
         self.z_rng = np.random.default_rng(z_seq)
         self.callback = callback
         self.max_idle_iterations = max_idle_iterations
+        self.batch_size = batch_size
+        self.n_train = n_train
         self.clock = clock
 
     # ------------------------------------------------------------------ budget + evaluation
@@ -222,6 +230,7 @@ class ADMMOptimizer:
             names=tuple(enc.theta_names[i] for i in active),
             history=history,
             start=theta[active].copy(),
+            batch_size=self.batch_size,
         )
         result = theta.copy()
         if len(active) == 0:
@@ -260,6 +269,8 @@ class ADMMOptimizer:
             choice_names=enc.choice_names,
             history=[(z, incumbent_obs)] if incumbent_obs is not None else [],
             start=z,
+            n_train=self.n_train,
+            batch_size=self.batch_size,
         )
         if self._z_solver_instance is None:
             self._z_solver_instance = self.z_solver()

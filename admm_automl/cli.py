@@ -6,10 +6,11 @@ import argparse
 import json
 import pickle
 import sys
+import warnings
 from pathlib import Path
 from typing import Sequence
 
-from .exceptions import ADMMAutoMLError
+from .exceptions import ADMMAutoMLError, EvaluationFailedWarning
 
 _LABELS = {"roc_auc": "AUROC", "roc_auc_ovr": "AUROC (one-vs-rest)", "accuracy": "accuracy"}
 
@@ -86,7 +87,9 @@ def _fit(args: argparse.Namespace) -> int:
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=config.data.get("test_size", 0.25), random_state=seed, stratify=stratify
     )
-    model.fit(X_train, y_train)
+    with warnings.catch_warnings():  # failures are reported in the summary below
+        warnings.simplefilter("ignore", EvaluationFailedWarning)
+        model.fit(X_train, y_train)
     label = _LABELS.get(model.metric_, model.metric_)
     test_score = model.metric_score(X_test, y_test)
     print("Best pipeline:")

@@ -384,6 +384,8 @@ class ADMM(BaseEstimator):
             max_evals=max_evals,
             time_budget=self.time_budget,
             seed=solver_seed,
+            batch_size=self.n_jobs,
+            n_train=len(splits[0].train),
         )
         try:
             result = optimizer.run()

@@ -46,6 +46,8 @@ class ThetaProblem:
     names: tuple[str, ...] = ()
     history: list[tuple[np.ndarray, Observation]] = field(default_factory=list)
     start: np.ndarray | None = None
+    #: suggestions a batch-capable solver should ask at once (the number of parallel workers)
+    batch_size: int = 1
 
 
 @dataclass
@@ -64,3 +66,7 @@ class ZProblem:
     history: list[tuple[tuple[int, ...], Observation]] = field(default_factory=list)
     start: tuple[int, ...] | None = None
     fidelity: tuple[float, float] | None = None
+    #: rows of the (first) training split: fidelity f trains on ceil(f * n_train) of them
+    n_train: int | None = None
+    #: suggestions a batch-capable solver should ask at once (the number of parallel workers)
+    batch_size: int = 1

@@ -303,3 +303,18 @@ def test_admm_module_does_not_import_scikit_learn():
     code = "import sys, admm_automl.admm; print('sklearn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_batch_capable_solvers_ask_one_batch_per_worker_round():
+    sizes = []
+    engine = Engine()
+
+    def batched(requests, time_left=None, tags=None):
+        sizes.append((tags["phase"], len(requests)))
+        return engine(requests, time_left, tags)
+
+    result = make_optimizer(batched, max_evals=40, batch_size=3, schedule=Schedule(7, 0, 7)).run()
+    assert sizes[0] == ("initial", 1)
+    # 7 evaluations per sub-problem: batches of 3, 3 and 1
+    assert [n for phase, n in sizes[1:4]] == [3, 3, 1]
+    assert result.n_evals == 40

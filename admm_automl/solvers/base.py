@@ -112,11 +112,19 @@ class BaseSolver(ParamsMixin, abc.ABC):
 
     # -------------------------------------------------------------- driving
     def run(self, n_evals: int) -> None:
-        """Ask, evaluate and tell ``n_evals`` times (budget errors propagate to the caller)."""
-        for _ in range(int(n_evals)):
-            suggestion = self.ask()
-            (observation,) = self.problem_.evaluate([suggestion])
-            self.tell(suggestion, observation)
+        """Ask, evaluate and tell ``n_evals`` times (budget errors propagate to the caller).
+
+        A solver with ``supports_batch`` asks ``problem.batch_size`` suggestions at a time, so a
+        parallel executor evaluates them together.
+        """
+        left = int(n_evals)
+        batch = max(1, int(getattr(self.problem_, "batch_size", 1))) if self.supports_batch else 1
+        while left > 0:
+            suggestions = [self.ask() for _ in range(min(batch, left))]
+            observations = self.problem_.evaluate(suggestions)
+            for suggestion, observation in zip(suggestions, observations):
+                self.tell(suggestion, observation)
+            left -= len(suggestions)
 
     def best(self) -> tuple[Any, Observation] | None:
         """Best ``(config, observation)`` of this problem's history and this solver's trials."""
