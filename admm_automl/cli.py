@@ -23,9 +23,14 @@ def _parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", help="search a pipeline for a dataset and report its scores")
     fit.add_argument("--config", help="YAML configuration (estimator and data sections)")
     source = fit.add_mutually_exclusive_group()
-    source.add_argument("--dataset", help="a scikit-learn bundled dataset, e.g. breast_cancer")
+    source.add_argument(
+        "--dataset",
+        help="a scikit-learn bundled dataset (e.g. breast_cancer), or a file NAME.csv[.gz] of "
+        "--data-dir",
+    )
     source.add_argument("--data", help="a CSV file (use with --target)")
     fit.add_argument("--target", help="name of the target column of --data")
+    fit.add_argument("--data-dir", help="directory of NAME.csv[.gz] files with a 'target' column")
     fit.add_argument("--time-budget", type=float, help="search time in seconds")
     fit.add_argument("--max-evals", type=int, help="number of pipeline evaluations")
     fit.add_argument("--seed", type=int, help="random seed (random_state)")
@@ -34,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--z-solver", help="z-min solver name")
     fit.add_argument("--inner-iter", type=int, help="evaluations per sub-problem (I or I0)")
     fit.add_argument("--inner-iter-step", type=int, help="adaptive step F (0 = fixed I)")
+    fit.add_argument("--inner-iter-max", type=int, help="cap of the adaptive schedule")
+    fit.add_argument("--cv", type=int, help="k-fold cross-validation instead of a holdout split")
     fit.add_argument("--n-jobs", type=int, help="worker processes")
     fit.add_argument("--test-size", type=float, help="held-out test fraction (default 0.25)")
     fit.add_argument("--output", help="directory for the journal, resolved config and pipeline")
@@ -47,7 +54,7 @@ def _fit(args: argparse.Namespace) -> int:
     from sklearn.model_selection import train_test_split
 
     from .config import Config, config_from_estimator, dump_config, load_config
-    from .datasets import load_bundled, load_csv
+    from .datasets import load_bundled, load_csv, load_from_dir
 
     config = load_config(args.config) if args.config else Config()
     overrides = {
@@ -59,6 +66,8 @@ def _fit(args: argparse.Namespace) -> int:
         "z_solver": args.z_solver,
         "inner_iter": args.inner_iter,
         "inner_iter_step": args.inner_iter_step,
+        "inner_iter_max": args.inner_iter_max,
+        "cv": args.cv,
         "n_jobs": args.n_jobs,
         "output_dir": args.output,
         "verbose": args.verbose or None,
@@ -66,13 +75,17 @@ def _fit(args: argparse.Namespace) -> int:
     config.estimator.update({k: v for k, v in overrides.items() if v is not None})
     if args.dataset:
         config.data = {"dataset": args.dataset}
+        if args.data_dir:
+            config.data["data_dir"] = args.data_dir
     elif args.data:
         if not args.target:
             raise ADMMAutoMLError("--data needs --target (the name of the target column)")
         config.data = {"csv": args.data, "target": args.target}
     if args.test_size is not None:
         config.data["test_size"] = args.test_size
-    if "dataset" in config.data:
+    if "data_dir" in config.data:
+        X, y = load_from_dir(config.data["dataset"], config.data["data_dir"])
+    elif "dataset" in config.data:
         X, y = load_bundled(config.data["dataset"])
     elif "csv" in config.data:
         X, y = load_csv(config.data["csv"], config.data["target"])

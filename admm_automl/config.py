@@ -8,7 +8,8 @@ estimator:                 # keys are exactly the parameters of ADMM.__init__
   max_evals: 100
   random_state: 0
 data:                      # used by the command line
-  dataset: breast_cancer   # a scikit-learn bundled set, or
+  dataset: breast_cancer   # a scikit-learn bundled set (or, with data_dir, a file NAME.csv[.gz]
+  # data_dir: ../shared/data #   of that directory, target column 'target'), or
   # csv: path/to/file.csv  # a CSV file with
   # target: label          # its target column
   test_size: 0.25          # held-out test fraction
@@ -29,7 +30,7 @@ import yaml
 from ._yaml import read_yaml
 from .exceptions import ConfigError, InvalidParameterError, did_you_mean, unknown_name_message
 
-DATA_KEYS = {"dataset", "csv", "target", "test_size"}
+DATA_KEYS = {"dataset", "data_dir", "csv", "target", "test_size"}
 TOP_KEYS = {"estimator", "data"}
 
 
@@ -112,7 +113,9 @@ def config_from_dict(node: Any) -> Config:
         raise ConfigError("data: give either 'dataset' or 'csv', not both")
     if "csv" in data and "target" not in data:
         raise ConfigError("data.target: required with data.csv (the name of the target column)")
-    if "dataset" in data:
+    if "data_dir" in data and "dataset" not in data:
+        raise ConfigError("data.dataset: required with data.data_dir (a file name in it)")
+    if "dataset" in data and "data_dir" not in data:
         from .datasets import BUNDLED
 
         if data["dataset"] not in BUNDLED:

@@ -1,4 +1,4 @@
-"""Loading data for the command line: scikit-learn's bundled sets and CSV files."""
+"""Loading data: scikit-learn's bundled sets, CSV files, and a directory of benchmark CSVs."""
 
 from __future__ import annotations
 
@@ -47,3 +47,23 @@ def load_csv(path: "str | Path", target: str) -> tuple[Any, Any]:
     if y.isna().any():
         raise DataError(f"target column {target!r} has {int(y.isna().sum())} missing values")
     return frame, y.to_numpy()
+
+
+def list_data_dir(data_dir: "str | Path") -> list[str]:
+    """Dataset names in a directory of ``NAME.csv`` / ``NAME.csv.gz`` files."""
+    folder = Path(data_dir)
+    if not folder.is_dir():
+        raise DataError(f"data directory {str(folder)!r} does not exist")
+    names = {p.name.split(".csv")[0] for p in folder.iterdir() if ".csv" in p.name}
+    return sorted(names)
+
+
+def load_from_dir(name: str, data_dir: "str | Path", target: str = "target") -> tuple[Any, Any]:
+    """``(X, y)`` of ``data_dir/NAME.csv[.gz]``; the target is the column ``target`` (the shared
+    benchmark files put it last)."""
+    folder = Path(data_dir)
+    for suffix in (".csv.gz", ".csv"):
+        path = folder / f"{name}{suffix}"
+        if path.is_file():
+            return load_csv(path, target)
+    raise UnknownComponentError(unknown_name_message("dataset", name, list_data_dir(folder)))
