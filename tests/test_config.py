@@ -75,7 +75,7 @@ def test_empty_file_is_an_empty_config(tmp_path):
         (
             {"data": {"datset": "iris"}},
             r"^data\.datset: unknown key\. Did you mean 'dataset'\? "
-            r"Allowed: csv, dataset, target, test_size$",
+            r"Allowed: csv, data_dir, dataset, target, test_size$",
         ),
         ({"estimator": [1, 2]}, r"^estimator: expected a mapping, got list"),
     ],
