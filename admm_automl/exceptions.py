@@ -50,6 +50,10 @@ class ADMMAutoMLWarning(UserWarning):
     """Base class of the warnings of this package."""
 
 
+class ConstraintViolationWarning(ADMMAutoMLWarning):
+    """No evaluated pipeline met every constraint; the least violating one was returned."""
+
+
 class EvaluationFailedWarning(ADMMAutoMLWarning):
     """Some pipelines failed during the search (they were recorded with the worst loss)."""
 
@@ -65,3 +69,7 @@ def unknown_name_message(kind: str, name: object, options: Iterable[str]) -> str
     options = sorted(options)
     listed = ", ".join(repr(o) for o in options) or "none"
     return f"Unknown {kind} {name!r}.{did_you_mean(str(name), options)} Available: {listed}."
+
+
+class SolverFallbackWarning(ADMMAutoMLWarning):
+    """A solver could not use its model (e.g. the GP fit failed) and fell back to a simpler step."""
