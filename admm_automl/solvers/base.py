@@ -64,6 +64,8 @@ class BaseSolver(ParamsMixin, abc.ABC):
     kind: ClassVar[str] = ""
     #: whether ``ask`` may be called several times before ``tell`` (parallel batches)
     supports_batch: ClassVar[bool] = False
+    #: whether suggestions carry a fidelity (a fraction of the training rows) below 1
+    supports_fidelity: ClassVar[bool] = False
 
     # -------------------------------------------------------------- lifecycle
     def setup(self, problem: Any, rng: np.random.Generator) -> "BaseSolver":

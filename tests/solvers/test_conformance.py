@@ -21,7 +21,15 @@ from admm_automl.trial import Observation, Status
 #: cheap constructor parameters, keyed "theta:<name>" or "z:<name>"
 FAST_PARAMS: dict[str, dict] = {
     "theta:random": {},
+    "theta:bo": {"n_initial_points": 3, "n_candidates": 128, "n_restarts": 1, "gp_restarts": 0},
+    "theta:skopt": {"n_initial_points": 3, "n_points": 500, "n_restarts_optimizer": 1, "gp_restarts": 0},
+    "theta:rbfopt": {},
     "z:random": {},
+    "z:cmab": {},
+    "z:blds": {"disc": 2},
+    "z:daub": {},
+    "z:hyperband": {},
+    "z:bo": {"n_initial_points": 3, "n_candidates": 200},
 }
 
 #: known failures, keyed "theta:<name>" (every check) or "theta:<name>::<test function name>"
@@ -494,3 +502,20 @@ def test_every_registered_solver_is_covered():
     assert set(FAST_PARAMS) <= registered
     assert {k.split("::")[0] for k in EXPECTED_XFAILS} <= registered
     assert THETA_NAMES and Z_NAMES
+
+
+@z_names
+@pytest.mark.parametrize("fidelity", [None, (0.05, 0.8)])
+def test_z_multi_fidelity_asks_stay_in_range(make_solver, name, fidelity):
+    """Solvers with ``supports_fidelity`` ask fractions in (0, 1], inside ``problem.fidelity``
+    when given, and use partial data on a 1000-row problem."""
+    solver = make_solver("z", name)
+    if not getattr(solver, "supports_fidelity", False):
+        pytest.skip("single-fidelity solver")
+    problem, rec = make_z_problem((3, 4, 2), fidelity=fidelity)
+    problem.n_train = 1000
+    solver.setup(problem, np.random.default_rng(0))
+    lo, hi = fidelity or (0.0, 1.0)
+    asked = [s.fidelity for s in _drive(solver, problem, 30)]
+    assert all(f is not None and 0.0 < f <= 1.0 and lo <= f <= hi for f in asked), asked
+    assert min(asked) < hi

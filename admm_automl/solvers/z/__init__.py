@@ -1,5 +1,23 @@
-"""z-min solvers (algorithm selection with θ fixed)."""
+"""z-min solvers (algorithm selection with θ fixed).
 
+``random`` (uniform), ``cmab`` (seed 001's Thompson-sampling bandit, the paper's default), ``bo``
+(GP-BO over one-hot choices), and the multi-fidelity solvers of seed 000 — ``blds`` (Bandit
+Limited Discrepancy Search), ``daub`` and ``hyperband`` — which train on nested subsets of b·η^k
+rows (:mod:`._fidelity`).
+"""
+
+from .blds import BLDSZSolver
+from .bo import GPBayesOptZSolver
+from .cmab import ThompsonSamplingZSolver
+from .daub import DAUBZSolver
+from .hyperband import HyperbandZSolver
 from .random import RandomZSolver
 
-__all__ = ["RandomZSolver"]
+__all__ = [
+    "BLDSZSolver",
+    "DAUBZSolver",
+    "GPBayesOptZSolver",
+    "HyperbandZSolver",
+    "RandomZSolver",
+    "ThompsonSamplingZSolver",
+]
