@@ -18,6 +18,21 @@ One iteration t:
 Sub-solvers run ``I_t`` evaluations per call: fixed ``I`` or adaptive ``min(I0 + F·t, Imax)``
 (seed 001 §5, AdADMM-F). The incumbent is the best observation over *all* full-fidelity
 evaluations, not only the iterates.
+
+Black-box constraints (seed 001 Algorithm 2). Each constraint ``value ≤ t`` (or ``≥ t``) is made
+unit-free, ``h = (value − t) / |t|`` (``(t − value) / |t|`` for ``≥``; ``|t| = 1`` when t = 0), so
+that ρ weighs a latency in seconds and an AUROC gap alike, and written in the paper's form
+``g ≤ ε`` with ``g = max(h + 1, 0)`` and ``ε = 1``. With slack ``u ∈ [0, ε]`` and multiplier μ:
+
+* θ-min adds (ρ/2) Σ (g − ε + u + μ/ρ)² with, per evaluation, the optimal slack in closed form
+  ``u = clip(ε − g − μ/ρ, 0, ε)`` (the paper searches u with BO; the closed form is exact);
+* z-min adds the same term with u fixed at the θ-min winner's slack u^{t+1};
+* μ ← μ + ρ (g(z^{t+1}, θ^{t+1}) − ε + u^{t+1}).
+
+A failed evaluation has no constraint values; it counts as violating each constraint by 100 %
+(h = 1). ``constraint_mode="penalty"`` replaces the ADMM terms by a fixed-weight penalty
+``w Σ max(h, 0)``; ``"filter"`` ignores constraints during the search (both for comparisons). In
+every mode the incumbent is the best *feasible* observation, or the least violating one.
 """
 
 from __future__ import annotations
@@ -61,6 +76,50 @@ class Schedule:
 
     def __call__(self, t: int) -> int:
         return int(min(self.start + self.step * t, self.maximum))
+
+
+MISSING_VIOLATION = 1.0  # h of a constraint that could not be measured (failed pipeline)
+CONSTRAINT_MODES = ("admm", "penalty", "filter")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A black-box constraint as the ADMM loop sees it: ``value <= threshold`` (or ``>=``)."""
+
+    name: str
+    threshold: float
+    sense: str = "<="
+
+    def violation(self, value: float | None) -> float:
+        """Unit-free violation h (≤ 0 when satisfied)."""
+        if value is None or not math.isfinite(value):
+            return MISSING_VIOLATION
+        scale = abs(self.threshold) or 1.0
+        diff = value - self.threshold if self.sense == "<=" else self.threshold - value
+        return diff / scale
+
+    def g(self, value: float | None) -> float:
+        """The paper's g for ε = 1."""
+        return max(self.violation(value) + 1.0, 0.0)
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.sense} {self.threshold:g}"
+
+
+def optimal_slack(g: np.ndarray, mu: np.ndarray, rho: float) -> np.ndarray:
+    """argmin over u ∈ [0, 1] of (g − 1 + u + μ/ρ)²: ``clip(1 − g − μ/ρ, 0, 1)``."""
+    return np.clip(1.0 - g - mu / rho, 0.0, 1.0)
+
+
+def constraint_term(g: np.ndarray, u: np.ndarray, mu: np.ndarray, rho: float) -> float:
+    """(ρ/2) Σ (g − 1 + u + μ/ρ)²."""
+    r = g - 1.0 + u + mu / rho
+    return 0.5 * rho * float(r @ r)
+
+
+def update_multipliers(mu: np.ndarray, g: np.ndarray, u: np.ndarray, rho: float) -> np.ndarray:
+    """μ + ρ (g − 1 + u)."""
+    return mu + rho * (g - 1.0 + u)
 
 
 @dataclass
@@ -109,6 +168,10 @@ class ADMMOptimizer:
         Source of the θ- and z-solvers' random streams.
     callback : callable, optional
         Called with each trace row; returning True stops the run.
+    constraints : sequence of Bound
+        Black-box constraints, measured by the engine into ``observation.constraints[name]``.
+    constraint_mode : {"admm", "penalty", "filter"}
+        How the search treats them (see the module docstring); ``penalty_weight`` is w.
     max_idle_iterations : int
         Stop when this many consecutive iterations produce no new evaluation (space exhausted).
     batch_size : int
@@ -130,6 +193,9 @@ class ADMMOptimizer:
         time_budget: float | None = None,
         seed: "int | np.random.SeedSequence | None" = None,
         callback: Callable[[dict[str, Any]], Any] | None = None,
+        constraints: Sequence[Bound] = (),
+        constraint_mode: str = "admm",
+        penalty_weight: float = 1.0,
         max_idle_iterations: int = 5,
         batch_size: int = 1,
         n_train: int | None = None,
@@ -139,6 +205,13 @@ class ADMMOptimizer:
             raise InvalidParameterError(f"rho must be > 0, got {rho!r}")
         if max_evals is None and time_budget is None:
             raise InvalidParameterError("give max_evals or time_budget (or both)")
+        if constraint_mode not in CONSTRAINT_MODES:
+            raise InvalidParameterError(
+                f"constraint_mode must be one of {CONSTRAINT_MODES!r}, got {constraint_mode!r}"
+            )
+        self.constraints = tuple(constraints)
+        self.constraint_mode = constraint_mode
+        self.penalty_weight = float(penalty_weight)
         self.encoding = encoding
         self.engine = engine
         self.theta_solver = theta_solver
@@ -176,9 +249,9 @@ class ADMMOptimizer:
         if time_left is not None and time_left <= max(self._fastest, 1e-3):
             raise BudgetExhausted("time_budget")
         requests = [Request(z, self.encoding.project(theta), fid) for z, theta, fid in points]
-        observations = self.engine(
-            requests, time_left=time_left, tags={"phase": phase, "admm_iter": self.iteration}
-        )
+        tags = {"phase": phase, "admm_iter": self.iteration}
+        tags.update({f"mu:{b.name}": float(m) for b, m in zip(self.constraints, self.mu)})
+        observations = self.engine(requests, time_left=time_left, tags=tags)
         for (z, theta, _), obs in zip(points, observations):
             self.evaluated.append(Evaluated(z, np.array(theta), obs, phase, self.iteration))
             if not obs.cached:
@@ -187,12 +260,39 @@ class ADMMOptimizer:
                 if obs.duration > 0:
                     self._fastest = min(self._fastest or obs.duration, obs.duration)
             if obs.fidelity >= 1.0 and (
-                self.incumbent is None or obs.loss < self.incumbent.observation.loss
+                self.incumbent is None or self.rank(obs) < self.rank(self.incumbent.observation)
             ):
                 self.incumbent = self.evaluated[-1]
         if len(observations) < len(points) or any(o.info.get("budget_stop") for o in observations):
             raise BudgetExhausted("time_budget")
         return observations
+
+    # ------------------------------------------------------------------ constraints
+    def g(self, obs: Observation) -> np.ndarray:
+        """The paper's g of every constraint for an observation (ε = 1)."""
+        return np.array([b.g(obs.constraints.get(b.name)) for b in self.constraints])
+
+    def violation(self, obs: Observation) -> float:
+        """Total violation Σ max(h, 0); 0 means feasible."""
+        return float(sum(max(b.violation(obs.constraints.get(b.name)), 0.0) for b in self.constraints))
+
+    def rank(self, obs: Observation) -> tuple:
+        """Sort key of observations: feasible ones by loss, then the least violating successful
+        ones, then failed ones."""
+        if not obs.ok:
+            return (2, obs.loss)
+        violation = self.violation(obs)
+        return (0, obs.loss) if violation == 0.0 else (1, violation, obs.loss)
+
+    def _constraint_value(self, obs: Observation, u: np.ndarray | None) -> float:
+        """The constraint part of a sub-problem value (u=None: optimal slack per evaluation)."""
+        if not self.constraints or self.constraint_mode == "filter":
+            return 0.0
+        if self.constraint_mode == "penalty":
+            return self.penalty_weight * self.violation(obs)
+        g = self.g(obs)
+        slack = optimal_slack(g, self.mu, self.rho) if u is None else u
+        return constraint_term(g, slack, self.mu, self.rho)
 
     # ------------------------------------------------------------------ sub-problems
     def _theta_min(self, z: tuple[int, ...], theta: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
@@ -207,7 +307,7 @@ class ADMMOptimizer:
             return 0.5 * rho * float(diff @ diff)
 
         def augment(x: np.ndarray, obs: Observation) -> float:
-            return obs.loss + penalty(x)
+            return obs.loss + penalty(x) + self._constraint_value(obs, None)
 
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
             points = []
@@ -246,8 +346,9 @@ class ADMMOptimizer:
         return result
 
     def _z_min(
-        self, z: tuple[int, ...], theta: np.ndarray, incumbent_obs: Observation | None, n: int
-    ) -> tuple[int, ...]:
+        self, z: tuple[int, ...], theta: np.ndarray, incumbent_obs: Observation | None, n: int,
+        u: np.ndarray,
+    ) -> tuple[tuple[int, ...], Observation | None]:
         enc = self.encoding
 
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
@@ -258,8 +359,9 @@ class ADMMOptimizer:
             return self._evaluate(points, "z")
 
         def augment(zc: tuple[int, ...], obs: Observation) -> float:
-            # With θ fixed the coupling penalty does not depend on z: the value is f̃(z, θ).
-            return obs.loss
+            # With θ fixed the coupling penalty does not depend on z; the constraint terms use
+            # the slack u^{t+1} of the θ-min winner.
+            return obs.loss + self._constraint_value(obs, u)
 
         problem = ZProblem(
             n_choices=enc.n_choices,
@@ -282,11 +384,12 @@ class ADMMOptimizer:
             solver.run(n)
         finally:
             best = solver.best()
-            self._z_best = enc.check_z(best[0]) if best is not None else z
+            self._z_best = (enc.check_z(best[0]), best[1]) if best is not None else (z, incumbent_obs)
         return self._z_best
 
     # ------------------------------------------------------------------ main loop
-    def run(self) -> ADMMResult:
+    def _start(self) -> None:
+        """Reset the run state: clock, counters, records, histories and multipliers."""
         enc = self.encoding
         self._t0 = self.clock()
         self.n_evals = 0
@@ -299,12 +402,18 @@ class ADMMOptimizer:
         self._z_solver_instance = None
         self._dpos = np.full(enc.theta_dim, -1)
         self._dpos[enc.discrete] = np.arange(int(enc.discrete.sum()))
+        self.mu = np.zeros(len(self.constraints))
+
+    def run(self) -> ADMMResult:
+        enc = self.encoding
+        self._start()
         rho = self.rho
 
         z = enc.check_z(enc.initial_z)
         theta = enc.project(enc.initial_theta)
         delta = theta[enc.discrete].copy()
         lam = np.zeros_like(delta)
+        u = np.ones(len(self.constraints))
         trace: list[dict[str, Any]] = []
         states: list[dict[str, Any]] = []
         idle = 0
@@ -323,14 +432,21 @@ class ADMMOptimizer:
                 # δ-min: projection onto the admissible integer values
                 a = theta[enc.discrete] + lam / rho
                 delta = enc.project(a, np.flatnonzero(enc.discrete))
-                # z-min with θ fixed
+                # slack of the θ-min winner, then z-min with θ (and u) fixed
                 current = self._observation_at(z, theta)
-                z = self._z_min(z, theta, current, n)
-                # dual update
+                if current is not None:
+                    u = optimal_slack(self.g(current), self.mu, rho)
+                z, chosen = self._z_min(z, theta, current, n, u)
+                # dual updates: λ for the integer coupling, μ for the constraints (ADMM mode)
                 lam = lam + rho * (theta[enc.discrete] - delta)
-                row = self._trace_row(theta, delta, lam, n)
+                if self.constraints and self.constraint_mode == "admm" and chosen is not None:
+                    self.mu = update_multipliers(self.mu, self.g(chosen), u, rho)
+                row = self._trace_row(theta, delta, lam, n, u)
                 trace.append(row)
-                states.append({"z": z, "theta": theta.copy(), "delta": delta.copy(), "lam": lam.copy()})
+                states.append({
+                    "z": z, "theta": theta.copy(), "delta": delta.copy(), "lam": lam.copy(),
+                    "u": u.copy(), "mu": self.mu.copy(),
+                })
                 logger.info(
                     "ADMM iter %d: best loss %.5g, evals %d, |θd-δ| %.3g, |λ| %.3g",
                     row["iteration"], row["best_loss"], row["n_evals"], row["primal_residual"],
@@ -347,7 +463,7 @@ class ADMMOptimizer:
         except BudgetExhausted as stop:
             stop_reason = str(stop) or "budget"
             if not trace or trace[-1]["iteration"] != self.iteration:
-                trace.append(self._trace_row(theta, delta, lam, self.schedule(self.iteration)))
+                trace.append(self._trace_row(theta, delta, lam, self.schedule(self.iteration), u))
         return ADMMResult(
             incumbent=self.incumbent,
             trace=trace,
@@ -358,20 +474,23 @@ class ADMMOptimizer:
         )
 
     def _observation_at(self, z: tuple[int, ...], theta: np.ndarray) -> Observation | None:
-        """The observation of ``z`` at the current θ (the θ-min winner), if it was evaluated."""
+        """The full-fidelity observation of ``z`` at the current θ (the θ-min winner), if any."""
         active = self.encoding.active(z)
         for x, obs in reversed(self._theta_history.get(z, [])):
-            if np.array_equal(np.clip(x, 0.0, 1.0), theta[active]):
+            if obs.fidelity >= 1.0 and np.array_equal(np.clip(x, 0.0, 1.0), theta[active]):
                 return obs
         for item in reversed(self.evaluated):
-            if item.z == z and np.array_equal(item.theta[active], theta[active]):
+            if (item.z == z and item.observation.fidelity >= 1.0
+                    and np.array_equal(item.theta[active], theta[active])):
                 return item.observation
         return None
 
-    def _trace_row(self, theta: np.ndarray, delta: np.ndarray, lam: np.ndarray, n: int) -> dict:
+    def _trace_row(
+        self, theta: np.ndarray, delta: np.ndarray, lam: np.ndarray, n: int, u: np.ndarray
+    ) -> dict:
         residual = theta[self.encoding.discrete] - delta
         inc = self.incumbent
-        return {
+        row = {
             "iteration": self.iteration,
             "rho": self.rho,
             "primal_residual": float(np.linalg.norm(residual)),
@@ -381,3 +500,9 @@ class ADMMOptimizer:
             "inner_iter": n,
             "time": self.clock() - self._t0,
         }
+        if self.constraints:
+            row["feasible_found"] = inc is not None and self.rank(inc.observation)[0] == 0
+            for b, u_m, mu_m in zip(self.constraints, u, self.mu):
+                row[f"u:{b.name}"] = float(u_m)
+                row[f"mu:{b.name}"] = float(mu_m)
+        return row

@@ -37,11 +37,19 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--search-space", help="built-in space name or YAML file")
     fit.add_argument("--theta-solver", help="θ-min solver name")
     fit.add_argument("--z-solver", help="z-min solver name")
+    fit.add_argument("--method", choices=["admm", "jopt", "select"],
+                     help="admm (default), jopt (one θ-solver over the joint space) or select "
+                     "(algorithm selection only, hyperparameters at their defaults)")
     fit.add_argument("--inner-iter", type=int, help="evaluations per sub-problem (I or I0)")
     fit.add_argument("--inner-iter-step", type=int, help="adaptive step F (0 = fixed I)")
     fit.add_argument("--inner-iter-max", type=int, help="cap of the adaptive schedule")
     fit.add_argument("--cv", type=int, help="k-fold cross-validation instead of a holdout split")
     fit.add_argument("--n-jobs", type=int, help="worker processes")
+    fit.add_argument(
+        "--constraint", action="append", metavar="EXPR",
+        help="a black-box constraint such as 'latency <= 2e-5' or 'fpr <= 0.1' (repeatable)",
+    )
+    fit.add_argument("--constraint-mode", choices=["admm", "penalty", "filter"])
     fit.add_argument("--test-size", type=float, help="held-out test fraction (default 0.25)")
     fit.add_argument("--output", help="directory for the journal, resolved config and pipeline")
     fit.add_argument("-v", "--verbose", action="count", default=0)
@@ -64,11 +72,14 @@ def _fit(args: argparse.Namespace) -> int:
         "search_space": args.search_space,
         "theta_solver": args.theta_solver,
         "z_solver": args.z_solver,
+        "method": args.method,
         "inner_iter": args.inner_iter,
         "inner_iter_step": args.inner_iter_step,
         "inner_iter_max": args.inner_iter_max,
         "cv": args.cv,
         "n_jobs": args.n_jobs,
+        "constraints": args.constraint,
+        "constraint_mode": args.constraint_mode,
         "output_dir": args.output,
         "verbose": args.verbose or None,
     }
@@ -109,6 +120,12 @@ def _fit(args: argparse.Namespace) -> int:
     for name, step in model.best_pipeline_.steps:
         print(f"  {name}: {step}")
     print(f"Evaluations: {model.n_evals_} ({model.n_failed_} failed), stopped by {model.stop_reason_}")
+    if getattr(model, "constraints", None):
+        verdict = "met" if model.feasible_ else "NOT met (least violating pipeline)"
+        print(f"Constraints {verdict}:")
+        best = model.history_.loc[model.history_["eval_id"] == model.best_eval_id_].iloc[0]
+        for c in model.constraints_:
+            print(f"  {c}: validation value {best[f'constraint:{c.key}']:.4g}")
     print(f"Validation {label}: {model.best_score_:.4f}")
     print(f"Test {label}: {test_score:.4f}")
     if args.output:
@@ -131,19 +148,26 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 def _list() -> int:
+    from .constraints import CONSTRAINTS
     from .evaluation import list_metrics
     from .solvers import THETA_SOLVERS, Z_SOLVERS
     from .space import list_spaces, load_space
 
-    for title, registry in (("theta solvers", THETA_SOLVERS), ("z solvers", Z_SOLVERS)):
+    registries = (
+        ("theta solvers", THETA_SOLVERS), ("z solvers", Z_SOLVERS), ("constraints", CONSTRAINTS)
+    )
+    for title, registry in registries:
         print(f"{title}:")
         for name in registry.names():
-            print(f"  {name:<14} {registry.describe(name)}")
+            print(f"  {name:<16} {registry.describe(name)}")
     print("search spaces:")
     for name in list_spaces():
         space = load_space(name)
-        n = space.for_task("classification").n_pipelines
-        print(f"  {name:<14} {n} classification pipelines, {space.n_hyperparameters} hyperparameters")
+        parts = []
+        for task in ("classification", "regression"):
+            sub = space.for_task(task)
+            parts.append(f"{sub.n_pipelines} {task} pipelines ({sub.n_hyperparameters} hyperparameters)")
+        print(f"  {name:<16} {', '.join(parts)}")
     print("metrics:")
     print("  " + ", ".join(list_metrics()) + " (and any scikit-learn scorer name)")
     return 0

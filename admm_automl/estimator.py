@@ -26,9 +26,15 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .admm import ADMMOptimizer, Schedule
+from .admm import CONSTRAINT_MODES, ADMMOptimizer, Bound, Schedule
+from .constraints import make_constraints
 from .evaluation import PipelineObjective, TrialContext, get_metric, make_executor, make_splits
-from .exceptions import DataError, EvaluationFailedWarning, InvalidParameterError
+from .exceptions import (
+    ConstraintViolationWarning,
+    DataError,
+    EvaluationFailedWarning,
+    InvalidParameterError,
+)
 from .history import Journal, records_to_frame
 from .solvers import THETA_SOLVERS, Z_SOLVERS
 from .space import load_space
@@ -141,10 +147,17 @@ class ADMM(BaseEstimator):
     ----------
     search_space : str, path or PipelineSpace, default="paper_small"
         A built-in space name (see ``admm_automl.list_spaces()``), a YAML file or a space object.
-    theta_solver : str, dict or solver, default="random"
-        θ-min solver: a registered name, ``{"name": ..., "params": {...}}`` or an instance.
-    z_solver : str, dict or solver, default="random"
-        z-min solver, likewise.
+    theta_solver : str, dict or solver, default="bo"
+        θ-min solver: a registered name, ``{"name": ..., "params": {...}}`` or an instance
+        (``admm_automl.list_theta_solvers()``).
+    z_solver : str, dict or solver, default="cmab"
+        z-min solver, likewise (``admm_automl.list_z_solvers()``). The defaults with the adaptive
+        schedule are seed 001's AdADMM-F16(BO, Ba).
+    method : {"admm", "jopt", "select"}, default="admm"
+        ``"admm"``: the ADMM split (θ-min, δ-min, z-min). ``"jopt"``: the baseline without the
+        split, one ``theta_solver`` over the joint space of all choices and hyperparameters
+        (``z_solver`` unused). ``"select"``: algorithm selection only, ``z_solver`` with every
+        hyperparameter at its default (``theta_solver`` unused; seed 000's experiment).
     max_evals : int, optional
         Number of pipeline evaluations (cache hits are free). With neither ``max_evals`` nor
         ``time_budget`` given, 100 evaluations.
@@ -156,6 +169,19 @@ class ADMM(BaseEstimator):
     inner_iter, inner_iter_step, inner_iter_max : int, default=16, 16, 128
         Evaluations per sub-problem call at ADMM iteration t: ``min(inner_iter + inner_iter_step·t,
         inner_iter_max)``. ``inner_iter_step=0`` is fixed-I ADMM; the default is AdADMM-F16.
+    constraints : list, optional
+        Black-box constraints (seed 001 §4): expressions ``"latency <= 2e-5"``, ``"fpr <= 0.1"``,
+        ``"accuracy >= 0.9"``; mappings ``{"name": "disparate_impact", "threshold": 0.1,
+        "group_by": "age", "bins": [20, 30, 40, 50, 60, 70]}``; callables
+        ``fn(pipeline, X_valid, y_valid, groups) -> float`` (bounded by ``<= 0``); or constraint
+        objects from :mod:`admm_automl.constraints`. The incumbent is the best *feasible*
+        pipeline; if none is feasible the least violating one is refitted with a warning.
+    constraint_mode : {"admm", "penalty", "filter"}, default="admm"
+        ``"admm"``: slack variables and multipliers (Algorithm 2); ``"penalty"``: a fixed-weight
+        penalty ``penalty_weight * Σ relative violation``; ``"filter"``: search unconstrained and
+        pick the best feasible pipeline afterwards (the paper's UCST baseline).
+    penalty_weight : float, default=1.0
+        Weight of the ``"penalty"`` mode.
     scoring : str or callable, optional
         Loss to minimise: None (1 - AUROC for binary, log-loss for multiclass, RMSE for
         regression), a built-in name (``roc_auc``, ``accuracy``, ``log_loss``, ``rmse``, ``r2``, ...;
@@ -199,6 +225,12 @@ class ADMM(BaseEstimator):
         scikit-learn style summary of the evaluations (``params``, ``mean_test_score``, ...).
     admm_trace_ : pandas.DataFrame
         One row per ADMM iteration: ρ, ‖θ̃d − δ‖, ‖λ‖, best loss, evaluations used, time.
+    feasible_ : bool
+        Whether ``best_pipeline_`` met every constraint on the validation data.
+    constraints_ : list of BaseConstraint
+        The parsed constraints (bound to the training data).
+    best_eval_id_ : int
+        The ``eval_id`` of the best evaluation in ``history_``.
     n_evals_, stop_reason_, task_, metric_, classes_, n_features_in_, feature_names_in_
     """
 
@@ -206,14 +238,18 @@ class ADMM(BaseEstimator):
         self,
         *,
         search_space: Any = "paper_small",
-        theta_solver: Any = "random",
-        z_solver: Any = "random",
+        theta_solver: Any = "bo",
+        z_solver: Any = "cmab",
+        method: str = "admm",
         max_evals: int | None = None,
         time_budget: float | None = None,
         rho: float = 1.0,
         inner_iter: int = 16,
         inner_iter_step: int = 16,
         inner_iter_max: int = 128,
+        constraints: Any = None,
+        constraint_mode: str = "admm",
+        penalty_weight: float = 1.0,
         scoring: Any = None,
         cv: int | None = None,
         validation_size: float = 0.2,
@@ -229,12 +265,16 @@ class ADMM(BaseEstimator):
         self.search_space = search_space
         self.theta_solver = theta_solver
         self.z_solver = z_solver
+        self.method = method
         self.max_evals = max_evals
         self.time_budget = time_budget
         self.rho = rho
         self.inner_iter = inner_iter
         self.inner_iter_step = inner_iter_step
         self.inner_iter_max = inner_iter_max
+        self.constraints = constraints
+        self.constraint_mode = constraint_mode
+        self.penalty_weight = penalty_weight
         self.scoring = scoring
         self.cv = cv
         self.validation_size = validation_size
@@ -279,9 +319,19 @@ class ADMM(BaseEstimator):
                 f"inner_iter_step must be an integer >= 0, got {self.inner_iter_step!r}"
             )
         Schedule(self.inner_iter, self.inner_iter_step, self.inner_iter_max)
+        positive("penalty_weight", self.penalty_weight, False, allow_none=False)
+        if self.constraint_mode not in CONSTRAINT_MODES:
+            raise InvalidParameterError(
+                f"constraint_mode must be one of {CONSTRAINT_MODES!r}, got {self.constraint_mode!r}"
+            )
+        make_constraints(self.constraints)
         if self.task not in ("auto", "classification", "regression"):
             raise InvalidParameterError(
                 f"task must be 'auto', 'classification' or 'regression', got {self.task!r}"
+            )
+        if self.method not in ("admm", "jopt", "select"):
+            raise InvalidParameterError(
+                f"method must be 'admm', 'jopt' or 'select', got {self.method!r}"
             )
         # resolve names now so that an unknown one fails before any work
         load_space(self.search_space)
@@ -319,12 +369,20 @@ class ADMM(BaseEstimator):
         return X, y, task, target_type
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Any, y: Any) -> "ADMM":
-        """Search the space on (X, y), then refit the best pipeline on all of it."""
+    def fit(self, X: Any, y: Any, *, sensitive_features: Any = None) -> "ADMM":
+        """Search the space on (X, y), then refit the best pipeline on all of it.
+
+        ``sensitive_features`` (one group label per row) feeds fairness constraints that have no
+        ``group_by`` column.
+        """
         self._validate_params()
         X, y, task, target_type = self._validate_data(X, y)
+        if sensitive_features is not None and len(sensitive_features) != len(y):
+            raise DataError(
+                f"sensitive_features has {len(sensitive_features)} rows but X has {len(y)}"
+            )
         with _verbosity(self.verbose):
-            return self._fit(X, y, task, target_type)
+            return self._fit(X, y, task, target_type, sensitive_features)
 
     def _seeds(self) -> tuple[np.random.SeedSequence, int, int]:
         rs = self.random_state
@@ -338,7 +396,9 @@ class ADMM(BaseEstimator):
         solvers, splits, models = root.spawn(3)
         return solvers, int(splits.generate_state(1)[0]), int(models.generate_state(1)[0] >> 1)
 
-    def _fit(self, X: Any, y: np.ndarray, task: str, target_type: str) -> "ADMM":
+    def _fit(
+        self, X: Any, y: np.ndarray, task: str, target_type: str, sensitive_features: Any
+    ) -> "ADMM":
         space = load_space(self.search_space).for_task(task)
         metric = get_metric(self.scoring, task, target_type)
         solver_seed, split_seed, model_seed = self._seeds()
@@ -353,6 +413,11 @@ class ADMM(BaseEstimator):
             space, X, y, splits, metric, make_preprocessor(X), model_seed,
             labels=self.classes_ if task == "classification" else None,
         )
+        constraints = make_constraints(self.constraints)
+        for constraint in constraints:  # errors in the data come here, before any training
+            constraint.bind(X, y, groups=sensitive_features, splits=splits, task=task)
+        ctx.measures = {c.key: c for c in constraints}
+        self.constraints_ = constraints
         worst = metric.worst if metric.worst is not None else self._baseline_loss(ctx, task)
         max_evals = self.max_evals
         if max_evals is None and self.time_budget is None:
@@ -374,7 +439,9 @@ class ADMM(BaseEstimator):
         n_resumed = objective.preload(previous)
         if n_resumed:
             logger.info("resuming: %d earlier evaluations loaded from %s", n_resumed, journal_path)
-        optimizer = ADMMOptimizer(
+        from .joint import OPTIMIZERS
+
+        optimizer = OPTIMIZERS[self.method](
             space.encoding,
             objective,
             lambda: THETA_SOLVERS.create(self.theta_solver),
@@ -386,12 +453,15 @@ class ADMM(BaseEstimator):
             seed=solver_seed,
             batch_size=self.n_jobs,
             n_train=len(splits[0].train),
+            constraints=[Bound(c.key, c.threshold, c.sense) for c in constraints],
+            constraint_mode=self.constraint_mode,
+            penalty_weight=self.penalty_weight,
         )
         try:
             result = optimizer.run()
         finally:
             objective.close()
-        self._set_results(space, metric, objective, result, task)
+        self._set_results(space, metric, objective, result, task, optimizer)
         self._refit(space, ctx, X, y)
         return self
 
@@ -414,11 +484,11 @@ class ADMM(BaseEstimator):
                                           ctx.y[split.valid]))
         return float(np.mean(losses))
 
-    def _set_results(self, space, metric, objective, result, task) -> None:
+    def _set_results(self, space, metric, objective, result, task, optimizer) -> None:
         import pandas as pd
 
         records = objective.journal.records
-        self.history_ = records_to_frame(records)
+        self.history_ = self._with_constraint_columns(records_to_frame(records), records, optimizer)
         self.admm_trace_ = pd.DataFrame(result.trace)
         self.n_evals_ = result.n_evals
         self.stop_reason_ = result.stop_reason
@@ -439,12 +509,47 @@ class ADMM(BaseEstimator):
                 EvaluationFailedWarning,
                 stacklevel=4,
             )
+        self.feasible_ = optimizer.rank(inc.observation)[0] == 0
+        if not self.feasible_:
+            warnings.warn(
+                f"No evaluated pipeline met every constraint ({', '.join(map(str, optimizer.constraints))}); "
+                f"returning the least violating one (relative violation "
+                f"{optimizer.violation(inc.observation):.3g}).",
+                ConstraintViolationWarning,
+                stacklevel=4,
+            )
+        self.best_eval_id_ = inc.observation.eval_id
         self.best_z_ = inc.z
         self.best_theta_ = space.encoding.project(inc.theta)
         self.best_params_ = space.decode(self.best_z_, self.best_theta_)
         self.best_loss_ = inc.observation.loss
         self.best_score_ = metric.offset - inc.observation.loss
         self.cv_results_ = self._cv_results(records, metric)
+
+    @staticmethod
+    def _with_constraint_columns(frame, records, optimizer):
+        """Feasibility, violation and (ADMM mode) the slack each evaluation had under the μ in
+        force when it was made."""
+        if not optimizer.constraints or frame.empty:
+            return frame
+        from .admm import optimal_slack
+        from .trial import Observation, Status
+
+        obs = [
+            Observation(loss=r["loss"], status=Status(r["status"]),
+                        constraints=r.get("constraints") or {})
+            for r in records
+        ]
+        frame["violation"] = [optimizer.violation(o) if o.ok else np.nan for o in obs]
+        frame["feasible"] = [optimizer.rank(o)[0] == 0 for o in obs]
+        if optimizer.constraint_mode == "admm":
+            names = [b.name for b in optimizer.constraints]
+            mu = frame[[f"mu:{n}" for n in names]].to_numpy(dtype=float)
+            g = np.array([optimizer.g(o) for o in obs])
+            slack = optimal_slack(g, mu, optimizer.rho)
+            for k, n in enumerate(names):
+                frame[f"slack:{n}"] = slack[:, k]
+        return frame
 
     @staticmethod
     def _cv_results(records, metric) -> dict[str, Any]:

@@ -27,7 +27,8 @@ from admm_automl.testing import tiny_space
 pytestmark = pytest.mark.filterwarnings("ignore::admm_automl.exceptions.EvaluationFailedWarning")
 
 X, Y = load_breast_cancer(return_X_y=True, as_frame=True)
-FAST = dict(max_evals=12, inner_iter=3, inner_iter_step=0, random_state=0)
+FAST = dict(max_evals=12, inner_iter=3, inner_iter_step=0, random_state=0,
+            theta_solver="random", z_solver="random")
 
 
 @pytest.fixture(scope="module")
@@ -175,11 +176,11 @@ def test_bad_parameters_get_a_clear_error(params, match):
         ADMM(**{**FAST, **params}).fit(X, Y)
 
 
-def test_solvers_not_built_yet_are_reported_with_the_registered_names():
-    with pytest.raises(UnknownComponentError, match=r"Unknown theta solver 'bo'.*Available: 'random'"):
-        ADMM(theta_solver="bo", z_solver="blds").fit(X, Y)
-    with pytest.raises(UnknownComponentError, match=r"Unknown z solver 'blds'.*Available: 'random'"):
-        ADMM(z_solver="blds").fit(X, Y)
+def test_unknown_solvers_are_reported_with_the_registered_names():
+    with pytest.raises(UnknownComponentError, match=r"Unknown theta solver 'bayes'.*Available: .*'random'"):
+        ADMM(theta_solver="bayes").fit(X, Y)
+    with pytest.raises(UnknownComponentError, match=r"Unknown z solver 'bldz'. Did you mean 'blds'"):
+        ADMM(z_solver="bldz").fit(X, Y)
 
 
 def test_failing_pipelines_are_recorded_and_the_run_completes(tmp_path):
@@ -194,7 +195,7 @@ def test_failing_pipelines_are_recorded_and_the_run_completes(tmp_path):
     )
     model = ADMMClassifier(
         search_space=space, max_evals=8, inner_iter=8, trial_timeout=2.0, random_state=0,
-        output_dir=tmp_path,
+        output_dir=tmp_path, z_solver="random",
     )
     with pytest.warns(EvaluationFailedWarning, match="pipelines failed"):
         model.fit(X, Y)
@@ -238,6 +239,15 @@ def test_resume_from_the_journal_repeats_nothing(tmp_path):
     assert first.best_loss_ >= second.best_loss_
 
 
+def test_defaults_are_the_papers_method_and_run_end_to_end():
+    model = ADMM(max_evals=20, random_state=0)
+    assert (model.theta_solver, model.z_solver) == ("bo", "cmab")
+    assert (model.inner_iter, model.inner_iter_step, model.inner_iter_max) == (16, 16, 128)
+    model.fit(X, Y)
+    assert model.n_evals_ == 20 and model.best_score_ > 0.95
+    assert set(model.history_["phase"]) >= {"initial", "z"}
+
+
 def test_kfold_cv():
     model = ADMM(**{**FAST, "cv": 3}).fit(X, Y)
     assert model.history_["n_train"].iloc[0] == pytest.approx(len(X) * 2 / 3, abs=1)
@@ -257,6 +267,7 @@ def test_solver_given_as_mapping_and_instance_is_not_mutated():
     from admm_automl.solvers.theta import RandomThetaSolver
 
     solver = RandomThetaSolver()
-    model = ADMM(**FAST, theta_solver=solver, z_solver={"name": "random", "params": {}}).fit(X, Y)
+    model = ADMM(**{**FAST, "theta_solver": solver, "z_solver": {"name": "random", "params": {}}})
+    model.fit(X, Y)
     assert not hasattr(solver, "problem_")
     assert model.n_evals_ == 12

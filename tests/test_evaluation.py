@@ -196,7 +196,7 @@ def test_process_and_serial_executors_give_the_same_losses():
 
 def test_unpicklable_context_gives_a_clear_error():
     ctx = context()
-    ctx.measures = {"bad": lambda pipe, X, y: 0.0}
+    ctx.measures = {"bad": type("Local", (), {"measure": lambda *a: 0.0})()}
     with pytest.raises(InvalidParameterError, match="picklable"):
         ProcessExecutor(1).start(ctx)
 

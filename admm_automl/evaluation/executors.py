@@ -18,6 +18,10 @@ from ..exceptions import InvalidParameterError
 from .worker import TrialContext, init_worker, run_in_worker, run_trial
 
 Job = tuple[tuple[int, ...], np.ndarray, float]
+_MAIN_GUARD_HINT = (
+    "Worker processes are started with 'spawn' and import your main module again: in a script, "
+    "put the code that calls fit under `if __name__ == '__main__':`."
+)
 
 
 class SerialExecutor:
@@ -75,11 +79,17 @@ class ProcessExecutor:
         self.start_method = start_method
         self.pool: Any = None
 
+    #: seconds a new worker may take to start before the pool is declared broken
+    start_timeout = 120.0
+
     def start(self, ctx: TrialContext) -> None:
+        import os
         import pickle
 
         from pebble import ProcessPool
 
+        if getattr(multiprocessing.current_process(), "_inheriting", False):
+            raise RuntimeError(_MAIN_GUARD_HINT)
         try:
             pickle.dumps(ctx)
         except Exception as err:
@@ -93,6 +103,13 @@ class ProcessExecutor:
             initargs=(ctx, self.memory_limit_mb, self.threads),
             context=multiprocessing.get_context(self.start_method),
         )
+        # A worker that dies while starting (typically: a script without a main guard, re-run by
+        # every spawned worker) would be restarted forever; fail clearly instead.
+        try:
+            self.pool.schedule(os.getpid).result(timeout=self.start_timeout)
+        except Exception as err:
+            self.close()
+            raise RuntimeError(f"worker processes could not start ({err!r}). {_MAIN_GUARD_HINT}") from None
 
     def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> list[dict[str, Any]]:
         from pebble import ProcessExpired

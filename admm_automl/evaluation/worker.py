@@ -11,7 +11,7 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,8 +38,9 @@ class TrialContext:
     random_state: int | None = None
     #: every class label (classification), so probability losses know the full label set
     labels: np.ndarray | None = None
-    #: extra measurements of the fitted pipeline on the validation rows: name -> fn(pipeline, X, y)
-    measures: dict[str, Callable[..., float]] = field(default_factory=dict)
+    #: constraints measured on every fitted pipeline: name -> object with
+    #: ``measure(pipeline, X_valid, y_valid, valid_rows) -> float``
+    measures: dict[str, Any] = field(default_factory=dict)
 
 
 def run_trial(
@@ -70,8 +71,10 @@ def run_trial(
                 start = time.perf_counter()
                 losses.append(ctx.metric.loss(scorer, pipeline, X_valid, y_valid))
                 result["predict_time"] += time.perf_counter() - start
-                for name, fn in ctx.measures.items():
-                    measured[name].append(float(fn(pipeline, X_valid, y_valid)))
+                for name, constraint in ctx.measures.items():
+                    measured[name].append(
+                        float(constraint.measure(pipeline, X_valid, y_valid, split.valid))
+                    )
         loss = float(np.mean(losses))
         if not math.isfinite(loss):
             result.update(status="failed", error=f"non-finite {ctx.metric.name} loss: {loss!r}")

@@ -1,0 +1,30 @@
+"""Black-box constraints (seed 001 §4): latency, disparate impact, metric bounds, model size and
+user callables, reachable by name through :data:`CONSTRAINTS`."""
+
+from . import bounds, fairness, latency  # noqa: F401  (registers the built-ins)
+from .base import BaseConstraint, CallableConstraint
+from .bounds import MetricBound, ModelSize
+from .fairness import DisparateImpact, make_groups
+from .latency import PredictionLatency
+from .parse import make_constraints, parse_expression
+from .registry import CONSTRAINTS
+
+
+def list_constraints() -> list[str]:
+    """Names of the registered constraints (plug-ins included)."""
+    return CONSTRAINTS.names()
+
+
+__all__ = [
+    "CONSTRAINTS",
+    "BaseConstraint",
+    "CallableConstraint",
+    "DisparateImpact",
+    "MetricBound",
+    "ModelSize",
+    "PredictionLatency",
+    "list_constraints",
+    "make_constraints",
+    "make_groups",
+    "parse_expression",
+]

@@ -1,0 +1,123 @@
+"""Black-box constraints: a measured value of the fitted pipeline and a bound on it.
+
+A constraint is ``value <= threshold`` or ``value >= threshold`` (``sense``). It is *bound* to the data
+before the search (``bind``: check the inputs, prepare groups or batches; errors come here, before
+any pipeline is trained) and *measured* on the validation rows of every evaluation (``measure``).
+The ADMM loop only sees :class:`~admm_automl.admm.Bound` records and raw values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+
+from ..exceptions import InvalidParameterError
+from ..solvers.base import ParamsMixin
+
+
+class BaseConstraint(ParamsMixin):
+    """Base of the constraints: ``threshold``, ``sense`` and the ``measure`` of a fitted pipeline."""
+
+    #: registry name (set by the ``register`` decorator)
+    name: ClassVar[str] = ""
+    #: senses a constraint accepts (most are upper bounds)
+    senses: ClassVar[tuple[str, ...]] = ("<=",)
+    #: whether a negative threshold is meaningless (times, sizes, differences)
+    nonnegative: ClassVar[bool] = True
+
+    threshold: float
+    sense: str
+
+    @property
+    def key(self) -> str:
+        """The column name of this constraint's values (``history_["constraint:<key>"]``)."""
+        return self.name
+
+    def validate(self) -> None:
+        """Check the parameters; called before the search."""
+        t = self.threshold
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+            raise InvalidParameterError(
+                f"constraint {self.key!r}: threshold must be a finite number, got {t!r}"
+            )
+        if self.sense not in self.senses:
+            raise InvalidParameterError(
+                f"constraint {self.key!r}: sense must be one of {self.senses!r}, got {self.sense!r}"
+            )
+        if self.nonnegative and t < 0:
+            raise InvalidParameterError(
+                f"constraint {self.key!r}: a negative threshold ({t!r}) cannot be met by a "
+                "non-negative quantity"
+            )
+
+    def bind(self, X: Any, y: np.ndarray, *, groups: np.ndarray | None, splits: list,
+             task: str) -> None:
+        """Prepare for a search on (X, y); raise a clear error if the data does not fit."""
+        self.validate()
+
+    def measure(self, pipeline: Any, X: Any, y: np.ndarray, rows: np.ndarray) -> float:
+        """The constraint's value for a fitted pipeline on validation rows ``rows`` (X, y)."""
+        raise NotImplementedError
+
+    def feasible(self, value: float | None) -> bool:
+        if value is None or not math.isfinite(value):
+            return False
+        return value <= self.threshold if self.sense == "<=" else value >= self.threshold
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.sense} {self.threshold:g}"
+
+
+class CallableConstraint(BaseConstraint):
+    """A user function ``fn(pipeline, X_valid, y_valid, groups) -> float`` with a bound.
+
+    ``groups`` are the validation rows' sensitive groups (``None`` when the run has none). For
+    worker processes the function must be importable (a module-level function, not a lambda); in
+    YAML give its import path, ``{name: callable, function: my_module.my_fn, threshold: 0.1}``.
+    """
+
+    senses = ("<=", ">=")
+    nonnegative = False
+
+    def __init__(
+        self,
+        function: "Callable[..., float] | str | None" = None,
+        threshold: float = 0.0,
+        sense: str = "<=",
+        label: str | None = None,
+    ) -> None:
+        self.function = function
+        self.threshold = threshold
+        self.sense = sense
+        self.label = label
+
+    @property
+    def key(self) -> str:
+        if self.label:
+            return self.label
+        fn = self.function
+        return fn.rsplit(".", 1)[-1] if isinstance(fn, str) else getattr(fn, "__name__", "callable")
+
+    def validate(self) -> None:
+        super().validate()
+        if isinstance(self.function, str):
+            from ..space.space import import_class
+
+            self.function_ = import_class(self.function)
+        elif callable(self.function):
+            self.function_ = self.function
+        else:
+            raise InvalidParameterError(
+                f"constraint 'callable': function must be a callable or an import path, got "
+                f"{self.function!r}"
+            )
+
+    def bind(self, X, y, *, groups, splits, task) -> None:
+        self.validate()
+        self.groups_ = groups
+
+    def measure(self, pipeline, X, y, rows) -> float:
+        groups = None if self.groups_ is None else self.groups_[rows]
+        return float(self.function_(pipeline, X, y, groups))

@@ -1,0 +1,356 @@
+"""Black-box constraints: the ADMM terms, the built-in measurements, the estimator semantics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.metrics import roc_auc_score
+
+from admm_automl import ADMM, ADMMClassifier
+from admm_automl.admm import (
+    ADMMOptimizer,
+    Bound,
+    Schedule,
+    constraint_term,
+    optimal_slack,
+    update_multipliers,
+)
+from admm_automl.constraints import (
+    DisparateImpact,
+    MetricBound,
+    ModelSize,
+    PredictionLatency,
+    make_constraints,
+    make_groups,
+)
+from admm_automl.exceptions import (
+    ConstraintViolationWarning,
+    DataError,
+    InvalidParameterError,
+    UnknownComponentError,
+)
+from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
+from admm_automl.space import space_from_dict
+from admm_automl.trial import Observation, Status
+
+pytestmark = pytest.mark.filterwarnings("ignore::admm_automl.exceptions.EvaluationFailedWarning")
+X, Y = load_breast_cancer(return_X_y=True, as_frame=True)
+
+
+# ---------------------------------------------------------------------------- ADMM algebra
+def test_optimal_slack_matches_hand_computation():
+    # u = clip(1 - g - mu/rho, 0, 1) with rho = 2
+    g = np.array([0.3, 1.4, 0.0, 0.9])
+    mu = np.array([0.2, 0.0, -1.0, 0.5])
+    np.testing.assert_allclose(optimal_slack(g, mu, 2.0), [0.6, 0.0, 1.0, 0.0])
+    # it minimises the term over u in [0, 1]
+    grid = np.linspace(0, 1, 1001)
+    for k in range(4):
+        values = [(g[k] - 1 + u + mu[k] / 2.0) ** 2 for u in grid]
+        assert grid[int(np.argmin(values))] == pytest.approx(optimal_slack(g, mu, 2.0)[k], abs=1e-3)
+
+
+def test_constraint_term_and_multiplier_update_match_hand_computation():
+    g, u, mu, rho = np.array([1.5, 0.2]), np.array([0.0, 0.8]), np.array([0.4, -0.2]), 2.0
+    # residuals: 1.5 - 1 + 0 + 0.2 = 0.7 ; 0.2 - 1 + 0.8 - 0.1 = -0.1
+    assert constraint_term(g, u, mu, rho) == pytest.approx(0.5 * 2.0 * (0.49 + 0.01))
+    # mu + rho (g - 1 + u): 0.4 + 2 * 0.5 = 1.4 ; -0.2 + 2 * 0.0 = -0.2
+    np.testing.assert_allclose(update_multipliers(mu, g, u, rho), [1.4, -0.2])
+
+
+def test_bound_normalisation():
+    upper = Bound("latency", 2e-5, "<=")
+    assert upper.violation(1e-5) == pytest.approx(-0.5)
+    assert upper.violation(3e-5) == pytest.approx(0.5)
+    assert upper.g(1e-5) == pytest.approx(0.5) and upper.g(3e-5) == pytest.approx(1.5)
+    lower = Bound("tpr", 0.8, ">=")
+    assert lower.violation(0.9) == pytest.approx(-0.125)
+    assert lower.violation(0.6) == pytest.approx(0.25)
+    zero = Bound("custom", 0.0, "<=")
+    assert zero.violation(0.3) == pytest.approx(0.3)
+    assert upper.violation(None) == 1.0 and upper.violation(float("nan")) == 1.0
+
+
+# ---------------------------------------------------------------------------- ADMM loop
+SYNTH = space_from_dict(
+    {
+        "name": "synthetic",
+        "initial": {"classification": {"model": "slow_good"}},
+        "modules": [
+            {"name": "model", "choices": [
+                {"name": "slow_good", "class": "f.A",
+                 "hyperparameters": {"k": {"type": "int", "low": 1, "high": 9, "default": 5}}},
+                {"name": "fast_ok", "class": "f.B",
+                 "hyperparameters": {"w": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.5}}},
+                {"name": "fast_bad", "class": "f.C"},
+            ]},
+        ],
+    }
+)
+
+
+def synthetic_engine(requests, time_left=None, tags=None):
+    """The lowest loss (slow_good) has latency 3 (> 1); fast_ok is feasible with a worse loss."""
+    out = []
+    for r in requests:
+        c = SYNTH.decode(r.z, r.theta)
+        if c["model"] == "slow_good":
+            loss, latency = 0.1 + 0.01 * abs(c["model__k"] - 3), 3.0
+        elif c["model"] == "fast_ok":
+            loss, latency = 0.2 + 0.1 * abs(c["model__w"] - 0.7), 0.5 + c["model__w"]
+        else:
+            loss, latency = 0.5, 0.1
+        out.append(Observation(loss=loss, constraints={"latency": latency}))
+    return out
+
+
+def run_synthetic(mode, seed=0, max_evals=80):
+    return ADMMOptimizer(
+        SYNTH.encoding, synthetic_engine, lambda: THETA_SOLVERS.create("random"),
+        lambda: Z_SOLVERS.create("random"), max_evals=max_evals, seed=seed,
+        schedule=Schedule(8, 0, 8), constraints=[Bound("latency", 1.0)], constraint_mode=mode,
+    ).run()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_admm_returns_a_feasible_pipeline_when_the_unconstrained_optimum_is_infeasible(seed):
+    unconstrained = run_synthetic("filter", seed)
+    assert min(e.observation.loss for e in unconstrained.evaluated) < 0.12  # slow_good is best
+    result = run_synthetic("admm", seed)
+    best = result.incumbent
+    assert best.observation.constraints["latency"] <= 1.0
+    assert SYNTH.decode(best.z, best.theta)["model"] == "fast_ok"
+    assert SYNTH.decode(best.z, best.theta)["model__w"] <= 0.5  # latency 0.5 + w <= 1
+
+
+def test_multipliers_grow_while_the_iterate_violates_and_states_follow_the_formulas():
+    result = run_synthetic("admm", seed=1)
+    mu_prev = np.zeros(1)
+    for row, state in zip(result.trace, result.states):
+        assert row["mu:latency"] == pytest.approx(state["mu"][0])
+        assert row["u:latency"] == pytest.approx(state["u"][0])
+        assert 0.0 <= state["u"][0] <= 1.0
+        mu_prev = state["mu"]
+    assert result.trace[0]["mu:latency"] >= 0.0
+    assert "feasible_found" in result.trace[-1]
+
+
+def test_filter_mode_searches_exactly_as_without_constraints():
+    plain = ADMMOptimizer(
+        SYNTH.encoding, synthetic_engine, lambda: THETA_SOLVERS.create("random"),
+        lambda: Z_SOLVERS.create("random"), max_evals=60, seed=3, schedule=Schedule(8, 0, 8),
+    ).run()
+    filtered = run_synthetic("filter", seed=3, max_evals=60)
+    assert [e.z for e in plain.evaluated] == [e.z for e in filtered.evaluated]
+    # but the incumbent is the best feasible one
+    feasible = [e for e in filtered.evaluated if e.observation.constraints["latency"] <= 1.0]
+    assert filtered.incumbent.observation.loss == min(e.observation.loss for e in feasible)
+
+
+def test_least_violating_incumbent_when_nothing_is_feasible():
+    result = ADMMOptimizer(
+        SYNTH.encoding, synthetic_engine, lambda: THETA_SOLVERS.create("random"),
+        lambda: Z_SOLVERS.create("random"), max_evals=30, seed=0, schedule=Schedule(8, 0, 8),
+        constraints=[Bound("latency", 0.05)],
+    ).run()
+    best_latency = result.incumbent.observation.constraints["latency"]
+    assert best_latency == pytest.approx(min(e.observation.constraints["latency"] for e in result.evaluated))
+
+
+# ---------------------------------------------------------------------------- built-ins
+class StepTimer:
+    """Each call advances by ``step`` seconds: every timed predict 'takes' exactly ``step``."""
+
+    def __init__(self, step):
+        self.now, self.step = 0.0, step
+
+    def __call__(self):
+        self.now += self.step
+        return self.now
+
+
+def test_latency_with_an_injected_timer_is_exact():
+    from sklearn.naive_bayes import GaussianNB
+
+    model = GaussianNB().fit(X, Y)
+    latency = PredictionLatency(threshold=1e-3, batch_size=50, repeats=3, timer=StepTimer(0.5))
+    assert latency.measure(model, X.iloc[:80], Y[:80], np.arange(80)) == 0.5 / 50
+    short = PredictionLatency(threshold=1e-3, batch_size=50, repeats=3, timer=StepTimer(0.2))
+    assert short.measure(model, X.iloc[:20], Y[:20], np.arange(20)) == pytest.approx(0.2 / 20)
+
+
+def test_disparate_impact_equals_a_hand_computation():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=200), "age": rng.uniform(18, 75, size=200)})
+    y = (frame["x"] + rng.normal(scale=1.0, size=200) > 0).astype(int).to_numpy()
+    model = LogisticRegression().fit(frame, y)
+    di = DisparateImpact(threshold=0.1, group_by="age", bins=[20, 40, 60, 80])
+    rows = np.arange(200)
+
+    class OneSplit:
+        valid = rows
+
+    di.bind(frame, y, groups=None, splits=[OneSplit()], task="classification")
+    value = di.measure(model, frame, y, rows)
+    scores = model.predict_proba(frame)[:, 1]
+    aucs = []
+    for low, high in [(20, 40), (40, 60), (60, 80)]:
+        member = (frame["age"] >= low) & (frame["age"] < high)
+        aucs.append(roc_auc_score(y[member], scores[member]))
+    assert value == pytest.approx(max(aucs) - min(aucs))
+
+
+def test_groups_from_bins_and_from_sensitive_features():
+    frame = pd.DataFrame({"age": [19, 20, 29.9, 30, 45, 70, 71]})
+    labels = make_groups(frame, "age", [20, 30, 40, 50, 60, 70], None)
+    assert list(labels) == [None, "20-30", "20-30", "30-40", "40-50", None, None]
+    direct = make_groups(frame, None, None, np.array(["a", "b", "a", "b", "a", "b", "a"]))
+    assert list(direct) == ["a", "b", "a", "b", "a", "b", "a"]
+
+
+def test_metric_bounds_and_model_size():
+    from sklearn.naive_bayes import GaussianNB
+
+    model = GaussianNB().fit(X, Y)
+    pred = model.predict(X)
+    fpr = MetricBound("fpr", 0.1)
+    fpr.bind(X, Y, groups=None, splits=[], task="classification")
+    expected = np.sum((pred == 1) & (Y == 0)) / np.sum(Y == 0)
+    assert fpr.measure(model, X, Y, np.arange(len(Y))) == pytest.approx(expected)
+    acc = MetricBound("accuracy", 0.9, ">=")
+    assert acc.measure(model, X, Y, None) == pytest.approx((pred == Y).mean())
+    import pickle
+
+    assert ModelSize(1e6).measure(model, X, Y, None) == len(pickle.dumps(model, protocol=5))
+
+
+# ---------------------------------------------------------------------------- estimator
+def test_estimator_returns_a_feasible_pipeline_under_a_model_size_limit():
+    """Unconstrained, extra trees win (and weigh megabytes); under 20 kB only naive Bayes fits."""
+    from admm_automl.testing import tiny_space
+
+    space = tiny_space({
+        "extra_trees": {"class": "sklearn.ensemble.ExtraTreesClassifier", "hyperparameters": {
+            "n_estimators": {"type": "int", "low": 50, "high": 200, "default": 100}}},
+        "gnb": {"class": "sklearn.naive_bayes.GaussianNB"},
+    })
+    fast = dict(search_space=space, max_evals=10, inner_iter=3, inner_iter_step=0, random_state=0)
+    free = ADMMClassifier(**fast).fit(X, Y)
+    limit = 20000
+    assert free.best_params_["estimator"] == "extra_trees"
+    assert ModelSize(1.0).measure(free.best_pipeline_, None, None, None) > limit
+    model = ADMMClassifier(**fast, constraints=[f"model_size <= {limit}"])
+    model.fit(X, Y)
+    assert model.feasible_ and model.best_params_["estimator"] == "gnb"
+    assert model.best_loss_ > free.best_loss_  # feasibility has a price here
+    h = model.history_
+    assert {"constraint:model_size", "feasible", "violation", "mu:model_size",
+            "slack:model_size"} <= set(h.columns)
+    assert (h["feasible"] == (h["constraint:model_size"] <= limit) & (h["status"] == "ok")).all()
+    assert h.loc[h["eval_id"] == model.best_eval_id_, "feasible"].item()
+    assert {"u:model_size", "mu:model_size", "feasible_found"} <= set(model.admm_trace_.columns)
+
+
+def test_infeasible_problem_warns_and_returns_the_least_violating():
+    model = ADMMClassifier(max_evals=10, random_state=0, constraints=["model_size <= 10"])
+    with pytest.warns(ConstraintViolationWarning, match="least violating"):
+        model.fit(X, Y)
+    assert not model.feasible_
+    h = model.history_
+    assert h.loc[h["eval_id"] == model.best_eval_id_, "violation"].item() == h["violation"].min()
+    assert h.loc[h["status"] != "ok", "violation"].isna().all()
+
+
+def test_callable_constraint_receives_groups_and_sensitive_features():
+    seen = {}
+
+    def positive_rate_gap(pipeline, X_valid, y_valid, groups):
+        seen["groups"] = groups
+        pred = pipeline.predict(X_valid)
+        return abs(pred[groups == "a"].mean() - pred[groups == "b"].mean())
+
+    groups = np.where(np.arange(len(Y)) % 2 == 0, "a", "b")
+    model = ADMM(max_evals=6, random_state=0, executor="serial",
+                 constraints=[{"name": "callable", "function": positive_rate_gap, "threshold": 0.5}])
+    model.fit(X, Y, sensitive_features=groups)
+    assert set(seen["groups"]) == {"a", "b"}
+    assert "constraint:positive_rate_gap" in model.history_.columns
+
+
+def test_disparate_impact_with_sensitive_features_end_to_end():
+    rng = np.random.default_rng(1)
+    groups = rng.choice(["g1", "g2", "g3"], size=len(Y))
+    model = ADMM(max_evals=8, random_state=0,
+                 constraints=[{"name": "disparate_impact", "threshold": 0.2}])
+    model.fit(X, Y, sensitive_features=groups)
+    values = model.history_["constraint:disparate_impact"].dropna()
+    assert len(values) > 0 and (values >= 0).all() and (values <= 1).all()
+
+
+def test_penalty_mode_runs_and_is_deterministic():
+    a = ADMM(max_evals=12, random_state=0, constraints=["model_size <= 20000"],
+             constraint_mode="penalty", penalty_weight=2.0).fit(X, Y)
+    b = ADMM(max_evals=12, random_state=0, constraints=["model_size <= 20000"],
+             constraint_mode="penalty", penalty_weight=2.0).fit(X, Y)
+    assert list(a.history_["pipeline"]) == list(b.history_["pipeline"])
+    assert "slack:model_size" not in a.history_.columns
+
+
+# ---------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "constraints,error,match",
+    [
+        (["latncy <= 1e-4"], UnknownComponentError, "Unknown constraint 'latncy'. Did you mean 'latency'"),
+        (["latency < 1e-4"], InvalidParameterError, "use '<=' or '>='"),
+        (["latency <= fast"], InvalidParameterError, "'fast' is not a number"),
+        (["latency"], InvalidParameterError, "malformed constraint 'latency'"),
+        (["latency <= -1"], InvalidParameterError, "negative threshold"),
+        (["fpr <= 1.5"], InvalidParameterError, r"rate threshold must lie in \[0, 1\]"),
+        ([{"name": "latency"}], InvalidParameterError, "needs a 'threshold'"),
+        (["fpr <= 0.1", "fpr <= 0.2"], InvalidParameterError, "same quantity"),
+        ([{"name": "disparate_impact", "threshold": 0.1, "group_by": "agee"}], DataError,
+         "group_by column 'agee' is not in X"),
+        ([{"name": "disparate_impact", "threshold": 0.1}], InvalidParameterError,
+         "needs group_by"),
+        ([{"name": "latency", "threshold": 1e-4, "speed": 3}], InvalidParameterError,
+         "unexpected keyword argument 'speed'"),
+        ([42], InvalidParameterError, "a constraint must be"),
+    ],
+)
+def test_bad_constraints_fail_before_the_search(constraints, error, match, tmp_path):
+    with pytest.raises(error, match=match):
+        ADMM(max_evals=5, constraints=constraints, output_dir=tmp_path).fit(X, Y)
+    assert not (tmp_path / "journal.jsonl").exists() or not (tmp_path / "journal.jsonl").read_text()
+
+
+def test_a_group_with_a_single_class_is_an_error_before_the_search():
+    frame = X.copy()
+    frame["site"] = np.where(Y == 1, "pure", "mixed")  # 'pure' holds only class 1
+    frame.loc[frame.index[np.flatnonzero(Y == 1)[:100]], "site"] = "mixed"  # 'mixed' has both
+    with pytest.raises(DataError, match="group 'pure' has a single class"):
+        ADMM(max_evals=5, constraints=[{"name": "disparate_impact", "threshold": 0.1,
+                                        "group_by": "site"}]).fit(frame, Y)
+
+
+def test_constraints_from_yaml_and_cli(tmp_path, capsys):
+    from admm_automl.cli import main
+    from admm_automl.config import load_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "estimator:\n  max_evals: 8\n  random_state: 0\n  constraints:\n"
+        "    - 'model_size <= 50000'\n    - {name: metric, metric: fpr, threshold: 0.2}\n"
+        "data:\n  dataset: breast_cancer\n"
+    )
+    est = load_config(config).make_estimator()
+    assert [str(c) for c in make_constraints(est.constraints)] == ["model_size <= 50000", "fpr <= 0.2"]
+    assert main(["fit", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "model_size <= 50000: validation value" in out and "fpr <= 0.2" in out
+    assert main(["fit", "--dataset", "breast_cancer", "--max-evals", "5",
+                 "--constraint", "latncy <= 1"]) == 2
+    assert "Did you mean 'latency'" in capsys.readouterr().err
