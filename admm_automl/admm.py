@@ -403,6 +403,18 @@ class ADMMOptimizer:
         self._dpos = np.full(enc.theta_dim, -1)
         self._dpos[enc.discrete] = np.arange(int(enc.discrete.sum()))
         self.mu = np.zeros(len(self.constraints))
+        self._idle = 0
+
+    def _end_iteration(self, row: dict[str, Any]) -> str | None:
+        """After an iteration: the stop reason (callback, or no new evaluation for
+        ``max_idle_iterations`` iterations), else advance the iteration counter."""
+        if self.callback is not None and self.callback(row):
+            return "callback"
+        self._idle = self._idle + 1 if self._new_in_iteration == 0 else 0
+        if self._idle >= self.max_idle_iterations:
+            return "exhausted"
+        self.iteration += 1
+        return None
 
     def run(self) -> ADMMResult:
         enc = self.encoding
@@ -416,7 +428,6 @@ class ADMMOptimizer:
         u = np.ones(len(self.constraints))
         trace: list[dict[str, Any]] = []
         states: list[dict[str, Any]] = []
-        idle = 0
         stop_reason = "budget"
         try:
             (first,) = self._evaluate([(z, theta, 1.0)], "initial")
@@ -452,14 +463,10 @@ class ADMMOptimizer:
                     row["iteration"], row["best_loss"], row["n_evals"], row["primal_residual"],
                     row["lambda_norm"],
                 )
-                if self.callback is not None and self.callback(row):
-                    stop_reason = "callback"
+                stop = self._end_iteration(row)
+                if stop:
+                    stop_reason = stop
                     break
-                idle = idle + 1 if self._new_in_iteration == 0 else 0
-                if idle >= self.max_idle_iterations:
-                    stop_reason = "exhausted"
-                    break
-                self.iteration += 1
         except BudgetExhausted as stop:
             stop_reason = str(stop) or "budget"
             if not trace or trace[-1]["iteration"] != self.iteration:

@@ -44,7 +44,6 @@ class _LoopMixin:
         """
         trace: list[dict[str, Any]] = []
         states: list[dict[str, Any]] = []
-        idle = 0
         stop_reason = "budget"
         try:
             while True:
@@ -59,14 +58,10 @@ class _LoopMixin:
                     "%s iter %d: best loss %.5g, evals %d", type(self).__name__,
                     row["iteration"], row["best_loss"], row["n_evals"],
                 )
-                if self.callback is not None and self.callback(row):
-                    stop_reason = "callback"
+                stop = self._end_iteration(row)
+                if stop:
+                    stop_reason = stop
                     break
-                idle = idle + 1 if self._new_in_iteration == 0 else 0
-                if idle >= self.max_idle_iterations:
-                    stop_reason = "exhausted"
-                    break
-                self.iteration += 1
         except BudgetExhausted as stop:
             stop_reason = str(stop) or "budget"
             if not trace or trace[-1]["iteration"] != self.iteration:

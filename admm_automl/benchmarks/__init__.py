@@ -1,15 +1,4 @@
 """Benchmark problems: synthetic test functions with known optima (see :mod:`.functions`)."""
 
-from .functions import BRANIN, FUNCTIONS, HARTMANN6, TestFunction, branin, get_function, hartmann6
-from .functions import make_theta_problem
-
-__all__ = [
-    "BRANIN",
-    "FUNCTIONS",
-    "HARTMANN6",
-    "TestFunction",
-    "branin",
-    "get_function",
-    "hartmann6",
-    "make_theta_problem",
-]
+from .functions import *  # noqa: F403
+from .functions import __all__  # noqa: F401
