@@ -196,7 +196,8 @@ def plot(table: list[dict], out: Path) -> None:
                 ax.plot(xs, ys, marker="o", label=m)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
-            ax.set_yscale("log")
+            if any(r[f"{m} {metric}"] for r in rows for m in METHODS):
+                ax.set_yscale("log")  # only when there is a positive value to show
             ax.grid(alpha=0.3)
             ax.legend()
         fig.tight_layout()
