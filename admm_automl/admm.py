@@ -345,10 +345,8 @@ class ADMMOptimizer:
                 result[active] = np.clip(np.asarray(best[0], dtype=float), 0.0, 1.0)
         return result
 
-    def _z_min(
-        self, z: tuple[int, ...], theta: np.ndarray, incumbent_obs: Observation | None, n: int,
-        u: np.ndarray,
-    ) -> tuple[tuple[int, ...], Observation | None]:
+    def _z_evaluator(self, theta: np.ndarray) -> Callable[[Sequence[Suggestion]], list[Observation]]:
+        """``evaluate`` of a z-problem: each suggested z with θ fixed, at its fidelity."""
         enc = self.encoding
 
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
@@ -357,6 +355,15 @@ class ADMMOptimizer:
                 for s in suggestions
             ]
             return self._evaluate(points, "z")
+
+        return evaluate
+
+    def _z_min(
+        self, z: tuple[int, ...], theta: np.ndarray, incumbent_obs: Observation | None, n: int,
+        u: np.ndarray,
+    ) -> tuple[tuple[int, ...], Observation | None]:
+        enc = self.encoding
+        evaluate = self._z_evaluator(theta)
 
         def augment(zc: tuple[int, ...], obs: Observation) -> float:
             # With θ fixed the coupling penalty does not depend on z; the constraint terms use

@@ -174,13 +174,7 @@ class SelectionOptimizer(_LoopMixin, ADMMOptimizer):
         self._start()
         z0 = enc.check_z(enc.initial_z)
         theta = enc.project(enc.initial_theta)
-
-        def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
-            points = [
-                (enc.check_z(s.config), theta, 1.0 if s.fidelity is None else s.fidelity)
-                for s in suggestions
-            ]
-            return self._evaluate(points, "z")
+        evaluate = self._z_evaluator(theta)
 
         def augment(z: tuple[int, ...], obs: Observation) -> float:
             return self._value(obs)
