@@ -178,6 +178,9 @@ class ADMMOptimizer:
         Suggestions per batch for batch-capable solvers (the number of parallel workers).
     n_train : int, optional
         Training rows at full fidelity, passed to z-problems for multi-fidelity solvers.
+    start_time : float, optional
+        ``clock()`` value from which the time budget runs (default: the start of ``run``), so a
+        caller can count its own set-up, such as starting worker processes.
     """
 
     def __init__(
@@ -200,6 +203,7 @@ class ADMMOptimizer:
         batch_size: int = 1,
         n_train: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        start_time: float | None = None,
     ) -> None:
         if not rho > 0:
             raise InvalidParameterError(f"rho must be > 0, got {rho!r}")
@@ -229,6 +233,7 @@ class ADMMOptimizer:
         self.batch_size = batch_size
         self.n_train = n_train
         self.clock = clock
+        self.start_time = start_time
 
     # ------------------------------------------------------------------ budget + evaluation
     def _time_left(self) -> float | None:
@@ -398,7 +403,7 @@ class ADMMOptimizer:
     def _start(self) -> None:
         """Reset the run state: clock, counters, records, histories and multipliers."""
         enc = self.encoding
-        self._t0 = self.clock()
+        self._t0 = self.clock() if self.start_time is None else self.start_time
         self.n_evals = 0
         self.iteration = 0
         self.evaluated: list[Evaluated] = []

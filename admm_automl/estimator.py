@@ -399,6 +399,9 @@ class ADMM(BaseEstimator):
     def _fit(
         self, X: Any, y: np.ndarray, task: str, target_type: str, sensitive_features: Any
     ) -> "ADMM":
+        import time
+
+        start_time = time.monotonic()  # the time budget covers set-up and worker start-up too
         space = load_space(self.search_space).for_task(task)
         metric = get_metric(self.scoring, task, target_type)
         solver_seed, split_seed, model_seed = self._seeds()
@@ -434,7 +437,8 @@ class ADMM(BaseEstimator):
         journal_path = Path(self.output_dir) / "journal.jsonl" if self.output_dir else None
         previous = Journal.read(journal_path) if journal_path and journal_path.exists() else []
         objective = PipelineObjective(
-            ctx, executor, Journal(journal_path), worst_loss=worst, trial_timeout=self.trial_timeout
+            ctx, executor, Journal(journal_path), worst_loss=worst, trial_timeout=self.trial_timeout,
+            start_time=start_time,
         )
         n_resumed = objective.preload(previous)
         if n_resumed:
@@ -456,6 +460,7 @@ class ADMM(BaseEstimator):
             constraints=[Bound(c.key, c.threshold, c.sense) for c in constraints],
             constraint_mode=self.constraint_mode,
             penalty_weight=self.penalty_weight,
+            start_time=start_time,
         )
         try:
             result = optimizer.run()

@@ -44,6 +44,7 @@ class PipelineObjective:
         *,
         worst_loss: float,
         trial_timeout: float | None = None,
+        start_time: float | None = None,
     ) -> None:
         self.ctx = ctx
         self.executor = executor
@@ -52,7 +53,7 @@ class PipelineObjective:
         self.trial_timeout = trial_timeout
         self.cache: dict[str, Observation] = {}
         self.n_failed = 0
-        self._t0 = time.monotonic()
+        self._t0 = time.monotonic() if start_time is None else start_time  # origin of "time"
         executor.start(ctx)
 
     def close(self) -> None:
