@@ -26,7 +26,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .admm import CONSTRAINT_MODES, ADMMOptimizer, Bound, Schedule
+from .admm import CONSTRAINT_MODES, Bound, Schedule
 from .constraints import make_constraints
 from .evaluation import PipelineObjective, TrialContext, get_metric, make_executor, make_splits
 from .exceptions import (
