@@ -25,8 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     source = fit.add_mutually_exclusive_group()
     source.add_argument(
         "--dataset",
-        help="a scikit-learn bundled dataset (e.g. breast_cancer), or a file NAME.csv[.gz] of "
-        "--data-dir",
+        help="a scikit-learn bundled dataset (e.g. breast_cancer), a file NAME.csv[.gz] of "
+        "--data-dir, or an OpenML dataset openml:NAME or openml:ID (downloaded once, then cached)",
     )
     source.add_argument("--data", help="a CSV file (use with --target)")
     fit.add_argument("--target", help="name of the target column of --data")
@@ -62,7 +62,7 @@ def _fit(args: argparse.Namespace) -> int:
     from sklearn.model_selection import train_test_split
 
     from .config import Config, config_from_estimator, dump_config, load_config
-    from .datasets import load_bundled, load_csv, load_from_dir
+    from .datasets import load_csv, load_dataset
 
     config = load_config(args.config) if args.config else Config()
     overrides = {
@@ -94,10 +94,8 @@ def _fit(args: argparse.Namespace) -> int:
         config.data = {"csv": args.data, "target": args.target}
     if args.test_size is not None:
         config.data["test_size"] = args.test_size
-    if "data_dir" in config.data:
-        X, y = load_from_dir(config.data["dataset"], config.data["data_dir"])
-    elif "dataset" in config.data:
-        X, y = load_bundled(config.data["dataset"])
+    if "dataset" in config.data:
+        X, y = load_dataset(config.data["dataset"], config.data.get("data_dir"))
     elif "csv" in config.data:
         X, y = load_csv(config.data["csv"], config.data["target"])
     else:

@@ -8,8 +8,9 @@ estimator:                 # keys are exactly the parameters of ADMM.__init__
   max_evals: 100
   random_state: 0
 data:                      # used by the command line
-  dataset: breast_cancer   # a scikit-learn bundled set (or, with data_dir, a file NAME.csv[.gz]
-  # data_dir: ../shared/data #   of that directory, target column 'target'), or
+  dataset: breast_cancer   # a scikit-learn bundled set, openml:NAME / openml:ID (cached after the
+  # data_dir: ../shared/data #   first download), or, with data_dir, a file NAME.csv[.gz] of that
+  #                        #   directory (target column 'target'), or
   # csv: path/to/file.csv  # a CSV file with
   # target: label          # its target column
   test_size: 0.25          # held-out test fraction
@@ -116,9 +117,9 @@ def config_from_dict(node: Any) -> Config:
     if "data_dir" in data and "dataset" not in data:
         raise ConfigError("data.dataset: required with data.data_dir (a file name in it)")
     if "dataset" in data and "data_dir" not in data:
-        from .datasets import BUNDLED
+        from .datasets import BUNDLED, OPENML_PREFIX
 
-        if data["dataset"] not in BUNDLED:
+        if data["dataset"] not in BUNDLED and not str(data["dataset"]).startswith(OPENML_PREFIX):
             raise ConfigError("data.dataset: " + unknown_name_message("dataset", data["dataset"], BUNDLED))
     if "test_size" in data:
         size = data["test_size"]

@@ -1,4 +1,9 @@
-"""Loading data: scikit-learn's bundled sets, CSV files, and a directory of benchmark CSVs."""
+"""Loading data: scikit-learn's bundled sets, CSV files, a directory of benchmark CSVs, and OpenML.
+
+:func:`load_dataset` resolves one name for all of them: ``openml:NAME`` / ``openml:ID`` (downloaded
+once through :func:`sklearn.datasets.fetch_openml`, then read from its cache), ``NAME`` in
+``data_dir`` when one is given, else a scikit-learn bundled set.
+"""
 
 from __future__ import annotations
 
@@ -67,3 +72,49 @@ def load_from_dir(name: str, data_dir: "str | Path", target: str = "target") -> 
         if path.is_file():
             return load_csv(path, target)
     raise UnknownComponentError(unknown_name_message("dataset", name, list_data_dir(folder)))
+
+
+OPENML_PREFIX = "openml:"
+
+
+def load_openml(
+    name_or_id: "str | int", *, version: "int | str" = "active", cache_dir: "str | Path | None" = None
+) -> tuple[Any, Any]:
+    """``(X, y)`` of an OpenML dataset by name or numeric id, X as a DataFrame.
+
+    The first call downloads it into ``cache_dir`` (default: scikit-learn's data home,
+    ``$SCIKIT_LEARN_DATA`` or ``~/scikit_learn_data``); later calls read the cache with no network.
+    The target is the dataset's default target attribute.
+    """
+    from sklearn.datasets import fetch_openml
+
+    key = str(name_or_id).strip()
+    if not key:
+        raise DataError("an OpenML dataset needs a name or an id, e.g. 'openml:credit-g' or 'openml:31'")
+    by_id = {"data_id": int(key)} if key.isdigit() else {"name": key, "version": version}
+    try:
+        bunch = fetch_openml(
+            **by_id, data_home=None if cache_dir is None else str(cache_dir), as_frame=True,
+            parser="auto",
+        )
+    except OSError as err:  # URLError is an OSError: offline and not cached
+        raise DataError(
+            f"could not fetch OpenML dataset {key!r}: {err}. It is downloaded once and then read "
+            "from the cache, so the first use needs network access."
+        ) from None
+    except ValueError as err:  # unknown name/id, or no default target
+        raise DataError(f"OpenML dataset {key!r}: {err}") from None
+    if bunch.target is None or getattr(bunch.target, "ndim", 1) != 1:
+        raise DataError(f"OpenML dataset {key!r} has no single default target column")
+    return bunch.data, bunch.target.to_numpy()
+
+
+def load_dataset(
+    name: str, data_dir: "str | Path | None" = None, cache_dir: "str | Path | None" = None
+) -> tuple[Any, Any]:
+    """``(X, y)`` by name: ``openml:NAME|ID``, ``NAME`` in ``data_dir``, or a bundled set."""
+    if name.startswith(OPENML_PREFIX):
+        return load_openml(name[len(OPENML_PREFIX):], cache_dir=cache_dir)
+    if data_dir is not None:
+        return load_from_dir(name, data_dir)
+    return load_bundled(name)

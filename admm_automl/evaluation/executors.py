@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..exceptions import InvalidParameterError
-from .worker import TrialContext, init_worker, run_in_worker, run_trial
+from .worker import TrialContext, init_worker, run_in_worker
 
 Job = tuple[tuple[int, ...], np.ndarray, float]
 _MAIN_GUARD_HINT = (
@@ -37,7 +37,7 @@ class SerialExecutor:
         results = []
         for z, theta, fidelity in jobs:
             start = time.perf_counter()
-            result = run_trial(self.ctx, z, theta, fidelity)
+            result = self.ctx.run(z, theta, fidelity)
             result["duration"] = time.perf_counter() - start
             results.append(result)
         return results

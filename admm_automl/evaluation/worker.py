@@ -2,6 +2,11 @@
 
 The :class:`TrialContext` (data, splits, space, metric) is sent to a worker process once; each trial
 then sends only ``(z, θ, fidelity)``. The same function runs in-process for the serial executor.
+
+Executors only need a *task*: an object with a ``space`` and ``run(z, θ, fidelity) -> result dict``
+(``status``, ``loss``, ``error``, ``fit_time``, ``predict_time``, ``constraints``, ``n_train``).
+:class:`TrialContext` is the task of a pipeline on data; a benchmark function such as
+:class:`admm_automl.benchmarks.ArtificialObjective` is another, evaluated through the same path.
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ class TrialContext:
     #: constraints measured on every fitted pipeline: name -> object with
     #: ``measure(pipeline, X_valid, y_valid, valid_rows) -> float``
     measures: dict[str, Any] = field(default_factory=dict)
+
+    def run(self, z: tuple[int, ...], theta: np.ndarray, fidelity: float) -> dict[str, Any]:
+        return run_trial(self, z, theta, fidelity)
 
 
 def run_trial(
@@ -90,10 +98,10 @@ def run_trial(
 
 
 # ---------------------------------------------------------------------- process-pool side
-_CONTEXT: TrialContext | None = None
+_CONTEXT: Any = None  # the task of this worker process
 
 
-def init_worker(ctx: TrialContext, memory_limit_mb: int | None, threads: int | None) -> None:
+def init_worker(ctx: Any, memory_limit_mb: int | None, threads: int | None) -> None:
     """Pool initializer: keep the context, cap the address space and the BLAS/OpenMP threads."""
     global _CONTEXT
     _CONTEXT = ctx
@@ -110,4 +118,4 @@ def init_worker(ctx: TrialContext, memory_limit_mb: int | None, threads: int | N
 
 def run_in_worker(z: tuple[int, ...], theta: np.ndarray, fidelity: float) -> dict[str, Any]:
     assert _CONTEXT is not None, "worker not initialised"
-    return run_trial(_CONTEXT, z, theta, fidelity)
+    return _CONTEXT.run(z, theta, fidelity)

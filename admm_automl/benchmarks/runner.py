@@ -1,0 +1,256 @@
+"""One runner for every method of the benchmark (seed 001 §5): ADMM variants, JOPT, random search,
+Optuna and FLAML on the same problem, the same splits, the same engine and the same time budget.
+
+A *method* is named as in the paper and parsed by :func:`parse_method`:
+
+==============================  =============================================================
+``AdADMM-F16(BO,Ba)``           adaptive ADMM: θ-min by BO, z-min by the bandit (CMAB); 16
+                                sub-solver iterations, +16 per ADMM iteration, up to 128
+``AdADMM-F8(BO,BO)``            the same with step 8 and BO for z-min
+``ADMM-I32(BO,Ba)``             fixed-I ADMM, 32 iterations per sub-problem
+``JOPT(BO)``                    one θ-solver over the joint space (the splitting's baseline)
+``Random``                      uniform random search over the joint space
+``Optuna(TPE)``                 Optuna's TPE sampler, define-by-run conditional space
+``FLAML(BlendSearch)``          FLAML's BlendSearch (``FLAML(CFO)``: CFO alone)
+==============================  =============================================================
+
+Solver names inside the parentheses are registry names (``bo``, ``cmab``, ``rbfopt``, ``blds``, …)
+or the paper's abbreviations (``BO``, ``Ba`` = CMAB, ``RND`` = random). A suffix ``@key=value,…``
+sets ``rho`` or a solver parameter (``theta.<param>``, ``z.<param>``), e.g.
+``AdADMM-F16(BO,Ba)@rho=10`` or ``AdADMM-F16(BO,Ba)@z.loss_bound=0.5``.
+
+A *problem* is a pipeline space with a task (pipelines on data, or the artificial objective). Each
+run writes the package's journal (one JSON record per evaluation, with its time since the start of
+the run) and a ``run.json`` summary.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..admm import Schedule
+from ..exceptions import InvalidParameterError
+from ..space import PipelineSpace, load_space
+from .peers import Budget, run_flaml, run_optuna
+
+#: the paper's abbreviations of solver names
+SOLVER_ALIASES = {"ba": "cmab", "rnd": "random", "hb": "hyperband"}
+PEERS = {"optuna": ("tpe", "random"), "flaml": ("blendsearch", "cfo")}
+_ADMM = re.compile(r"^(Ad)?ADMM-([FI])(\d+)\((\w+),(\w+)\)$")
+_JOPT = re.compile(r"^JOPT\((\w+)\)$")
+_PEER = re.compile(r"^(Optuna|FLAML)\((\w+)\)$")
+
+
+@dataclass(frozen=True)
+class Method:
+    """A parsed method name (see the module docstring)."""
+
+    label: str
+    kind: str  # "admm", "jopt", "optuna" or "flaml"
+    theta_solver: Any = None
+    z_solver: Any = None
+    schedule: Schedule = Schedule()
+    rho: float = 1.0
+    option: str | None = None  # the Optuna sampler or FLAML searcher
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe form of the label."""
+        return re.sub(r"[^A-Za-z0-9_.=-]+", "_", self.label).strip("_")
+
+
+def _solver(name: str, params: dict[str, Any]) -> Any:
+    name = SOLVER_ALIASES.get(name.lower(), name.lower())
+    return {"name": name, "params": params} if params else name
+
+
+def _options(text: str, label: str) -> dict[str, Any]:
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidParameterError(f"method {label!r}: option {item!r} is not key=value")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def parse_method(label: str) -> Method:
+    """The :class:`Method` of a paper-style name such as ``AdADMM-F16(BO,Ba)``."""
+    name, _, suffix = label.strip().partition("@")
+    options = _options(suffix, label)
+    params: dict[str, dict[str, Any]] = {"theta": {}, "z": {}}
+    rho = 1.0
+    for key, value in options.items():
+        target, dot, param = key.partition(".")
+        if key == "rho":
+            rho = float(value)
+        elif dot and target in params and param:
+            params[target][param] = value
+        else:
+            raise InvalidParameterError(
+                f"method {label!r}: unknown option {key!r} (use rho, theta.<param> or z.<param>)"
+            )
+    if m := _ADMM.match(name):
+        adaptive, kind, n, theta, z = m.groups()
+        n = int(n)
+        if adaptive and kind == "F":
+            schedule = Schedule(16, n, 128)
+        elif not adaptive and kind == "I":
+            schedule = Schedule(n, 0, n)
+        else:
+            raise InvalidParameterError(
+                f"method {label!r}: write AdADMM-F<step>(θ,z) (adaptive) or ADMM-I<n>(θ,z) (fixed)"
+            )
+        return Method(label, "admm", _solver(theta, params["theta"]), _solver(z, params["z"]),
+                      schedule, rho)
+    if params["z"] or options.get("rho") is not None:
+        raise InvalidParameterError(f"method {label!r}: rho and z.<param> apply to ADMM methods only")
+    if m := _JOPT.match(name):
+        return Method(label, "jopt", _solver(m.group(1), params["theta"]))
+    if name.lower() == "random":
+        return Method(label, "jopt", _solver("random", params["theta"]))
+    if m := _PEER.match(name):
+        library, option = m.group(1).lower(), m.group(2).lower()
+        if option not in PEERS[library]:
+            raise InvalidParameterError(
+                f"method {label!r}: {m.group(1)} supports {', '.join(PEERS[library])}"
+            )
+        return Method(label, library, option=option)
+    raise InvalidParameterError(
+        f"unknown method {label!r}: expected AdADMM-F<k>(θ,z), ADMM-I<k>(θ,z), JOPT(θ), Random, "
+        "Optuna(TPE|Random) or FLAML(BlendSearch|CFO)"
+    )
+
+
+@dataclass
+class Problem:
+    """A pipeline space and the task that evaluates it.
+
+    ``make_task(seed)`` returns the task of one run (the seed is the models' random_state for data
+    problems). ``worst_loss`` is the loss of a failed pipeline and of a run with no score yet (1.0
+    for 1 − AUROC, as in seed 001); ``isolate`` runs trials in a worker process, so a fit that
+    would overrun the time budget is stopped.
+    """
+
+    name: str
+    space: PipelineSpace
+    make_task: Callable[[int], Any]
+    worst_loss: float
+    n_train: int | None = None
+    isolate: bool = True
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def artificial_problem(space: "str | PipelineSpace" = "paper_large", seed: int = 0) -> Problem:
+    """Seed 001's artificial objective over ``space`` (one fixed function for every run); it has
+    no failures, so "no score yet" is NaN rather than a worst loss."""
+    from .artificial import ArtificialObjective
+
+    space = load_space(space).for_task("classification") if isinstance(space, str) else space
+    function = ArtificialObjective(space, seed=seed)
+    return Problem("artificial", space, lambda _seed: function, float("nan"), isolate=False,
+                   info={"function_seed": seed, "space": space.name})
+
+
+def data_problem(
+    name: str, X: Any, y: Any, *, space: "str | PipelineSpace" = "paper_large",
+    validation_size: float = 0.2, split_seed: int = 0, scoring: str = "roc_auc",
+) -> Problem:
+    """Pipelines on (X, y) scored by 1 − AUROC (or ``scoring``) on one fixed stratified holdout
+    split, shared by every method and seed."""
+    from ..estimator import make_preprocessor
+    from ..evaluation import TrialContext, get_metric, make_splits
+
+    y = np.asarray(y)
+    labels = np.unique(y)
+    target = "binary" if len(labels) == 2 else "multiclass"
+    space = load_space(space).for_task("classification") if isinstance(space, str) else space
+    metric = get_metric(scoring, "classification", target)
+    splits = make_splits(y, classification=True, cv=None, validation_size=validation_size,
+                         seed=split_seed)
+    ctx = TrialContext(space, X, y, splits, metric, make_preprocessor(X), labels=labels)
+    return Problem(
+        name, space, lambda seed: replace(ctx, random_state=seed),
+        metric.worst if metric.worst is not None else float("nan"),
+        n_train=len(splits[0].train),
+        info={"rows": int(len(y)), "columns": int(X.shape[1]), "space": space.name,
+              "metric": metric.name, "validation_size": validation_size, "split_seed": split_seed},
+    )
+
+
+def run(
+    problem: Problem, method: "str | Method", *, seed: int, time_budget: float | None = None,
+    max_evals: int | None = None, out_dir: "str | Path | None" = None,
+) -> dict[str, Any]:
+    """One search of ``problem`` by ``method``; returns (and writes to ``out_dir/run.json``) a
+    summary. The journal goes to ``out_dir/journal.jsonl``; an existing run there is replaced."""
+    from ..evaluation import PipelineObjective
+    from ..evaluation.executors import ProcessExecutor, SerialExecutor
+    from ..history import Journal
+    from ..joint import OPTIMIZERS
+    from ..solvers import THETA_SOLVERS, Z_SOLVERS
+
+    method = parse_method(method) if isinstance(method, str) else method
+    if time_budget is None and max_evals is None:
+        raise InvalidParameterError("give time_budget or max_evals (or both)")
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for stale in ("journal.jsonl", "run.json"):  # never resume: the cache would answer
+            (out / stale).unlink(missing_ok=True)
+    start = time.monotonic()  # the budget covers set-up and worker start-up
+    executor = ProcessExecutor(n_workers=1, threads=1) if problem.isolate else SerialExecutor()
+    journal = Journal(out / "journal.jsonl" if out is not None else None)
+    objective = PipelineObjective(problem.make_task(seed), executor, journal,
+                                  worst_loss=problem.worst_loss, start_time=start)
+    try:
+        if method.kind in ("admm", "jopt"):
+            optimizer = OPTIMIZERS[method.kind](
+                problem.space.encoding, objective,
+                lambda: THETA_SOLVERS.create(method.theta_solver),
+                lambda: Z_SOLVERS.create(method.z_solver),
+                rho=method.rho, schedule=method.schedule, max_evals=max_evals,
+                time_budget=time_budget, seed=seed, n_train=problem.n_train, start_time=start,
+            )
+            result = optimizer.run()
+            n_evals, stop_reason = result.n_evals, result.stop_reason
+        else:
+            budget = Budget(time_budget, max_evals, start)
+            if method.kind == "optuna":
+                done = run_optuna(problem.space, objective, budget, seed=seed, sampler=method.option)
+            else:
+                done = run_flaml(problem.space, objective, budget, seed=seed, searcher=method.option)
+            n_evals = done.n_evals
+            stop_reason = "max_evals" if max_evals is not None and n_evals >= max_evals else "time_budget"
+    finally:
+        objective.close()
+    full = [r for r in journal.records if (r.get("fidelity") or 1.0) >= 1.0 and not r.get("budget_stop")]
+    summary = {
+        "problem": problem.name,
+        "method": method.label,
+        "seed": seed,
+        "time_budget": time_budget,
+        "max_evals": max_evals,
+        "n_evals": n_evals,
+        "n_records": len(journal.records),
+        "n_failed": objective.n_failed,
+        "best_loss": min((r["loss"] for r in full), default=None),
+        "worst_loss": problem.worst_loss,
+        "stop_reason": stop_reason,
+        "wall_time": time.monotonic() - start,
+        "problem_info": problem.info,
+        "machine": {"python": platform.python_version(), "processor": platform.machine()},
+    }
+    if out is not None:
+        (out / "run.json").write_text(json.dumps(summary, indent=1, default=str))
+    return summary
