@@ -104,6 +104,12 @@ _CONTEXT: Any = None  # the task of this worker process
 def init_worker(ctx: Any, memory_limit_mb: int | None, threads: int | None) -> None:
     """Pool initializer: keep the context, cap the address space and the BLAS/OpenMP threads."""
     global _CONTEXT
+    import signal
+
+    # Pebble's SIGTERM handler runs only between Python bytecodes, so a worker inside a long C call
+    # (a BLAS product, liblinear) would outlive its timeout by Pebble's 3 s grace period before
+    # SIGKILL; the default disposition ends it at once.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _CONTEXT = ctx
     if memory_limit_mb:
         import resource
