@@ -56,6 +56,22 @@ class SleepingClassifier(_Base):
         return np.full((len(X), len(self.classes_)), 1.0 / len(self.classes_))
 
 
+class BusyClassifier(_Base):
+    """Spins in one long C call in ``fit`` (``sum`` over a huge range) that never checks for
+    signals, like a BLAS product or liblinear: a Python-level SIGTERM handler cannot run."""
+
+    def __init__(self, n: int = 10**12) -> None:
+        self.n = n
+
+    def fit(self, X: Any, y: Any) -> "BusyClassifier":
+        self.total_ = sum(range(self.n))
+        self._remember(y)
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        return np.full((len(X), len(self.classes_)), 1.0 / len(self.classes_))
+
+
 class MemoryHogClassifier(_Base):
     """Allocates ``megabytes`` of memory in ``fit`` (for the memory limit)."""
 

@@ -31,6 +31,7 @@ MISBEHAVING = tiny_space(
         "raiser": {"class": "admm_automl.testing.RaisingClassifier"},
         "nan": {"class": "admm_automl.testing.NaNClassifier"},
         "hog": {"class": "admm_automl.testing.MemoryHogClassifier"},
+        "busy": {"class": "admm_automl.testing.BusyClassifier"},
     }
 ).for_task("classification")
 THETA = MISBEHAVING.encoding.initial_theta
@@ -180,6 +181,19 @@ def test_time_left_stops_a_trial_and_marks_it_as_a_budget_stop():
     assert obs.status is Status.TIMEOUT and obs.info["budget_stop"]
     assert objective.journal.records[0]["budget_stop"] is True
     assert not objective.cache  # not cached: it might finish with more time
+
+
+def test_a_trial_stuck_in_a_c_call_is_stopped_at_its_timeout():
+    # sum(range(10**12)) never returns to the interpreter, so a Python SIGTERM handler (Pebble's)
+    # could not run; the worker must die at once, not after Pebble's 3 s grace period
+    objective = PipelineObjective(context(), ProcessExecutor(1), Journal(), worst_loss=1.0,
+                                  trial_timeout=0.5)
+    try:
+        (busy,) = objective([Request(z_of("busy"), THETA)])
+    finally:
+        objective.close()
+    assert busy.status is Status.TIMEOUT
+    assert busy.duration < 2.0
 
 
 def test_process_and_serial_executors_give_the_same_losses():

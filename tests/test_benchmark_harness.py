@@ -1,0 +1,217 @@
+"""The benchmark harness: artificial objective, method names, peers, runner and analysis."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from admm_automl.admm import Schedule
+from admm_automl.benchmarks import analysis
+from admm_automl.benchmarks.artificial import EPS, ArtificialObjective
+from admm_automl.benchmarks.runner import artificial_problem, data_problem, parse_method, run
+from admm_automl.exceptions import InvalidParameterError
+from admm_automl.history import Journal
+from admm_automl.space import load_space
+from admm_automl.testing import tiny_space
+
+TINY = tiny_space().for_task("classification")  # scaler {none, standard} × {gnb, logreg(C)}
+
+
+# ------------------------------------------------------------------------------ artificial
+def test_artificial_objective_matches_the_appendix_formula_by_hand():
+    f = ArtificialObjective(TINY, seed=3)
+    enc = TINY.encoding
+    theta = enc.initial_theta.copy()
+    (c_slot,) = enc.slots[1][1]  # logistic regression's C
+    theta[c_slot] = 0.25
+    # module 1 (scaler "none", no hyperparameters): constant scale |c|
+    v1 = abs(f.weights[0][0][0])
+    f1 = np.max(np.abs(0.0 + v1 * f.draws[0][0]))
+    # module 2 (logistic regression, one coordinate): |w (t + ε) / (t + ε)| = |w|
+    v2 = abs(f.weights[1][1][0] * (0.25 + EPS) / (0.25 + EPS))
+    f2 = np.max(np.abs(f1 + v2 * f.draws[1][1]))
+    assert f.value((0, 1), theta) == pytest.approx(f2)
+
+
+def test_artificial_objective_is_deterministic_and_ignores_inactive_hyperparameters():
+    space = load_space("paper_large").for_task("classification")
+    f, g = ArtificialObjective(space, seed=0), ArtificialObjective(space, seed=0)
+    enc = space.encoding
+    rng = np.random.default_rng(0)
+    z = tuple(int(rng.integers(k)) for k in enc.n_choices)
+    theta = rng.random(enc.theta_dim)
+    assert f.value(z, theta) == g.value(z, theta)
+    assert ArtificialObjective(space, seed=1).value(z, theta) != f.value(z, theta)
+    active = np.zeros(enc.theta_dim, dtype=bool)
+    active[enc.active(z)] = True
+    moved = theta.copy()
+    moved[~active] = rng.random((~active).sum())
+    assert f.value(z, moved) == f.value(z, theta)  # only θ of chosen algorithms matters
+    # an algorithm with two or more coordinates (with one, the normalised ratio is just |w|)
+    i, j = next((i, j) for i, j in enumerate(z) if len(enc.slots[i][j]) >= 2)
+    changed = theta.copy()
+    changed[enc.slots[i][j]] = 1.0 - changed[enc.slots[i][j]]
+    assert f.value(z, changed) != f.value(z, theta)
+
+
+def test_artificial_objective_is_the_executor_task():
+    result = ArtificialObjective(TINY).run((1, 0), TINY.encoding.initial_theta, 1.0)
+    assert result["status"] == "ok" and result["loss"] > 0
+
+
+# -------------------------------------------------------------------------------- methods
+@pytest.mark.parametrize(
+    "label, kind, theta, z, schedule",
+    [
+        ("AdADMM-F16(BO,Ba)", "admm", "bo", "cmab", Schedule(16, 16, 128)),
+        ("AdADMM-F8(BO,BO)", "admm", "bo", "bo", Schedule(16, 8, 128)),
+        ("ADMM-I32(RBFOpt,BLDS)", "admm", "rbfopt", "blds", Schedule(32, 0, 32)),
+        ("JOPT(BO)", "jopt", "bo", None, Schedule()),
+        ("Random", "jopt", "random", None, Schedule()),
+    ],
+)
+def test_parse_method_reads_the_paper_names(label, kind, theta, z, schedule):
+    m = parse_method(label)
+    assert (m.kind, m.theta_solver, m.z_solver, m.schedule) == (kind, theta, z, schedule)
+
+
+def test_parse_method_options_and_peers():
+    m = parse_method("AdADMM-F16(BO,Ba)@rho=10,z.loss_bound=0.5")
+    assert m.rho == 10.0 and m.z_solver == {"name": "cmab", "params": {"loss_bound": 0.5}}
+    assert m.slug == "AdADMM-F16_BO_Ba_rho=10_z.loss_bound=0.5"
+    assert (parse_method("Optuna(TPE)").kind, parse_method("Optuna(TPE)").option) == ("optuna", "tpe")
+    assert parse_method("FLAML(CFO)").option == "cfo"
+
+
+@pytest.mark.parametrize(
+    "label, message",
+    [
+        ("AdADMM-I16(BO,Ba)", "AdADMM-F<step>"),
+        ("Hyperopt", "unknown method 'Hyperopt'"),
+        ("Optuna(CMAES)", "Optuna supports tpe, random"),
+        ("JOPT(BO)@rho=2", "ADMM methods only"),
+        ("AdADMM-F16(BO,Ba)@colour=red", "unknown option 'colour'"),
+        ("AdADMM-F16(BO,Ba)@rho", "not key=value"),
+    ],
+)
+def test_parse_method_rejects_bad_names_clearly(label, message):
+    with pytest.raises(InvalidParameterError, match=message.replace("(", r"\(").replace("<", "<")):
+        parse_method(label)
+
+
+# --------------------------------------------------------------------------------- runner
+ALL_KINDS = ["AdADMM-F16(BO,Ba)", "JOPT(BO)", "Random", "Optuna(TPE)", "FLAML(BlendSearch)",
+             "FLAML(CFO)"]
+
+
+def _peer_available(label: str) -> bool:
+    import importlib.util
+
+    lib = {"Optuna": "optuna", "FLAML": "flaml"}.get(label.split("(")[0])
+    return lib is None or importlib.util.find_spec(lib) is not None
+
+
+@pytest.mark.parametrize("label", ALL_KINDS)
+def test_every_method_runs_on_the_artificial_objective_within_max_evals(label, tmp_path):
+    if not _peer_available(label):
+        pytest.skip(f"{label} needs the experiments extra")
+    problem = artificial_problem(TINY)
+    summary = run(problem, label, seed=0, max_evals=12, out_dir=tmp_path)
+    records = Journal.read(tmp_path / "journal.jsonl")
+    assert 1 <= summary["n_evals"] <= 12
+    assert len(records) == summary["n_records"]
+    assert summary["best_loss"] == pytest.approx(min(r["loss"] for r in records))
+    assert json.loads((tmp_path / "run.json").read_text())["method"] == label
+    f = ArtificialObjective(TINY, seed=0)
+    for r in records[:3]:  # the journal holds the artificial value of the decoded pipeline
+        z, theta = TINY.encode(r["config"])
+        assert r["loss"] == pytest.approx(f.value(z, theta))
+
+
+@pytest.mark.parametrize("label", ["AdADMM-F16(BO,Ba)", "Optuna(TPE)", "FLAML(BlendSearch)"])
+def test_same_seed_and_budget_give_the_same_history(label, tmp_path):
+    if not _peer_available(label):
+        pytest.skip(f"{label} needs the experiments extra")
+    problem = artificial_problem(load_space("paper_small").for_task("classification"))
+    histories = []
+    for k in (0, 1):
+        run(problem, label, seed=5, max_evals=20, out_dir=tmp_path / str(k))
+        histories.append([(r["key"], r["loss"]) for r in Journal.read(tmp_path / str(k) / "journal.jsonl")])
+    assert len(histories[0]) >= 10
+    assert histories[0] == histories[1]
+
+
+def test_data_problem_shares_one_split_and_seeds_the_models():
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    problem = data_problem("bc", X, y.to_numpy(), space=TINY)
+    a, b = problem.make_task(0), problem.make_task(1)
+    np.testing.assert_array_equal(a.splits[0].valid, b.splits[0].valid)
+    assert (a.random_state, b.random_state) == (0, 1)
+    assert problem.worst_loss == 1.0 and problem.n_train == len(a.splits[0].train)
+    summary = run(problem, "Random", seed=0, max_evals=3)
+    assert summary["n_evals"] == 3 and 0.0 <= summary["best_loss"] < 0.5
+
+
+def test_run_needs_a_budget():
+    with pytest.raises(InvalidParameterError, match="time_budget or max_evals"):
+        run(artificial_problem(TINY), "Random", seed=0)
+
+
+# ------------------------------------------------------------------------------- analysis
+def test_incumbent_curve_counts_only_finished_full_fidelity_evaluations():
+    grid = np.array([0.5, 1.0, 2.0, 3.0, 4.0])
+    records = [
+        {"time": 0.9, "loss": 0.5, "fidelity": 1.0},
+        {"time": 1.5, "loss": 0.1, "fidelity": 0.25},  # low fidelity: not an incumbent
+        {"time": 2.5, "loss": 0.4, "fidelity": 1.0},
+        {"time": 3.5, "loss": 0.0, "fidelity": 1.0, "budget_stop": True},  # stopped: not a score
+    ]
+    np.testing.assert_allclose(analysis.incumbent_curve(records, grid, 1.0), [1.0, 0.5, 0.5, 0.4, 0.4])
+
+
+def _write_run(root, problem, method, seed, points, budget=100.0):
+    folder = root / problem / method / f"seed{seed}"
+    folder.mkdir(parents=True)
+    with open(folder / "journal.jsonl", "w") as fh:
+        for t, loss in points:
+            fh.write(json.dumps({"time": t, "loss": loss, "fidelity": 1.0}) + "\n")
+    (folder / "run.json").write_text(json.dumps({
+        "problem": problem, "method": method, "seed": seed, "time_budget": budget,
+        "worst_loss": 1.0, "n_evals": len(points),
+    }))
+
+
+def test_speedup_improvement_ranks_and_wins_by_hand(tmp_path):
+    # reference reaches its final 0.4 at t=50; the method reaches 0.4 at t=5 and ends at 0.3
+    for seed in (0, 1, 2):
+        _write_run(tmp_path, "p", "ref", seed, [(1.0, 0.6), (50.0, 0.4)])
+        _write_run(tmp_path, "p", "new", seed, [(5.0, 0.4), (80.0, 0.3)])
+        _write_run(tmp_path, "q", "ref", seed, [(1.0, 0.2)])
+        _write_run(tmp_path, "q", "new", seed, [(1.0, 0.5)])
+    report = analysis.Report(analysis.load_runs(tmp_path), ["ref", "new"], ["p", "q"])
+    grid = report.grid["p"]
+    s = report.speedup("ref", "new", "p")
+    t_ref, t_new = grid[np.argmax(grid >= 50.0)], grid[np.argmax(grid >= 5.0)]
+    assert s["speedup"] == pytest.approx(t_ref / t_new)
+    assert 9.0 < s["speedup"] < 11.0
+    assert s["improvement"] == pytest.approx(25.0)
+    assert report.speedup("ref", "new", "q")["speedup"] is None  # never reaches 0.2
+    ranks = report.average_ranks()
+    assert ranks["new"][-1] == 1.5 and ranks["ref"][-1] == 1.5  # one win each at the end
+    assert ranks["ref"][0] == 1.5  # before any score both are at the worst loss: a tie
+    assert "| ref | 1/2 |" in report.wins_table() and "| new | 1/2 |" in report.wins_table()
+    assert "| p | 0.4 | 0.3 |" in report.speedup_table("ref", "new", paper={"p": (10, 25)})
+
+
+def test_median_and_quantiles_over_seeds(tmp_path):
+    for seed, loss in enumerate([0.1, 0.2, 0.6]):
+        _write_run(tmp_path, "p", "m", seed, [(1.0, loss)])
+    report = analysis.Report(analysis.load_runs(tmp_path), ["m"], ["p"])
+    assert report.median("p", "m")[-1] == pytest.approx(0.2)
+    lo, hi = report.iqr("p", "m")
+    assert (lo[-1], hi[-1]) == pytest.approx((0.15, 0.4))
+    assert report.median("p", "m")[0] == 1.0  # no score yet at budget/1000: the worst loss
