@@ -1,15 +1,20 @@
-# One-command set-up: a virtual environment with the package and its test tools.
+# One-command set-up: a virtual environment with the package, its test tools and the benchmark's
+# peers (Optuna, FLAML) and plotting.
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test clean
+.PHONY: install demo test smoke clean
+
+# The shared benchmark data (read in place, never copied); the smoke runs fall back to
+# scikit-learn's bundled data or skip the scripts that need it when it is missing.
+DATA_DIR ?= ../shared/data
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,experiments]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -21,6 +26,18 @@ demo: $(STAMP)
 # The whole test suite (under 10 minutes on 2 cores).
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Every experiment script at a tiny budget, so none of them rots (results go to temporary folders).
+smoke: $(STAMP)
+	$(BIN)/python experiments/automl_benchmark.py smoke --data-dir $(DATA_DIR)
+	$(BIN)/python experiments/theta_solvers.py --seeds 1 --budget 8 --real-budget 4 \
+		--methods bo,skopt,rbfopt,random --problems branin,hartmann6
+	@if [ -d "$(DATA_DIR)" ]; then \
+		tmp=$$(mktemp -d) && \
+		$(BIN)/python experiments/algorithm_selection.py --smoke --data-dir $(DATA_DIR) --out $$tmp/as && \
+		$(BIN)/python experiments/constraints.py --smoke --data-dir $(DATA_DIR) --out $$tmp/c && \
+		rm -rf $$tmp; \
+	else echo "smoke: $(DATA_DIR) not found: algorithm_selection.py and constraints.py skipped"; fi
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -252,7 +252,10 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true",
                         help="one dataset (bank8FM), BLDS(1) and Hyperband, one seed, 5 s")
     parser.add_argument("--analyze-only", action="store_true", help="re-read the results")
+    parser.add_argument("--out", default=str(RESULTS), help="results folder")
     args = parser.parse_args()
+    global RESULTS
+    RESULTS = Path(args.out)
     if args.smoke:
         args.datasets, args.methods, args.seeds, args.budget = ["bank8FM"], ["BLDS(1)",
                                                                              "Hyperband"], 1, 5.0

@@ -158,6 +158,8 @@ def analyze(args: argparse.Namespace) -> str:
         reference, compared = SPEEDUP[args.suite]
         for method in compared:
             out.append(report.speedup_table(reference, method, paper=PAPER.get(method)))
+    if args.suite in ("adaptive", "sensitivity"):
+        out.append(report.anytime_table())
     if args.suite == "peers":
         out.append(report.rank_table())
         out.append(report.wins_table())
@@ -174,14 +176,16 @@ def analyze(args: argparse.Namespace) -> str:
 
 
 def smoke(args: argparse.Namespace) -> None:
-    """Tiny budgets on the artificial objective and one dataset; every method of every suite runs
-    and the analysis of every suite is printed (so the scripts cannot rot)."""
+    """Tiny budgets on the artificial objective and one dataset (scikit-learn's breast cancer when
+    the data directory is missing); every method of every suite runs and the analysis of every
+    suite is printed, so the script cannot rot."""
+    data_dir = args.data_dir if args.data_dir and Path(args.data_dir).is_dir() else None
+    dataset = args.dataset if data_dir else "breast_cancer"
     with tempfile.TemporaryDirectory() as tmp:
         for suite in SUITES:
             ns = argparse.Namespace(
-                suite=suite, root=tmp, data_dir=args.data_dir, seeds=[0, 1], budget=4.0,
-                artificial_budget=2.0, parallel=2, force=False, methods=None,
-                datasets=[args.dataset],
+                suite=suite, root=tmp, data_dir=data_dir, seeds=[0, 1], budget=4.0,
+                artificial_budget=2.0, parallel=2, force=False, methods=None, datasets=[dataset],
             )
             run_all(ns)
             analyze(ns)
@@ -210,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("--root", required=True)
     one.add_argument("--data-dir")
     sm = sub.add_parser("smoke")
-    sm.add_argument("--data-dir", required=True)
+    sm.add_argument("--data-dir", help="shared data directory (default: use breast_cancer)")
     sm.add_argument("--dataset", default="fri_c2_1000_10")
     args = parser.parse_args(argv)
     if args.command == "run":

@@ -205,6 +205,8 @@ def test_speedup_improvement_ranks_and_wins_by_hand(tmp_path):
     assert ranks["ref"][0] == 1.5  # before any score both are at the worst loss: a tie
     assert "| ref | 1/2 |" in report.wins_table() and "| new | 1/2 |" in report.wins_table()
     assert "| p | 0.4 | 0.3 |" in report.speedup_table("ref", "new", paper={"p": (10, 25)})
+    table = report.anytime_table(fractions=(1.0,))
+    assert "| ref | 0.4 |" in table and "| new | 0.3 |" in table
 
 
 def test_median_and_quantiles_over_seeds(tmp_path):

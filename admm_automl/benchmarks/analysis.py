@@ -196,6 +196,23 @@ class Report:
             )
         return "\n".join(rows)
 
+    def anytime_table(self, fractions: Sequence[float] = (0.01, 0.1, 0.25, 0.5, 1.0)) -> str:
+        """Median incumbent of each method at fractions of the budget, per problem (seed 001
+        Figure 4 / A8 in numbers)."""
+        out = []
+        for p in self.problems:
+            grid = self.grid[p]
+            idx = [int(np.argmin(np.abs(grid - f * grid[-1]))) for f in fractions]
+            rows = [f"Median incumbent on {p} at a fraction of the budget T = {grid[-1]:g} s\n",
+                    "| method | " + " | ".join(f"{f:g}·T" for f in fractions) + " |",
+                    "|" + "---|" * (len(fractions) + 1)]
+            for m in self.methods:
+                if (p, m) in self.curves:
+                    med = self.median(p, m)
+                    rows.append(f"| {m} | " + " | ".join(_fmt(med[i]) for i in idx) + " |")
+            out.append("\n".join(rows))
+        return "\n\n".join(out)
+
     def rank_table(self, fractions: Sequence[float] = (0.01, 0.1, 0.25, 0.5, 1.0)) -> str:
         """Average rank over problems at fractions of the budget."""
         ranks = self.average_ranks()
