@@ -47,7 +47,7 @@ RESULTS = REPO / "experiments" / "results" / "automl"
 TABLE_A4_DATASETS = ("fri_c2_1000_10", "pc4", "pollen", "sylvine", "wind", "bank8FM", "puma8NH",
                      "cpu_small")
 ADMM_BA, ADMM_BO, JOPT = "AdADMM-F16(BO,Ba)", "AdADMM-F16(BO,BO)", "JOPT(BO)"
-PEER_METHODS = (ADMM_BA, "Random", "Optuna(TPE)", "FLAML(BlendSearch)")
+PEER_METHODS = (ADMM_BA, ADMM_BO, JOPT, "Random", "Optuna(TPE)", "FLAML(BlendSearch)")
 SUITES = {
     # problems ("artificial" or dataset names) and methods of each table / figure
     "table_a4": (("artificial", *TABLE_A4_DATASETS), (ADMM_BA, ADMM_BO, JOPT)),
