@@ -258,9 +258,15 @@ class Report:
                 line, = ax.plot(self.grid[p], self.median(p, m), label=m)
                 ax.fill_between(self.grid[p], lo, hi, color=line.get_color(), alpha=0.2)
             ax.set_xscale("log")
-            values = np.concatenate([self.curves[p, m].ravel() for m in self.methods if (p, m) in self.curves])
-            if np.nanmin(values) > 0:
+            # y range: the best lower quartile to the worst median at 5 % of the budget, so the
+            # worst-loss plateau of the start-up does not flatten the rest
+            shown = [m for m in self.methods if (p, m) in self.curves]
+            k = int(np.searchsorted(self.grid[p], 0.05 * self.grid[p][-1]))
+            bottom = np.nanmin([self.iqr(p, m)[0][-1] for m in shown])
+            top = np.nanmax([self.median(p, m)[k] for m in shown])
+            if 0 < bottom < top:
                 ax.set_yscale("log")
+                ax.set_ylim(bottom / (top / bottom) ** 0.05, top * (top / bottom) ** 0.05)
             ax.set_title(p)
             ax.set_xlabel("time (s)")
             ax.set_ylabel("incumbent loss")
