@@ -54,7 +54,7 @@ SUITES = {
     "peers": (TABLE_A4_DATASETS, PEER_METHODS),
     "adaptive": (("artificial",), (ADMM_BA, "AdADMM-F8(BO,Ba)", "ADMM-I16(BO,Ba)",
                                    "ADMM-I32(BO,Ba)", "ADMM-I64(BO,Ba)", "ADMM-I128(BO,Ba)")),
-    "sensitivity": (("artificial",), (ADMM_BA, f"{ADMM_BA}@rho=0.1", f"{ADMM_BA}@rho=10",
+    "sensitivity": (("artificial", "fri_c2_1000_10"), (ADMM_BA, f"{ADMM_BA}@rho=0.1", f"{ADMM_BA}@rho=10",
                                       f"{ADMM_BA}@z.loss_bound=0.5", f"{ADMM_BA}@z.loss_bound=0.9")),
 }
 #: the reference and compared methods of the speedup tables

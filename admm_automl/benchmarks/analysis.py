@@ -43,12 +43,14 @@ def time_grid(budget: float, n: int = N_GRID) -> np.ndarray:
     return np.geomspace(budget / 1000.0, budget, n)
 
 
+def is_score(record: Mapping[str, Any]) -> bool:
+    """Whether a journal record is a finished full-fidelity evaluation (a candidate incumbent)."""
+    return (record.get("fidelity") or 1.0) >= 1.0 and not record.get("budget_stop")
+
+
 def incumbent_curve(records: Sequence[Mapping[str, Any]], grid: np.ndarray, worst: float) -> np.ndarray:
     """Best full-fidelity loss finished by each grid time (``worst`` before the first)."""
-    done = [
-        (float(r["time"]), float(r["loss"])) for r in records
-        if (r.get("fidelity") or 1.0) >= 1.0 and not r.get("budget_stop")
-    ]
+    done = [(float(r["time"]), float(r["loss"])) for r in records if is_score(r)]
     curve = np.full(len(grid), worst, dtype=float)
     if not done:
         return curve

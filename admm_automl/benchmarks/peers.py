@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -47,12 +48,11 @@ class Budget:
 
 
 class _Evaluator:
-    """Evaluate one configuration through the engine; tracks the budget and the incumbent."""
+    """Evaluate one configuration through the engine and track the budget."""
 
     def __init__(self, engine: Callable[..., Any], budget: Budget, phase: str) -> None:
         self.engine, self.budget, self.phase = engine, budget, phase
         self.n_evals = 0
-        self.best: Any = None
         self.stopped = False
 
     def __call__(self, z: tuple[int, ...], theta: np.ndarray) -> float:
@@ -63,8 +63,6 @@ class _Evaluator:
             self.stopped = True
         elif not obs.cached:
             self.n_evals += 1
-            if self.best is None or obs.loss < self.best.loss:
-                self.best = obs
         return obs.loss
 
     def done(self) -> bool:
@@ -186,7 +184,9 @@ def run_flaml(
     """FLAML's BlendSearch (global TPE + local CFO) or CFO alone, in-process, until the budget runs
     out."""
     try:
-        from flaml import CFO, BlendSearch, tune
+        with warnings.catch_warnings():  # "flaml.automl is not available": not needed here
+            warnings.simplefilter("ignore", UserWarning)
+            from flaml import CFO, BlendSearch, tune
     except ImportError:
         raise MissingDependencyError(
             "the FLAML peer needs flaml[blendsearch]: pip install 'admm-automl[experiments]'"

@@ -39,6 +39,7 @@ import numpy as np
 from ..admm import Schedule
 from ..exceptions import InvalidParameterError
 from ..space import PipelineSpace, load_space
+from .analysis import is_score
 from .peers import Budget, run_flaml, run_optuna
 
 #: the paper's abbreviations of solver names
@@ -234,7 +235,6 @@ def run(
             stop_reason = "max_evals" if max_evals is not None and n_evals >= max_evals else "time_budget"
     finally:
         objective.close()
-    full = [r for r in journal.records if (r.get("fidelity") or 1.0) >= 1.0 and not r.get("budget_stop")]
     summary = {
         "problem": problem.name,
         "method": method.label,
@@ -244,7 +244,7 @@ def run(
         "n_evals": n_evals,
         "n_records": len(journal.records),
         "n_failed": objective.n_failed,
-        "best_loss": min((r["loss"] for r in full), default=None),
+        "best_loss": min((r["loss"] for r in journal.records if is_score(r)), default=None),
         "worst_loss": problem.worst_loss,
         "stop_reason": stop_reason,
         "wall_time": time.monotonic() - start,
