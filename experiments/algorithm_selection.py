@@ -203,7 +203,8 @@ def analyze(datasets, methods, seeds, budget, figure: Path) -> str:
                 + f" | {to_hb} | {int(np.median(evals))} | {int(np.median(full))} |"
             )
     plot(curves, datasets, methods, seeds, budget, figure)
-    lines += ["", f"Figure: {figure.relative_to(REPO)}"]
+    shown = figure.relative_to(REPO) if figure.is_relative_to(REPO) else figure
+    lines += ["", f"Figure: {shown}"]
     return "\n".join(lines)
 
 
@@ -243,6 +244,7 @@ def plot(curves, datasets, methods, seeds, budget, figure: Path) -> None:
 
 # ----------------------------------------------------------------------------- main
 def main() -> None:
+    global RESULTS  # --out replaces the default results folder
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
@@ -254,7 +256,6 @@ def main() -> None:
     parser.add_argument("--analyze-only", action="store_true", help="re-read the results")
     parser.add_argument("--out", default=str(RESULTS), help="results folder")
     args = parser.parse_args()
-    global RESULTS
     RESULTS = Path(args.out)
     if args.smoke:
         args.datasets, args.methods, args.seeds, args.budget = ["bank8FM"], ["BLDS(1)",
