@@ -100,11 +100,16 @@ def run_one(args: argparse.Namespace) -> None:
                                               "best_loss", "wall_time")}), flush=True)
 
 
-def planned(args: argparse.Namespace) -> list[tuple[str, str, int, float]]:
+def suite(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The suite's problems and methods, with --datasets / --methods applied."""
     problems, methods = SUITES[args.suite]
     if args.datasets:
         problems = [p for p in problems if p == "artificial"] + list(args.datasets)
-    methods = args.methods or methods
+    return list(problems), list(args.methods or methods)
+
+
+def planned(args: argparse.Namespace) -> list[tuple[str, str, int, float]]:
+    problems, methods = suite(args)
     jobs = []
     for seed in args.seeds:
         for problem in problems:
@@ -144,14 +149,11 @@ def analyze(args: argparse.Namespace) -> str:
     from admm_automl.benchmarks import analysis
 
     root = Path(args.root)
-    problems, methods = SUITES[args.suite]
-    if args.datasets:
-        problems = [p for p in problems if p == "artificial"] + list(args.datasets)
-    methods = args.methods or methods
+    problems, methods = suite(args)
     runs = [r for r in analysis.load_runs(root) if r["problem"] in problems and r["method"] in methods]
     if not runs:
         raise SystemExit(f"no runs of suite {args.suite!r} under {root}")
-    report = analysis.Report(runs, methods=list(methods), problems=list(problems))
+    report = analysis.Report(runs, methods=methods, problems=problems)
     out = [report.header()]
     out.append(report.final_table())
     if args.suite in SPEEDUP:

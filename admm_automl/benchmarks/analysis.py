@@ -75,6 +75,11 @@ def _ranks(values: np.ndarray) -> np.ndarray:
     return rankdata(np.where(np.isnan(values), np.inf, values))
 
 
+def _at(grid: np.ndarray, fractions: Sequence[float]) -> list[int]:
+    """Grid indices nearest to the given fractions of the budget (the grid's last time)."""
+    return [int(np.argmin(np.abs(grid - f * grid[-1]))) for f in fractions]
+
+
 def _fmt(x: float | None, digits: int = 4) -> str:
     if x is None or not np.isfinite(x):
         return "—"
@@ -204,7 +209,7 @@ class Report:
         out = []
         for p in self.problems:
             grid = self.grid[p]
-            idx = [int(np.argmin(np.abs(grid - f * grid[-1]))) for f in fractions]
+            idx = _at(grid, fractions)
             rows = [f"Median incumbent on {p} at a fraction of the budget T = {grid[-1]:g} s\n",
                     "| method | " + " | ".join(f"{f:g}·T" for f in fractions) + " |",
                     "|" + "---|" * (len(fractions) + 1)]
@@ -220,8 +225,7 @@ class Report:
         ranks = self.average_ranks()
         if not ranks:
             return "Average rank: no problem has a run of every method"
-        grid = next(iter(self.grid.values()))
-        idx = [int(np.argmin(np.abs(grid - f * grid[-1]))) for f in fractions]
+        idx = _at(next(iter(self.grid.values())), fractions)
         rows = ["Average rank over problems (1 = best) at a fraction of the budget\n",
                 "| method | " + " | ".join(f"{f:g}·T" for f in fractions) + " |",
                 "|" + "---|" * (len(fractions) + 1)]

@@ -40,11 +40,11 @@ from ..admm import Schedule
 from ..exceptions import InvalidParameterError
 from ..space import PipelineSpace, load_space
 from .analysis import is_score
-from .peers import Budget, run_flaml, run_optuna
+from .peers import FLAML_SEARCHERS, OPTUNA_SAMPLERS, Budget, run_flaml, run_optuna
 
 #: the paper's abbreviations of solver names
 SOLVER_ALIASES = {"ba": "cmab", "rnd": "random", "hb": "hyperband"}
-PEERS = {"optuna": ("tpe", "random"), "flaml": ("blendsearch", "cfo")}
+PEERS = {"optuna": OPTUNA_SAMPLERS, "flaml": FLAML_SEARCHERS}
 _ADMM = re.compile(r"^(Ad)?ADMM-([FI])(\d+)\((\w+),(\w+)\)$")
 _JOPT = re.compile(r"^JOPT\((\w+)\)$")
 _PEER = re.compile(r"^(Optuna|FLAML)\((\w+)\)$")
@@ -152,12 +152,16 @@ class Problem:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+def _classification_space(space: "str | PipelineSpace") -> PipelineSpace:
+    return load_space(space).for_task("classification") if isinstance(space, str) else space
+
+
 def artificial_problem(space: "str | PipelineSpace" = "paper_large", seed: int = 0) -> Problem:
     """Seed 001's artificial objective over ``space`` (one fixed function for every run); it has
     no failures, so "no score yet" is NaN rather than a worst loss."""
     from .artificial import ArtificialObjective
 
-    space = load_space(space).for_task("classification") if isinstance(space, str) else space
+    space = _classification_space(space)
     function = ArtificialObjective(space, seed=seed)
     return Problem("artificial", space, lambda _seed: function, float("nan"), isolate=False,
                    info={"function_seed": seed, "space": space.name})
@@ -175,7 +179,7 @@ def data_problem(
     y = np.asarray(y)
     labels = np.unique(y)
     target = "binary" if len(labels) == 2 else "multiclass"
-    space = load_space(space).for_task("classification") if isinstance(space, str) else space
+    space = _classification_space(space)
     metric = get_metric(scoring, "classification", target)
     splits = make_splits(y, classification=True, cv=None, validation_size=validation_size,
                          seed=split_seed)
