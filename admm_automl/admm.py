@@ -46,9 +46,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .exceptions import BudgetExhausted, InvalidParameterError
-from .problem import Suggestion, ThetaProblem, ZProblem
+from .problem import ThetaProblem, ZProblem
+from .records import Observation, Request, Suggestion
 from .space.encoding import Encoding
-from .trial import Observation, Request
 
 logger = logging.getLogger(__name__)
 
@@ -268,7 +268,7 @@ class ADMMOptimizer:
                 self.incumbent is None or self.rank(obs) < self.rank(self.incumbent.observation)
             ):
                 self.incumbent = self.evaluated[-1]
-        if len(observations) < len(points) or any(o.info.get("budget_stop") for o in observations):
+        if len(observations) < len(points) or any(o.budget_stop for o in observations):
             raise BudgetExhausted("time_budget")
         return observations
 

@@ -538,7 +538,7 @@ class ADMM(BaseEstimator):
         if not optimizer.constraints or frame.empty:
             return frame
         from .admm import optimal_slack
-        from .trial import Observation, Status
+        from .records import Observation, Status
 
         obs = [
             Observation(loss=r["loss"], status=Status(r["status"]),

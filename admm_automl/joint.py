@@ -15,8 +15,8 @@ import numpy as np
 
 from .admm import ADMMOptimizer, ADMMResult
 from .exceptions import BudgetExhausted
-from .problem import Suggestion, ThetaProblem, ZProblem
-from .trial import Observation
+from .problem import ThetaProblem, ZProblem
+from .records import Observation, Suggestion
 
 logger = logging.getLogger(__name__)
 

@@ -13,17 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .trial import Observation
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    """A configuration proposed by a solver: a θ vector (unit box) or a z tuple, and a fidelity."""
-
-    id: int
-    config: "np.ndarray | tuple[int, ...]"
-    fidelity: float | None = None
-
+from .records import Observation, Suggestion
 
 Evaluate = Callable[[Sequence[Suggestion]], list[Observation]]
 

@@ -113,7 +113,7 @@ def real_problem(data_dir: str):
         )
         from admm_automl.history import Journal
         from admm_automl.space import space_from_dict
-        from admm_automl.trial import Request
+        from admm_automl.records import Request
 
         X, y = load_from_dir("fri_c2_1000_10", data_dir)
         y = np.asarray(y)
@@ -148,7 +148,7 @@ def real_problem(data_dir: str):
 def run_registry_solver(name, dim, fn, penalty, budget, seed):
     from admm_automl.problem import ThetaProblem
     from admm_automl.solvers import THETA_SOLVERS
-    from admm_automl.trial import Observation
+    from admm_automl.records import Observation
 
     timed = Timed(fn)
 

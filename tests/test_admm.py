@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from admm_automl.admm import ADMMOptimizer, Schedule
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
 from admm_automl.space import space_from_dict
-from admm_automl.trial import Observation, Status
+from admm_automl.records import Observation, Status
 
 SPACE = space_from_dict(
     {
@@ -226,10 +227,7 @@ def test_failed_observations_do_not_stop_the_run():
 
     def failing(requests, time_left=None, tags=None):
         out = original(requests, time_left, tags)
-        for obs in out:
-            if obs.loss == 1.0:
-                obs.status = Status.FAILED
-        return out
+        return [replace(o, status=Status.FAILED) if o.loss == 1.0 else o for o in out]
 
     result = make_optimizer(failing, max_evals=50).run()
     assert result.n_evals == 50

@@ -7,7 +7,7 @@ import pytest
 
 from admm_automl.benchmarks import BRANIN, FUNCTIONS, HARTMANN6, get_function, make_theta_problem
 from admm_automl.exceptions import UnknownComponentError
-from admm_automl.problem import Suggestion
+from admm_automl.records import Suggestion
 
 
 @pytest.mark.parametrize("fn", list(FUNCTIONS.values()), ids=list(FUNCTIONS))

@@ -16,7 +16,7 @@ import yaml
 from admm_automl import load_config
 from admm_automl.cli import main
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
-from admm_automl.trial import Status
+from admm_automl.records import Status
 
 NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 

@@ -21,7 +21,7 @@ from admm_automl.evaluation import (
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.history import Journal, records_to_frame
 from admm_automl.testing import tiny_space
-from admm_automl.trial import Request, Status
+from admm_automl.records import Request, Status
 
 X, Y = load_breast_cancer(return_X_y=True)
 MISBEHAVING = tiny_space(
@@ -178,7 +178,7 @@ def test_time_left_stops_a_trial_and_marks_it_as_a_budget_stop():
         (obs,) = objective([Request(z_of("sleeper"), THETA)], time_left=1.5)
     finally:
         objective.close()
-    assert obs.status is Status.TIMEOUT and obs.info["budget_stop"]
+    assert obs.status is Status.TIMEOUT and obs.budget_stop
     assert objective.journal.records[0]["budget_stop"] is True
     assert not objective.cache  # not cached: it might finish with more time
 

@@ -14,7 +14,7 @@ from admm_automl.exceptions import InvalidParameterError
 from admm_automl.joint import OPTIMIZERS, JointOptimizer, SelectionOptimizer
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
 from admm_automl.space import space_from_dict
-from admm_automl.trial import Observation
+from admm_automl.records import Observation
 
 def _space(extra_prep: int = 0, extra_model: int = 0):
     """prep {none, p(w), q, + extra} x model {a(n, c), b(lr), + extra}; extra choices are plain."""

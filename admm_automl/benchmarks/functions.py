@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..problem import ThetaProblem
-from ..trial import Observation
+from ..records import Observation
 
 __all__ = [
     "BRANIN",

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..exceptions import InvalidParameterError, MissingDependencyError
 from ..space import Categorical, Float, Int, PipelineSpace
-from ..trial import Request
+from ..records import Request
 
 OPTUNA_SAMPLERS = ("tpe", "random")
 FLAML_SEARCHERS = ("blendsearch", "cfo")
@@ -59,7 +59,7 @@ class _Evaluator:
         (obs,) = self.engine(
             [Request(z, theta, 1.0)], time_left=self.budget.time_left(), tags={"phase": self.phase}
         )
-        if obs.info.get("budget_stop"):
+        if obs.budget_stop:
             self.stopped = True
         elif not obs.cached:
             self.n_evals += 1

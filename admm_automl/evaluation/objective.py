@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from ..history import Journal
-from ..trial import Observation, Request, Status
+from ..records import Observation, Request, Status
 from .worker import TrialContext
 
 logger = logging.getLogger(__name__)
@@ -93,9 +93,7 @@ class PipelineObjective:
                 record = self._record(key, request, result, tags or {}, stopped)
                 self.journal.append(record)
                 fresh[key] = self._observation(record, cached=False)
-                if stopped:
-                    fresh[key].info["budget_stop"] = True
-                else:
+                if not stopped:
                     self.cache[key] = fresh[key]
         out = []
         for key in keys:
@@ -103,7 +101,7 @@ class PipelineObjective:
                 out.append(fresh.pop(key))
             else:  # a cache hit, or a duplicate within the batch
                 source = self.cache[key] if key in self.cache else out[keys.index(key)]
-                out.append(replace(source, cached=True, info=dict(source.info)))
+                out.append(replace(source, cached=True))
         return out
 
     def _record(
@@ -152,4 +150,5 @@ class PipelineObjective:
             duration=float(record.get("duration") or 0.0),
             cached=cached,
             eval_id=int(record["eval_id"]),
+            budget_stop=bool(record.get("budget_stop", False)),
         )

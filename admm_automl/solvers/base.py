@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..exceptions import SolverError, UnknownSuggestionError
-from ..problem import Suggestion, ThetaProblem, ZProblem
-from ..trial import Observation
+from ..problem import ThetaProblem, ZProblem
+from ..records import Observation, Suggestion
 
 
 class ParamsMixin:

@@ -33,7 +33,7 @@ from admm_automl.exceptions import (
 )
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
 from admm_automl.space import space_from_dict
-from admm_automl.trial import Observation, Status
+from admm_automl.records import Observation, Status
 
 pytestmark = pytest.mark.filterwarnings("ignore::admm_automl.exceptions.EvaluationFailedWarning")
 X, Y = load_breast_cancer(return_X_y=True, as_frame=True)

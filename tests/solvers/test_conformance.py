@@ -14,9 +14,9 @@ import pytest
 from sklearn.base import clone
 
 from admm_automl.exceptions import SolverError, UnknownSuggestionError
-from admm_automl.problem import Suggestion, ThetaProblem, ZProblem
+from admm_automl.problem import ThetaProblem, ZProblem
+from admm_automl.records import Observation, Status, Suggestion
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
-from admm_automl.trial import Observation, Status
 
 #: cheap constructor parameters, keyed "theta:<name>" or "z:<name>"
 FAST_PARAMS: dict[str, dict] = {

@@ -29,7 +29,7 @@ from admm_automl.solvers import THETA_SOLVERS
 from admm_automl.solvers.theta import _gp
 from admm_automl.solvers.theta import rbfopt as rbfopt_module
 from admm_automl.testing import tiny_space
-from admm_automl.trial import Observation
+from admm_automl.records import Observation
 
 MODEL_SOLVERS = ["bo", "skopt", "rbfopt"]
 FAST = {

@@ -14,7 +14,7 @@ from admm_automl.problem import ZProblem
 from admm_automl.solvers import Z_SOLVERS
 from admm_automl.solvers.z._fidelity import Ladder, fidelity_levels
 from admm_automl.solvers.z.blds import literal_ucb_radius, reconstructed_radius
-from admm_automl.trial import Observation
+from admm_automl.records import Observation
 
 # ----------------------------------------------------------------------------- synthetic problem
 N_CHOICES = (4, 5, 3, 4)  # 240 pipelines

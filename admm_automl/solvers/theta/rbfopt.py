@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ...exceptions import MissingDependencyError
-from ...problem import Suggestion
+from ...records import Suggestion
 from ..base import BaseThetaSolver
 from ..registry import THETA_SOLVERS
 

@@ -19,8 +19,8 @@ from typing import Any, ClassVar, Generator, Sequence
 import numpy as np
 
 from ...exceptions import InvalidParameterError
-from ...problem import Suggestion, ZProblem
-from ...trial import Observation
+from ...problem import ZProblem
+from ...records import Observation, Suggestion
 from ..base import BaseZSolver
 
 #: a solver program yields ``(z, level index)`` and receives the observation

@@ -8,8 +8,7 @@ import warnings
 import numpy as np
 
 from ...exceptions import InvalidParameterError
-from ...problem import Suggestion
-from ...trial import Observation
+from ...records import Observation, Suggestion
 from ..base import BaseZSolver
 from ..registry import Z_SOLVERS
 from ._fidelity import all_pipelines, value_of

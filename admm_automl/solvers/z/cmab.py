@@ -7,8 +7,7 @@ import math
 import numpy as np
 
 from ...exceptions import InvalidParameterError
-from ...problem import Suggestion
-from ...trial import Observation
+from ...records import Observation, Suggestion
 from ..base import BaseZSolver
 from ..registry import Z_SOLVERS
 from ._fidelity import value_of

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ...exceptions import InvalidParameterError
-from ...trial import Observation
+from ...records import Observation
 from ..registry import Z_SOLVERS
 from ._fidelity import Program, ProgramZSolver, all_pipelines, value_of
 

@@ -1,11 +1,14 @@
-"""The records that flow between the ADMM loop, the solvers and the evaluation engine."""
+"""The records that flow between the optimisers, the solvers and the evaluation engine.
+
+All are frozen: a request, a suggestion and an observation never change once made; a cache hit is a
+copy with ``cached=True``.
+"""
 
 from __future__ import annotations
 
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -32,12 +35,24 @@ class Request:
     fidelity: float = 1.0
 
 
-@dataclass
+@dataclass(frozen=True)
+class Suggestion:
+    """A configuration proposed by a solver: a θ vector (unit box) or a z tuple, and a fidelity."""
+
+    id: int
+    config: "np.ndarray | tuple[int, ...]"
+    fidelity: float | None = None
+
+
+@dataclass(frozen=True)
 class Observation:
     """The raw result of one evaluation (never penalised: the ADMM terms are added by ``augment``).
 
-    ``loss`` is always minimised and always finite: a failed pipeline gets the metric's worst value.
-    ``constraints`` holds raw constraint values by name.
+    ``loss`` is always minimised. A failed pipeline gets the run's failure loss (the metric's worst
+    value, or the loss of a constant predictor for unbounded metrics); it is NaN only where the
+    caller chose NaN as the failure loss (the artificial benchmark objective, which never fails).
+    ``constraints`` holds raw constraint values by name. ``budget_stop`` marks an evaluation that
+    the end of the time budget interrupted: it is recorded, but never cached or reused.
     """
 
     loss: float
@@ -50,7 +65,7 @@ class Observation:
     duration: float = 0.0
     cached: bool = False
     eval_id: int = -1
-    info: dict[str, Any] = field(default_factory=dict)
+    budget_stop: bool = False
 
     @property
     def ok(self) -> bool:
