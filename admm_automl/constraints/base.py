@@ -13,8 +13,8 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from .._params import ParamsMixin
 from ..exceptions import InvalidParameterError
-from ..solvers.base import ParamsMixin
 
 
 class BaseConstraint(ParamsMixin):

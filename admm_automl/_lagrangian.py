@@ -1,0 +1,142 @@
+"""The constraint algebra of the ADMM framework (Liu et al., AAAI 2020, Algorithm 2), numpy only.
+
+One place for what the optimisers and the result tables both need: how far an observation is from
+meeting the black-box constraints, how observations are ranked, and the slack / multiplier terms of
+the augmented Lagrangian.
+
+Each constraint ``value ≤ t`` (or ``≥ t``) is made unit-free, ``h = (value − t) / |t|``
+(``(t − value) / |t|`` for ``≥``; ``|t| = 1`` when t = 0), so that ρ weighs a latency in seconds and
+an AUROC gap alike, and written in the paper's form ``g ≤ ε`` with ``g = max(h + 1, 0)`` and
+``ε = 1``. (The paper is silent on scaling; without it a latency in seconds has no weight against
+the loss.) With slack ``u ∈ [0, ε]`` and multiplier μ:
+
+* θ-min adds (ρ/2) Σ (g − ε + u + μ/ρ)² with, per evaluation, the optimal slack in closed form
+  ``u = clip(ε − g − μ/ρ, 0, ε)`` (the paper searches u with BO; the closed form is exact);
+* z-min adds the same term with u fixed at the θ-min winner's slack;
+* μ ← μ + ρ (g − ε + u) at the new iterate.
+
+A constraint whose value could not be measured (a failed pipeline, a NaN) counts as violated by
+100 % (h = 1). Modes: ``"admm"`` (the terms above), ``"penalty"`` (a fixed weight times the total
+violation Σ max(h, 0), for comparisons and for the methods without the split) and ``"filter"``
+(constraints ignored during the search, the paper's UCST baseline). In every mode the best
+observation is the best *feasible* one, or else the least violating one (:meth:`Constraints.rank`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from .exceptions import InvalidParameterError
+from .records import Observation
+
+#: h of a constraint that could not be measured (failed pipeline, non-finite value)
+MISSING_VIOLATION = 1.0
+CONSTRAINT_MODES = ("admm", "penalty", "filter")
+
+
+def optimal_slack(g: np.ndarray, mu: np.ndarray, rho: float) -> np.ndarray:
+    """argmin over u ∈ [0, 1] of (g − 1 + u + μ/ρ)²: ``clip(1 − g − μ/ρ, 0, 1)``."""
+    return np.clip(1.0 - g - mu / rho, 0.0, 1.0)
+
+
+def constraint_term(g: np.ndarray, u: np.ndarray, mu: np.ndarray, rho: float) -> float:
+    """(ρ/2) Σ (g − 1 + u + μ/ρ)²."""
+    r = g - 1.0 + u + mu / rho
+    return 0.5 * rho * float(r @ r)
+
+
+def update_multipliers(mu: np.ndarray, g: np.ndarray, u: np.ndarray, rho: float) -> np.ndarray:
+    """μ + ρ (g − 1 + u)."""
+    return mu + rho * (g - 1.0 + u)
+
+
+def _as_float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+class Constraints:
+    """Bounds on the raw constraint values of observations, and how a search treats them.
+
+    Parameters
+    ----------
+    constraints : sequence
+        Objects with ``key`` (the name of the value in ``Observation.constraints``), ``threshold``
+        and ``sense`` (``"<="`` or ``">="``), such as :class:`admm_automl.constraints.BaseConstraint`.
+    mode : {"admm", "penalty", "filter"}
+        How :meth:`term` scores them (see the module docstring).
+    weight : float
+        The weight of ``"penalty"`` mode.
+    """
+
+    def __init__(self, constraints: Sequence[Any] = (), mode: str = "admm", weight: float = 1.0):
+        if mode not in CONSTRAINT_MODES:
+            raise InvalidParameterError(
+                f"constraint_mode must be one of {CONSTRAINT_MODES!r}, got {mode!r}"
+            )
+        self.items = tuple(constraints)
+        self.mode = mode
+        self.weight = float(weight)
+        self.keys = tuple(str(c.key) for c in self.items)
+        self._threshold = np.array([float(c.threshold) for c in self.items])
+        self._upper = np.array([c.sense == "<=" for c in self.items], dtype=bool)
+        self._scale = np.where(self._threshold != 0.0, np.abs(self._threshold), 1.0)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.items)
+
+    def __str__(self) -> str:
+        return ", ".join(f"{c.key} {c.sense} {float(c.threshold):g}" for c in self.items)
+
+    # -------------------------------------------------------------------- measures
+    def h(self, obs: Observation) -> np.ndarray:
+        """Unit-free violation of every constraint (≤ 0 when met; 1 when not measured)."""
+        values = np.array([_as_float(obs.constraints.get(k)) for k in self.keys], dtype=float)
+        finite = np.isfinite(values)
+        values = np.where(finite, values, 0.0)
+        diff = np.where(self._upper, values - self._threshold, self._threshold - values)
+        return np.where(finite, diff / self._scale, MISSING_VIOLATION)
+
+    def g(self, obs: Observation) -> np.ndarray:
+        """The paper's g of every constraint (ε = 1)."""
+        return np.maximum(self.h(obs) + 1.0, 0.0)
+
+    def violation(self, obs: Observation) -> float:
+        """Total violation Σ max(h, 0); 0 means every constraint is met."""
+        return float(sum(max(float(v), 0.0) for v in self.h(obs)))
+
+    def rank(self, obs: Observation) -> tuple:
+        """Sort key: feasible observations by loss, then the least violating successful ones,
+        then failed ones."""
+        if not obs.ok:
+            return (2, obs.loss)
+        violation = self.violation(obs)
+        return (0, obs.loss) if violation == 0.0 else (1, violation, obs.loss)
+
+    def feasible(self, obs: Observation) -> bool:
+        """A successful observation that meets every constraint."""
+        return self.rank(obs)[0] == 0
+
+    # -------------------------------------------------------------------- sub-problem terms
+    def term(
+        self, obs: Observation, mu: np.ndarray | None = None, rho: float = 1.0,
+        u: np.ndarray | None = None,
+    ) -> float:
+        """The constraint part of a sub-problem value in this mode; in ``"admm"`` mode with
+        multipliers ``mu`` and slack ``u`` (None: the optimal slack of this observation)."""
+        if not self.items or self.mode == "filter":
+            return 0.0
+        if self.mode == "penalty":
+            return self.weight * self.violation(obs)
+        g = self.g(obs)
+        mu = np.zeros(len(self.items)) if mu is None else mu
+        slack = optimal_slack(g, mu, rho) if u is None else u
+        return constraint_term(g, slack, mu, rho)

@@ -1,0 +1,237 @@
+"""Budget, recording and the iteration driver that every optimiser composes (numpy only).
+
+* :class:`Schedule` — evaluations per sub-problem call at iteration t (fixed or adaptive, Liu et al.,
+  AAAI 2020, §5).
+* :class:`Budget` — the evaluation and wall-clock limits of a run.
+* :class:`Recorder` — evaluates ``(z, θ, fidelity)`` points through the engine within the budget and
+  keeps every evaluation and the incumbent (the best observation by
+  :meth:`~admm_automl._lagrangian.Constraints.rank` over *all* full-fidelity evaluations).
+* :func:`drive` — the outer loop: one iteration after another until the budget, a callback or an
+  exhausted space stops it, one trace row per iteration.
+
+ADMM, JOPT, algorithm selection alone and the benchmark's peers compose these; none inherits from
+another.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ._lagrangian import Constraints
+from .exceptions import BudgetExhausted, InvalidParameterError
+from .records import Observation, Request
+from .space.encoding import Encoding
+
+logger = logging.getLogger(__name__)
+
+#: ``engine(requests, time_left=seconds | None, tags=dict) -> observations``
+Engine = Callable[..., list[Observation]]
+#: a point to evaluate: ``(z, θ (relaxed), fidelity)``
+Point = tuple[tuple[int, ...], np.ndarray, float]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Evaluations per sub-problem call: ``min(start + step * t, maximum)`` at iteration t.
+
+    ``step=0`` is fixed-I ADMM; ``step=8`` or ``16`` with ``maximum=128`` is Liu et al.'s
+    AdADMM-F8 / AdADMM-F16.
+    """
+
+    start: int = 16
+    step: int = 16
+    maximum: int = 128
+
+    def __post_init__(self) -> None:
+        if self.start < 1 or self.step < 0 or self.maximum < self.start:
+            raise InvalidParameterError(
+                "the iteration schedule needs start >= 1, step >= 0 and maximum >= start; got "
+                f"start={self.start!r}, step={self.step!r}, maximum={self.maximum!r}"
+            )
+
+    def __call__(self, t: int) -> int:
+        return int(min(self.start + self.step * t, self.maximum))
+
+
+class Budget:
+    """The limits of a run: ``max_evals`` new evaluations and/or ``time_budget`` seconds of wall
+    clock counted from ``start_time`` (a ``clock()`` value; default: when the budget is made),
+    optimiser overhead included."""
+
+    def __init__(
+        self,
+        max_evals: int | None,
+        time_budget: float | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        start_time: float | None = None,
+    ) -> None:
+        if max_evals is None and time_budget is None:
+            raise InvalidParameterError("give max_evals or time_budget (or both)")
+        self.max_evals = max_evals
+        self.time_budget = time_budget
+        self.clock = clock
+        self.t0 = clock() if start_time is None else start_time
+
+    def elapsed(self) -> float:
+        return self.clock() - self.t0
+
+    def time_left(self) -> float | None:
+        return None if self.time_budget is None else self.time_budget - self.elapsed()
+
+
+def solver_rngs(
+    seed: "int | np.random.SeedSequence | None",
+) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+    """The θ-solver's and the z-solver's seed sequences, spawned from one seed."""
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    theta, z = seq.spawn(2)
+    return theta, z
+
+
+@dataclass
+class Evaluated:
+    """One observation with the point it was asked at (θ relaxed, as the solver proposed it)."""
+
+    z: tuple[int, ...]
+    theta: np.ndarray
+    observation: Observation
+    phase: str
+    iteration: int
+
+
+@dataclass
+class Result:
+    """What a run of any optimiser returns."""
+
+    incumbent: Evaluated | None
+    trace: list[dict[str, Any]]
+    evaluated: list[Evaluated]
+    n_evals: int
+    stop_reason: str
+    #: per completed iteration, the optimiser's state after it (ADMM: its iterate)
+    states: list[Any] = field(default_factory=list)
+
+
+class Recorder:
+    """Evaluate points through ``engine`` within ``budget``; keep every evaluation and the best.
+
+    ``iteration`` and ``tags`` are set by the optimiser and written with every evaluation (the
+    journal's ``admm_iter`` and, for ADMM, the multipliers ``mu:<constraint>`` in force).
+    """
+
+    def __init__(
+        self, encoding: Encoding, engine: Engine, budget: Budget, constraints: Constraints
+    ) -> None:
+        self.encoding = encoding
+        self.engine = engine
+        self.budget = budget
+        self.constraints = constraints
+        self.evaluated: list[Evaluated] = []
+        self.incumbent: Evaluated | None = None
+        self.n_evals = 0
+        self.fastest = 0.0
+        self.iteration = 0
+        self.tags: dict[str, Any] = {}
+
+    def evaluate(self, points: Sequence[Point], phase: str) -> list[Observation]:
+        """Evaluate ``(z, θ, fidelity)`` points; raises :class:`BudgetExhausted` when the budget
+        cannot start them (or ended during them, after recording what was done).
+
+        An evaluation is not started when the time left is below the fastest one seen so far; the
+        engine stops one that would overrun. Cache hits are free.
+        """
+        budget = self.budget
+        if budget.max_evals is not None:
+            room = budget.max_evals - self.n_evals
+            if room <= 0:
+                raise BudgetExhausted("max_evals")
+            points = points[:room]
+        time_left = budget.time_left()
+        if time_left is not None and time_left <= max(self.fastest, 1e-3):
+            raise BudgetExhausted("time_budget")
+        requests = [Request(z, self.encoding.project(theta), f) for z, theta, f in points]
+        tags = {"phase": phase, "admm_iter": self.iteration, **self.tags}
+        observations = self.engine(requests, time_left=time_left, tags=tags)
+        for (z, theta, _), obs in zip(points, observations):
+            item = Evaluated(z, np.array(theta), obs, phase, self.iteration)
+            self.evaluated.append(item)
+            if not obs.cached:
+                self.n_evals += 1
+                if obs.duration > 0:
+                    self.fastest = min(self.fastest or obs.duration, obs.duration)
+            if obs.fidelity >= 1.0 and (
+                self.incumbent is None
+                or self.constraints.rank(obs) < self.constraints.rank(self.incumbent.observation)
+            ):
+                self.incumbent = item
+        if len(observations) < len(points) or any(o.budget_stop for o in observations):
+            raise BudgetExhausted("time_budget")
+        return observations
+
+    def row(self, n: int) -> dict[str, Any]:
+        """The trace columns every optimiser shares, for iteration ``self.iteration`` of ``n``
+        sub-solver evaluations."""
+        inc = self.incumbent
+        row = {
+            "iteration": self.iteration,
+            "best_loss": inc.observation.loss if inc is not None else math.inf,
+            "n_evals": self.n_evals,
+            "inner_iter": n,
+            "time": self.budget.elapsed(),
+        }
+        if len(self.constraints):
+            row["feasible_found"] = inc is not None and self.constraints.feasible(inc.observation)
+        return row
+
+
+def drive(
+    recorder: Recorder,
+    schedule: Schedule,
+    iterate: Callable[[int], Any],
+    summarize: Callable[[int], dict[str, Any]],
+    *,
+    start: Callable[[], Any] | None = None,
+    callback: Callable[[dict[str, Any]], Any] | None = None,
+    max_idle_iterations: int = 5,
+    name: str = "",
+) -> tuple[list[dict[str, Any]], str]:
+    """Run ``start()`` and then iterations ``iterate(schedule(t))`` until something stops them.
+
+    After each iteration ``summarize(n)`` gives its trace row. The run stops when the budget is
+    exhausted (the partly done iteration gets a row too), when ``callback(row)`` returns True, or
+    when ``max_idle_iterations`` iterations in a row made no new evaluation (the space is
+    exhausted). Returns the trace and the stop reason (``"max_evals"``, ``"time_budget"``,
+    ``"callback"`` or ``"exhausted"``).
+    """
+    trace: list[dict[str, Any]] = []
+    idle = 0
+    try:
+        if start is not None:
+            start()
+        while True:
+            n = schedule(recorder.iteration)
+            before = recorder.n_evals
+            iterate(n)
+            row = summarize(n)
+            trace.append(row)
+            logger.info(
+                "%s iteration %d: best loss %.5g, %d evaluations", name, row["iteration"],
+                row["best_loss"], row["n_evals"],
+            )
+            if callback is not None and callback(row):
+                return trace, "callback"
+            idle = idle + 1 if recorder.n_evals == before else 0
+            if idle >= max_idle_iterations:
+                return trace, "exhausted"
+            recorder.iteration += 1
+    except BudgetExhausted as stop:
+        if not trace or trace[-1]["iteration"] != recorder.iteration:
+            trace.append(summarize(schedule(recorder.iteration)))
+        return trace, str(stop) or "budget"

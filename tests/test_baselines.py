@@ -1,0 +1,226 @@
+"""The methods without the ADMM split (admm_automl/baselines.py): JOPT over the joint space and
+algorithm selection with θ at its defaults; and their ``method`` switch in the estimator, YAML and
+the command line."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from admm_automl.baselines import JointOptimizer, joint_decode, joint_encode
+from admm_automl.exceptions import InvalidParameterError
+from admm_automl.solvers import THETA_SOLVERS
+from admm_automl.testing import wide_space
+
+SPACE = wide_space()  # 3 x 2 = 6 pipelines
+BIG = wide_space(3, 4)  # 6 x 6 = 36 pipelines
+ENC = SPACE.encoding
+
+
+# ----------------------------------------------------------------------------- JOPT
+def test_joint_encoding_places_choices_like_categorical_hyperparameters(make_optimizer):
+    opt = make_optimizer("jopt", space=SPACE)
+    assert isinstance(opt, JointOptimizer) and opt.dim == 2 + ENC.theta_dim
+    theta = ENC.project(ENC.initial_theta)
+    for z in [(0, 0), (1, 1), (2, 0), (2, 1)]:
+        x = joint_encode(ENC, z, theta)
+        assert x[0] == z[0] / 2 and x[1] == z[1] / 1
+        z2, theta2 = joint_decode(ENC, x)
+        assert z2 == z and np.array_equal(theta2, theta)
+    assert joint_decode(ENC, np.r_[0.26, 0.49, theta])[0] == (1, 0)  # nearest choice
+    assert joint_decode(ENC, np.r_[0.24, 0.51, theta])[0] == (0, 1)
+
+
+@pytest.mark.parametrize("theta_solver", THETA_SOLVERS.names())
+def test_jopt_runs_one_theta_solver_over_the_joint_space(make_engine, make_optimizer,
+                                                         theta_solver):
+    """Any registered θ-solver drives JOPT: the budget is exact, every evaluation after the initial
+    one is a full-fidelity 'joint' one, and the incumbent is the best of them."""
+    engine = make_engine(SPACE)
+    result = make_optimizer("jopt", engine=engine, space=SPACE, theta=theta_solver,
+                            max_evals=12).run()
+    assert result.n_evals == 12 == len(engine.calls)
+    assert [c[3] for c in engine.calls] == ["initial"] + ["joint"] * 11
+    assert all(c[2] == 1.0 for c in engine.calls)
+    losses = [e.observation.loss for e in result.evaluated]
+    assert result.incumbent.observation.loss == min(losses)
+    assert result.stop_reason == "max_evals"
+    assert [row["iteration"] for row in result.trace] == list(range(len(result.trace)))
+    assert "primal_residual" not in result.trace[0]  # no split, no ADMM columns
+
+
+def test_jopt_explores_algorithms_and_hyperparameters_together(make_engine, make_optimizer):
+    engine = make_engine(SPACE)
+    make_optimizer("jopt", engine=engine, space=SPACE, max_evals=40, seed=1).run()
+    zs = {c[0] for c in engine.calls}
+    assert len(zs) == 6  # every pipeline of the 3 × 2 space is reached
+    thetas = np.array([c[1] for c in engine.calls])
+    assert len(np.unique(thetas[:, ENC.theta_names.index("model:b:lr")])) > 10
+
+
+def test_jopt_is_reproducible_and_the_seed_matters(make_engine, make_optimizer):
+    def calls(seed):
+        engine = make_engine(SPACE)
+        make_optimizer("jopt", engine=engine, space=SPACE, seed=seed).run()
+        return [(c[0], c[1].tolist()) for c in engine.calls]
+
+    assert calls(5) == calls(5) and calls(5) != calls(6)
+
+
+def test_jopt_callback_stops_the_run(make_optimizer):
+    rows = []
+    stop = lambda row: rows.append(row) or len(rows) == 2  # noqa: E731
+    result = make_optimizer("jopt", space=SPACE, max_evals=100, callback=stop).run()
+    assert result.stop_reason == "callback" and len(result.trace) == 2
+
+
+@pytest.mark.parametrize("method", ["jopt", "select"])
+def test_the_methods_without_the_split_refuse_admm_constraint_mode(make_optimizer, method):
+    with pytest.raises(InvalidParameterError, match="no ADMM split, so constraint_mode='admm'"):
+        make_optimizer(method, space=SPACE, constraint_mode="admm")
+
+
+def test_jopt_penalises_violations_with_a_fixed_weight(make_engine, make_optimizer):
+    """The JOPT sub-problem value is loss + w × total violation, and its rows carry no μ."""
+    from admm_automl.records import Observation
+
+    class Size:
+        key, threshold, sense = "size", 1.0, "<="
+
+    def engine(requests, time_left=None, tags=None):
+        return [Observation(loss=0.1, constraints={"size": 3.0}) for _ in requests]
+
+    opt = make_optimizer("jopt", engine=engine, space=SPACE, constraints=[Size()],
+                         penalty_weight=2.0, max_evals=3)
+    obs = Observation(loss=0.1, constraints={"size": 3.0})
+    assert opt._value(None, obs) == pytest.approx(0.1 + 2.0 * (3.0 - 1.0) / 1.0)
+    result = opt.run()
+    assert all(not any(k.startswith("mu:") for k in row) for row in result.trace)
+
+
+# ----------------------------------------------------------------------------- selection only
+@pytest.mark.parametrize("z_solver", ["random", "cmab", "blds", "hyperband", "daub", "bo"])
+def test_selection_keeps_theta_at_the_defaults(make_engine, make_optimizer, z_solver):
+    engine = make_engine(BIG)
+    result = make_optimizer("select", engine=engine, z=z_solver, space=BIG, max_evals=15,
+                            n_train=1600).run()
+    default = BIG.encoding.project(BIG.encoding.initial_theta)
+    assert result.n_evals == 15 == len(engine.calls)
+    assert all(np.array_equal(BIG.encoding.project(c[1]), default) for c in engine.calls)
+    assert [c[3] for c in engine.calls] == ["initial"] + ["z"] * 14
+    full = [e.observation.loss for e in result.evaluated if e.observation.fidelity >= 1.0]
+    assert result.incumbent.observation.loss == min(full)
+
+
+def test_selection_keeps_one_z_problem_so_blds_never_repeats_a_request(make_engine,
+                                                                       make_optimizer):
+    """One z-solver and one z-problem for the whole run: BLDS's cache stays valid, nothing is
+    asked twice, and partial fidelities are used."""
+    engine = make_engine(BIG, fidelity_bias=0.1)
+    result = make_optimizer("select", engine=engine, z="blds", space=BIG, max_evals=60,
+                            n_train=1600).run()
+    assert engine.calls[0][0] == ENC.initial_z
+    keys = [(c[0], c[2]) for c in engine.calls]
+    assert len(set(keys)) == len(keys) == 60
+    assert min(c[2] for c in engine.calls) == pytest.approx(100 / 1600)
+    assert not any(e.observation.cached for e in result.evaluated)
+
+
+def test_selection_stops_when_the_space_is_exhausted(make_optimizer):
+    result = make_optimizer("select", space=SPACE, z="blds", max_evals=500).run()  # 6 pipelines
+    assert result.stop_reason == "exhausted" and result.n_evals == 6
+
+
+@pytest.mark.parametrize("method", ["admm", "jopt", "select"])
+def test_every_method_stops_at_the_same_budget_rules(make_engine, make_optimizer, fake_clock,
+                                                     method):
+    """One budget for every method: exact evaluation counts, and never an evaluation started
+    that the time left cannot fit."""
+    engine = make_engine(BIG)
+    assert make_optimizer(method, engine=engine, space=BIG, max_evals=9).run().n_evals == 9
+    assert len(engine.calls) == 9
+    engine = make_engine(BIG, duration=1.0, clock=fake_clock)
+    result = make_optimizer(method, engine=engine, space=BIG, max_evals=None, time_budget=5.5,
+                            clock=fake_clock).run()
+    assert result.stop_reason == "time_budget" and len(engine.calls) == 5
+    assert fake_clock.now <= 5.5
+
+
+# ----------------------------------------------------------------------------- estimator, YAML, CLI
+@pytest.fixture(scope="module")
+def data():
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    return X[:, :8], y
+
+
+def _tiny():
+    from admm_automl.testing import tiny_space
+
+    return tiny_space()
+
+
+@pytest.mark.parametrize("method", ["admm", "jopt", "select"])
+@pytest.mark.slow
+def test_estimator_method(data, method):
+    from admm_automl import ADMM
+
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ADMM(search_space=_tiny(), method=method, z_solver="blds", max_evals=10,
+                     random_state=0).fit(X, y)
+    phases = set(model.history_["phase"])
+    if method == "admm":
+        assert "z" in phases and phases <= {"initial", "theta", "z"}
+    else:
+        assert phases == {"initial", {"jopt": "joint", "select": "z"}[method]}
+    if method == "select":
+        assert model.best_params_.get("estimator__C", 1.0) == 1.0  # θ stays at its default
+    assert model.n_evals_ == 10 and 0.0 <= model.best_loss_ < 0.2
+    assert model.get_params()["method"] == method
+
+
+def test_estimator_rejects_an_unknown_method(data):
+    from admm_automl import ADMM
+
+    with pytest.raises(InvalidParameterError, match="'method' parameter of ADMM must be one of 'admm', 'jopt', 'select'"):
+        ADMM(method="joint", max_evals=2).fit(*data)
+
+
+@pytest.mark.slow
+def test_admm_with_bo_and_blds_fits_breast_cancer():
+    """ADMM(theta_solver="bo", z_solver="blds") end to end; BLDS's requests are never repeated, so
+    the journal has no duplicate key."""
+    from sklearn.datasets import load_breast_cancer
+
+    from admm_automl import ADMM
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    theta = "bo" if "bo" in THETA_SOLVERS else "random"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ADMM(search_space="blds", theta_solver=theta, z_solver="blds", max_evals=60,
+                     random_state=0).fit(X, y)
+    history = model.history_
+    assert len(history) == 60 and not history["key"].duplicated().any()
+    assert history["fidelity"].min() == pytest.approx(100 / history["n_train"].max(), rel=0.02)
+    assert model.best_loss_ < 0.05 and model.predict(X).shape == (len(y),)
+
+
+def test_config_and_cli_accept_method(tmp_path, capsys):
+    from admm_automl import load_config
+    from admm_automl.cli import main
+
+    config = load_config({"estimator": {"method": "select", "z_solver": "hyperband"}})
+    assert config.make_estimator().method == "select"
+    code = main(["fit", "--dataset", "breast_cancer", "--max-evals", "6", "--seed", "0",
+                 "--method", "select", "--z-solver", "cmab", "--search-space", "paper_small",
+                 "--output", str(tmp_path)])
+    assert code == 0
+    assert "method: select" in (tmp_path / "config.resolved.yaml").read_text()
+    with pytest.raises(SystemExit):
+        main(["fit", "--method", "nope"])
