@@ -30,6 +30,10 @@ class DataError(ADMMAutoMLError, ValueError):
     """The data given to ``fit`` cannot be used (shapes, inf values, a single class, ...)."""
 
 
+class ResumeError(ADMMAutoMLError, ValueError):
+    """An output directory holds the journal of a different run (other data, metric, splits, ...)."""
+
+
 class MissingDependencyError(ADMMAutoMLError, ImportError):
     """An optional dependency is not installed."""
 

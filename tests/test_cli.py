@@ -16,6 +16,7 @@ import yaml
 from admm_automl import load_config
 from admm_automl.cli import main
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
+from admm_automl.journal import Journal
 from admm_automl.records import Status
 
 NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
@@ -71,8 +72,9 @@ def test_fit_returns_zero_and_reports_scores(fitted):
 
 def test_fit_writes_journal(fitted):
     _, _, _, out = fitted
-    lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    header, *lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 15
+    assert json.loads(header)["run"]["data"]["rows"] > 0  # the run header guards resume
     statuses = {s.value for s in Status}
     for line in lines:
         record = json.loads(line)
@@ -137,7 +139,7 @@ def test_fit_csv(tmp_path, csv_path):
     assert code == 0, stderr
     match = re.search(rf"^Test AUROC: {NUMBER}$", stdout, re.M)
     assert match and 0.0 <= float(match.group(1)) <= 1.0
-    assert len((out / "journal.jsonl").read_text().splitlines()) == 6
+    assert len(Journal.read(out / "journal.jsonl")) == 6
     config = load_config(out / "config.resolved.yaml")
     assert config.data == {"csv": str(csv_path), "target": "label"}
     import pandas as pd

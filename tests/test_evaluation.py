@@ -19,7 +19,8 @@ from admm_automl.evaluation import (
     nested_order,
 )
 from admm_automl.exceptions import InvalidParameterError
-from admm_automl.history import Journal, records_to_frame
+from admm_automl.journal import Journal
+from admm_automl.results import records_to_frame
 from admm_automl.testing import tiny_space
 from admm_automl.records import Request, Status
 
@@ -135,7 +136,9 @@ def test_failures_are_captured_with_the_worst_loss_and_the_error_text(tmp_path):
     assert raised.status is Status.FAILED and raised.loss == 1.0
     assert "RuntimeError: this estimator always fails" in raised.error
     assert nan.status is Status.FAILED and nan.loss == 1.0 and "NaN" in nan.error
-    lines = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    header, *lines = [json.loads(line)
+                      for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert header == {"run": {}}
     assert [r["status"] for r in lines] == ["ok", "failed", "failed"]
     assert [r["eval_id"] for r in lines] == [0, 1, 2]
     assert "always fails" in lines[1]["error"]
@@ -226,7 +229,7 @@ def test_executor_choice():
 
 
 # ---------------------------------------------------------------------------- journal
-def test_journal_survives_a_truncated_last_line_and_resumes(tmp_path):
+def test_journal_survives_a_truncated_last_line_and_replays_on_resume(tmp_path):
     path = tmp_path / "journal.jsonl"
     objective = PipelineObjective(context(), SerialExecutor(), Journal(path), worst_loss=1.0)
     objective([Request(z_of("gnb"), THETA), Request(z_of("raiser"), THETA)])
@@ -236,9 +239,16 @@ def test_journal_survives_a_truncated_last_line_and_resumes(tmp_path):
     records = Journal.read(path)
     assert len(records) == 2
     resumed = PipelineObjective(context(), SerialExecutor(), Journal(path), worst_loss=1.0)
-    assert resumed.preload(records) == 2
+    assert len(resumed.replay) == 2
     (obs,) = resumed([Request(z_of("gnb"), THETA)])
-    assert obs.cached and obs.loss == records[0]["loss"]
-    frame = records_to_frame(records)
-    assert list(frame["status"]) == ["ok", "failed"]
+    # replayed: counted as an evaluation of this session, not run and not recorded again
+    assert not obs.cached and obs.loss == records[0]["loss"] and obs.eval_id == 0
+    (again,) = resumed([Request(z_of("gnb"), THETA)])
+    assert again.cached
+    (new,) = resumed([Request(z_of("nan"), THETA)])
+    resumed.close()
+    assert new.eval_id == 2  # ids continue after the file's
+    assert [r["eval_id"] for r in Journal.read(path)] == [0, 1, 2]  # the cut line is gone
+    frame = records_to_frame(Journal.read(path))
+    assert list(frame["status"]) == ["ok", "failed", "failed"]
     assert "param:estimator" in frame.columns

@@ -100,7 +100,7 @@ class Report:
 
     def __init__(self, runs: Sequence[Mapping[str, Any]], methods: Sequence[str],
                  problems: Sequence[str], n_grid: int = N_GRID) -> None:
-        from ..history import Journal
+        from ..journal import Journal
 
         self.methods = [m for m in methods if any(r["method"] == m for r in runs)]
         self.problems = [p for p in problems if any(r["problem"] == p for r in runs)]

@@ -1,7 +1,11 @@
 """The black box ``(z, θ, fidelity) -> Observation`` over batches.
 
 One evaluation path for every solver: cache look-up, the executor (with timeouts), failure capture
-(the metric's worst loss, error text kept), and the journal, written before an observation is used.
+(the run's failure loss, error text kept), and the journal, written before an observation is used.
+
+A resumed journal's evaluations are *replayed*: the first request for one of them is answered from
+the journal as if it had just been evaluated (it counts for the budget, so the same seed and
+evaluation budget retrace the same search and continue it), without running or recording it again.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ import time
 from dataclasses import replace
 from typing import Any, Sequence
 
-from ..history import Journal
-from ..records import Observation, Request, Status
+from ..journal import Journal
+from ..records import Observation, Request
+from ..results import observation_of
 from .worker import TrialContext
 
 logger = logging.getLogger(__name__)
@@ -29,11 +34,15 @@ class PipelineObjective:
     executor : SerialExecutor or ProcessExecutor
         Where trials run (started here).
     journal : Journal
-        Receives one record per new evaluation before the observation is returned.
+        Receives one record per new evaluation before the observation is returned; the records
+        of a resumed journal are replayed (module docstring).
     worst_loss : float
         Loss given to failed, timed-out and memory-exhausted pipelines.
     trial_timeout : float, optional
         Seconds one trial may take (needs an executor that enforces it).
+    start_time : float, optional
+        ``time.monotonic()`` value from which the records' ``time`` runs (default: now); a resumed
+        journal's times continue after its last one.
     """
 
     def __init__(
@@ -52,22 +61,23 @@ class PipelineObjective:
         self.worst_loss = float(worst_loss)
         self.trial_timeout = trial_timeout
         self.cache: dict[str, Observation] = {}
-        self.n_failed = 0
-        self._t0 = time.monotonic() if start_time is None else start_time  # origin of "time"
+        #: evaluations of a resumed journal not asked for yet in this session, by cache key
+        self.replay: dict[str, Observation] = {
+            rec["key"]: observation_of(rec)
+            for rec in journal.records if rec.get("key") and not rec.get("budget_stop")
+        }
+        elapsed = max((float(r.get("time") or 0.0) for r in journal.records), default=0.0)
+        self._t0 = (time.monotonic() if start_time is None else start_time) - elapsed
         executor.start(ctx)
+
+    @property
+    def n_failed(self) -> int:
+        """Failed, timed-out and memory-exhausted evaluations of the whole journal."""
+        return sum(r.get("status") != "ok" for r in self.journal.records)
 
     def close(self) -> None:
         self.executor.close()
         self.journal.close()
-
-    def preload(self, records: Sequence[dict[str, Any]]) -> int:
-        """Fill the cache from earlier journal records (resume); returns how many were loaded."""
-        n = 0
-        for rec in records:
-            if rec.get("key") and not rec.get("budget_stop"):
-                self.cache[rec["key"]] = self._observation(rec, cached=True)
-                n += 1
-        return n
 
     def __call__(
         self,
@@ -78,10 +88,12 @@ class PipelineObjective:
         space = self.ctx.space
         keys = [f"{space.key(r.z, r.theta)}|fidelity={r.fidelity:.6g}" for r in requests]
         todo: dict[str, Request] = {}
-        for key, request in zip(keys, requests):
-            if key not in self.cache and key not in todo:
-                todo[key] = request
         fresh: dict[str, Observation] = {}
+        for key, request in zip(keys, requests):
+            if key in self.replay:
+                fresh[key] = self.cache[key] = self.replay.pop(key)
+            elif key not in self.cache and key not in todo:
+                todo[key] = request
         if todo:
             timeout, budget_stop = self.trial_timeout, False
             if time_left is not None and (timeout is None or time_left < timeout):
@@ -92,7 +104,7 @@ class PipelineObjective:
                 stopped = budget_stop and result["status"] == "timeout"
                 record = self._record(key, request, result, tags or {}, stopped)
                 self.journal.append(record)
-                fresh[key] = self._observation(record, cached=False)
+                fresh[key] = observation_of(record)
                 if not stopped:
                     self.cache[key] = fresh[key]
         out = []
@@ -110,13 +122,12 @@ class PipelineObjective:
         status = result.get("status", "failed")
         loss = result.get("loss", math.nan)
         if status != "ok" or not math.isfinite(loss):
-            self.n_failed += 1
             logger.debug("trial failed (%s): %s", status, result.get("error"))
             loss = self.worst_loss
         space = self.ctx.space
         config = space.decode(request.z, request.theta)
         record = {
-            "eval_id": len(self.journal),
+            "eval_id": self.journal.next_id(),
             **tags,
             "pipeline": " -> ".join(config[m] for m in space.encoding.module_names),
             "config": config,
@@ -136,19 +147,3 @@ class PipelineObjective:
         if stopped:
             record["budget_stop"] = True
         return record
-
-    @staticmethod
-    def _observation(record: dict[str, Any], cached: bool) -> Observation:
-        return Observation(
-            loss=float(record["loss"]),
-            status=Status(record["status"]),
-            constraints=dict(record.get("constraints") or {}),
-            error=record.get("error"),
-            fidelity=float(record["fidelity"]),
-            fit_time=float(record.get("fit_time") or 0.0),
-            predict_time=float(record.get("predict_time") or 0.0),
-            duration=float(record.get("duration") or 0.0),
-            cached=cached,
-            eval_id=int(record["eval_id"]),
-            budget_stop=bool(record.get("budget_stop", False)),
-        )

@@ -1,0 +1,177 @@
+"""The append-only trial journal: a run header, then one JSON object per evaluation.
+
+The first line of ``journal.jsonl`` is ``{"run": {...}}``: what the recorded losses depend on (data
+fingerprint, task, metric, splits and their seed, the models' seed, the space, the constraints'
+measurements, the package version). Every evaluation is appended (and flushed) before it is used, so
+a crash loses nothing; a line cut short by a crash is dropped on the next open.
+
+Opening a journal that already has evaluations *resumes* it when its header equals the new run's;
+a different header is refused with an error that names what differs, unless ``resume=False``, which
+moves the old file aside (``journal-1.jsonl``, ``journal-2.jsonl``, ...) and starts afresh.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .exceptions import ResumeError
+
+HEADER_KEY = "run"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # JSON has no NaN/inf
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)
+
+
+def _differences(old: Any, new: Any, path: str = "") -> list[str]:
+    """Readable differences between two JSON-like headers."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in sorted(set(old) | set(new)):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in old or key not in new:
+                out.append(f"{where}: only in the {'new' if key in new else 'recorded'} run")
+            else:
+                out.extend(_differences(old[key], new[key], where))
+        return out
+    if old != new:
+        show = lambda v: (s if len(s := json.dumps(v)) <= 60 else s[:57] + "...")  # noqa: E731
+        return [f"{path}: recorded {show(old)}, now {show(new)}"]
+    return []
+
+
+class Journal:
+    """Records of every evaluation, in memory and (with a path) in a JSONL file.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The JSONL file. None keeps records in memory only.
+    header : dict, optional
+        What the recorded values depend on (JSON-like); written as the first line of a new file,
+        compared with the first line of an existing one.
+    resume : bool, default=True
+        Continue an existing journal whose header equals ``header`` (its records are loaded; a
+        different header raises :class:`~admm_automl.exceptions.ResumeError`). False moves an
+        existing file aside and starts a new one.
+    """
+
+    def __init__(
+        self, path: "str | Path | None" = None, header: dict[str, Any] | None = None,
+        *, resume: bool = True,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        self.header = _jsonable(header or {})
+        self.records: list[dict[str, Any]] = []
+        #: how many of ``records`` an earlier session wrote
+        self.n_resumed = 0
+        self._next_id = 0
+        self._fh = None
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            if resume:
+                self._resume()
+            else:
+                self._move_aside()
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        self._fh = open(self.path, "a", encoding="utf-8")
+        if fresh:
+            self._write({HEADER_KEY: self.header})
+
+    def _resume(self) -> None:
+        assert self.path is not None
+        with open(self.path, "rb") as fh:
+            data = fh.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        if len(complete) < len(data):  # a line cut short by a crash
+            with open(self.path, "r+b") as fh:
+                fh.truncate(len(complete))
+        recorded, records = _parse(complete.decode("utf-8"))
+        if recorded is None:
+            raise ResumeError(
+                f"{self.path} has no run header (it was written by an older version or by "
+                "something else); use a new output directory or resume=False to move it aside"
+            )
+        diff = _differences(recorded, self.header)
+        if diff:
+            raise ResumeError(
+                f"{self.path} records a different run, so its results cannot be reused: "
+                + "; ".join(diff[:6]) + ". Use another output directory, or resume=False "
+                "(CLI: --no-resume) to keep the old journal beside a new one."
+            )
+        self.records = records
+        self.n_resumed = len(records)
+        self._next_id = max((int(r.get("eval_id", -1)) for r in records), default=-1) + 1
+
+    def _move_aside(self) -> None:
+        assert self.path is not None
+        k = 1
+        while (aside := self.path.with_name(f"{self.path.stem}-{k}{self.path.suffix}")).exists():
+            k += 1
+        self.path.rename(aside)
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        if self._fh is not None:
+            self._fh.write(json.dumps(obj, sort_keys=True) + "\n")
+            self._fh.flush()
+
+    def next_id(self) -> int:
+        """The ``eval_id`` of the next record (ids continue across sessions)."""
+        return self._next_id
+
+    def append(self, record: dict[str, Any]) -> None:
+        record = _jsonable(record)
+        self._write(record)
+        self.records.append(record)
+        if "eval_id" in record:
+            self._next_id = max(self._next_id, int(record["eval_id"]) + 1)
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @staticmethod
+    def read(path: "str | Path") -> list[dict[str, Any]]:
+        """The evaluation records of a journal file (the header and a cut-short line skipped)."""
+        with open(path, encoding="utf-8") as fh:
+            return _parse(fh.read())[1]
+
+    @staticmethod
+    def read_header(path: "str | Path") -> dict[str, Any] | None:
+        with open(path, encoding="utf-8") as fh:
+            return _parse(fh.read())[0]
+
+
+def _parse(text: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    header, records = None, []
+    for line in text.splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and set(obj) == {HEADER_KEY}:
+            header = obj[HEADER_KEY]
+        elif isinstance(obj, dict):
+            records.append(obj)
+    return header, records

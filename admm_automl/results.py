@@ -1,0 +1,148 @@
+"""What a finished search gives the estimator: ``history_``, ``cv_results_``, the best evaluation
+and the other fitted attributes, built from the journal records and the optimiser's result."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ._lagrangian import Constraints, optimal_slack
+from .exceptions import ConstraintViolationWarning, EvaluationFailedWarning
+from .records import Observation, Status
+
+
+def observation_of(record: dict[str, Any], *, cached: bool = False) -> Observation:
+    """The :class:`Observation` a journal record holds."""
+    return Observation(
+        loss=float(record["loss"]),
+        status=Status(record["status"]),
+        constraints=dict(record.get("constraints") or {}),
+        error=record.get("error"),
+        fidelity=float(record["fidelity"]),
+        fit_time=float(record.get("fit_time") or 0.0),
+        predict_time=float(record.get("predict_time") or 0.0),
+        duration=float(record.get("duration") or 0.0),
+        cached=cached,
+        eval_id=int(record["eval_id"]),
+        budget_stop=bool(record.get("budget_stop", False)),
+    )
+
+
+def _cell(value: Any) -> Any:
+    return repr(value) if isinstance(value, (list, dict)) else value
+
+
+def records_to_frame(records: Iterable[dict[str, Any]]):
+    """A pandas DataFrame, one row per evaluation; ``config`` and ``constraints`` become
+    ``param:*`` and ``constraint:*`` columns."""
+    import pandas as pd
+
+    rows = []
+    for rec in records:
+        row = {k: v for k, v in rec.items() if k not in ("config", "constraints")}
+        row.update({f"param:{k}": _cell(v) for k, v in rec.get("config", {}).items()})
+        row.update({f"constraint:{k}": v for k, v in rec.get("constraints", {}).items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def history_frame(records: Sequence[dict[str, Any]], constraints: Constraints, rho: float):
+    """:func:`records_to_frame` plus, with constraints, ``violation`` and ``feasible`` per
+    evaluation and (ADMM mode) the optimal slack ``slack:<key>`` under the multipliers ``mu:<key>``
+    in force when it was made."""
+    frame = records_to_frame(records)
+    if not len(constraints) or frame.empty:
+        return frame
+    obs = [observation_of(r) for r in records]
+    frame["violation"] = [constraints.violation(o) if o.ok else np.nan for o in obs]
+    frame["feasible"] = [constraints.feasible(o) for o in obs]
+    mu_columns = [f"mu:{k}" for k in constraints.keys]
+    if constraints.mode == "admm" and all(c in frame for c in mu_columns):
+        mu = frame[mu_columns].to_numpy(dtype=float)
+        slack = optimal_slack(np.array([constraints.g(o) for o in obs]), mu, rho)
+        for k, key in enumerate(constraints.keys):
+            frame[f"slack:{key}"] = slack[:, k]
+    return frame
+
+
+def cv_results(records: Sequence[dict[str, Any]], offset: float) -> dict[str, Any]:
+    """scikit-learn style summary: ``params``, ``mean_test_score`` (= offset − loss), ranks,
+    times, fidelity and status, one entry per evaluation."""
+    losses = np.array([r["loss"] for r in records], dtype=float)
+    scores = offset - losses
+    order = np.argsort(-scores, kind="stable")
+    ranks = np.empty(len(scores), dtype=int)
+    ranks[order] = np.arange(1, len(scores) + 1)
+    return {
+        "params": [r["config"] for r in records],
+        "mean_test_score": scores,
+        "rank_test_score": ranks,
+        "mean_fit_time": np.array([r["fit_time"] for r in records], dtype=float),
+        "mean_score_time": np.array([r["predict_time"] for r in records], dtype=float),
+        "fidelity": np.array([r["fidelity"] for r in records], dtype=float),
+        "status": np.array([r["status"] for r in records], dtype=object),
+    }
+
+
+def _best(outcome: Any, space: Any) -> tuple[tuple[int, ...], np.ndarray, Observation]:
+    """``(z, θ, observation)`` of the best full-fidelity evaluation of the run: the optimiser's
+    incumbent, or a better one an earlier session recorded that this session never asked for."""
+    rank = outcome.constraints.rank
+    inc = outcome.result.incumbent
+    best = (inc.z, space.encoding.project(inc.theta), inc.observation) if inc is not None else None
+    seen = {e.observation.eval_id for e in outcome.result.evaluated}
+    for rec in outcome.records:
+        if rec["eval_id"] in seen or float(rec["fidelity"]) < 1.0 or rec.get("budget_stop"):
+            continue
+        obs = observation_of(rec)
+        if best is None or rank(obs) < rank(best[2]):
+            z, theta = space.encode(rec["config"])
+            best = (z, space.encoding.project(theta), obs)
+    return best
+
+
+def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
+    """The estimator's fitted attributes of a finished search (except the refitted pipeline).
+
+    Raises ``RuntimeError`` when every evaluation failed; warns when some failed and when no
+    pipeline met the constraints.
+    """
+    import pandas as pd
+
+    records, result, constraints = outcome.records, outcome.result, outcome.constraints
+    metric = outcome.task.metric
+    best = _best(outcome, space)
+    if best is None or not best[2].ok:
+        errors = sorted({str(r.get("error")) for r in records if r.get("status") != "ok"})
+        raise RuntimeError(f"All {len(records)} evaluated pipelines failed, so there is nothing "
+                           f"to refit. Errors: {errors[:5]!r}")
+    if outcome.n_failed:
+        warnings.warn(f"{outcome.n_failed} of {len(records)} evaluated pipelines failed and were "
+                      "recorded with the worst loss; see history_['error'].",
+                      EvaluationFailedWarning, stacklevel=3)
+    z, theta, obs = best
+    feasible = constraints.feasible(obs)
+    if not feasible:
+        warnings.warn(f"No evaluated pipeline met every constraint ({constraints}); returning the "
+                      f"least violating one (relative violation {constraints.violation(obs):.3g}).",
+                      ConstraintViolationWarning, stacklevel=3)
+    return {
+        "history_": history_frame(records, constraints, outcome.rho),
+        "admm_trace_": pd.DataFrame(result.trace),
+        "cv_results_": cv_results(records, metric.offset),
+        "n_evals_": result.n_evals,
+        "n_failed_": outcome.n_failed,
+        "stop_reason_": result.stop_reason,
+        "task_": outcome.task.kind,
+        "metric_": metric.name,
+        "constraints_": outcome.task.constraints,
+        "feasible_": feasible,
+        "best_eval_id_": obs.eval_id,
+        "best_z_": z,
+        "best_theta_": theta,
+        "best_params_": space.decode(z, theta),
+        "best_loss_": obs.loss,
+        "best_score_": metric.offset - obs.loss,
+    }

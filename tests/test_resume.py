@@ -1,0 +1,140 @@
+"""Resuming a run from its journal: the run header guards it, ids continue, nothing is lost or
+repeated, and a run killed with SIGKILL continues to the same history as an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_wine
+
+from admm_automl import ADMM
+from admm_automl.cli import main
+from admm_automl.exceptions import ResumeError
+from admm_automl.journal import Journal
+from admm_automl.testing import tiny_space
+
+X, Y = load_breast_cancer(return_X_y=True)
+FAST = dict(search_space=tiny_space(), theta_solver="random", z_solver="random", inner_iter=3,
+            inner_iter_step=0, random_state=0, executor="serial")
+COMPARED = ["eval_id", "pipeline", "key", "loss", "status", "phase", "admm_iter"]
+
+
+def test_resume_replays_the_journal_and_continues_the_same_search(tmp_path):
+    first = ADMM(**FAST, max_evals=12, output_dir=tmp_path).fit(X, Y)
+    second = ADMM(**FAST, max_evals=20, output_dir=tmp_path).fit(X, Y)
+    straight = ADMM(**FAST, max_evals=20).fit(X, Y)
+    records = Journal.read(tmp_path / "journal.jsonl")
+    # the budget is the run's: 12 replayed + 8 new; ids continue; history_ is the whole journal
+    assert second.n_evals_ == 20 and len(records) == 20
+    assert [r["eval_id"] for r in records] == list(range(20))
+    assert second.history_["key"].tolist() == [r["key"] for r in records]
+    assert not second.history_["key"].duplicated().any()
+    assert second.history_[COMPARED].head(12).equals(first.history_[COMPARED])
+    # the same seed and budget give the same history as a run that was never interrupted
+    assert second.history_[COMPARED].equals(straight.history_[COMPARED])
+    assert second.best_eval_id_ == straight.best_eval_id_
+    best = second.history_.loc[second.history_["eval_id"] == second.best_eval_id_].iloc[0]
+    assert best["loss"] == second.best_loss_ == second.history_["loss"].min()
+
+
+def test_a_finished_run_resumed_with_the_same_budget_evaluates_nothing(tmp_path):
+    ADMM(**FAST, max_evals=8, output_dir=tmp_path).fit(X, Y)
+    before = (tmp_path / "journal.jsonl").read_bytes()
+    again = ADMM(**FAST, max_evals=8, output_dir=tmp_path).fit(X, Y)
+    assert (tmp_path / "journal.jsonl").read_bytes() == before
+    assert again.n_evals_ == 8 and len(again.history_) == 8
+
+
+@pytest.mark.parametrize("change,expected", [
+    ({"X": load_wine(return_X_y=True)[0][:, :5], "y": load_wine(return_X_y=True)[1]},
+     r"data\.fingerprint: recorded"),
+    ({"scoring": "accuracy"}, r"metric: recorded \"roc_auc\", now \"accuracy\""),
+    ({"validation_size": 0.3}, r"splits\.validation_size: recorded 0\.2, now 0\.3"),
+    ({"random_state": 1}, r"model_seed: recorded"),
+    ({"search_space": "paper_small"}, r"space\.name: recorded \"tiny\", now \"paper_small\""),
+])
+def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change, expected):
+    ADMM(**FAST, max_evals=4, output_dir=tmp_path).fit(X, Y)
+    data = {"X": change.pop("X", X), "y": change.pop("y", Y)}
+    with pytest.raises(ResumeError, match=expected):
+        ADMM(**{**FAST, **change}, max_evals=4, output_dir=tmp_path).fit(data["X"], data["y"])
+    assert len(Journal.read(tmp_path / "journal.jsonl")) == 4  # untouched
+
+
+def test_resume_false_keeps_the_old_journal_beside_a_new_one(tmp_path):
+    ADMM(**FAST, max_evals=4, output_dir=tmp_path).fit(X, Y)
+    wine_X, wine_y = load_wine(return_X_y=True)
+    model = ADMM(**FAST, max_evals=3, output_dir=tmp_path, resume=False).fit(wine_X, wine_y)
+    assert len(Journal.read(tmp_path / "journal-1.jsonl")) == 4
+    assert len(Journal.read(tmp_path / "journal.jsonl")) == 3 == len(model.history_)
+    assert model.history_["eval_id"].tolist() == list(range(3))
+
+
+def test_the_cli_refuses_another_datasets_journal_and_names_the_difference(tmp_path, capsys):
+    args = ["fit", "--max-evals", "3", "--seed", "0", "--output", str(tmp_path),
+            "--theta-solver", "random", "--z-solver", "random"]
+    assert main([*args, "--dataset", "breast_cancer"]) == 0
+    assert main([*args, "--dataset", "wine"]) != 0
+    err = capsys.readouterr().err
+    assert "records a different run" in err and "data.fingerprint" in err and "--no-resume" in err
+    assert main([*args, "--dataset", "wine", "--no-resume"]) == 0
+    assert (tmp_path / "journal-1.jsonl").exists()
+
+
+CHILD = textwrap.dedent("""
+    import sys
+    from sklearn.datasets import load_breast_cancer
+    from admm_automl import ADMM
+    from admm_automl.testing import tiny_space
+
+    X, y = load_breast_cancer(return_X_y=True)
+    if __name__ == "__main__":
+        ADMM(search_space=tiny_space(), theta_solver="random", z_solver="random", inner_iter=3,
+             inner_iter_step=0, random_state=0, executor="serial", max_evals=int(sys.argv[2]),
+             output_dir=sys.argv[1]).fit(X, y)
+""")
+
+
+def _records(path):
+    return Journal.read(path) if path.exists() else []
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_search_resumes_without_losing_or_repeating_work(tmp_path):
+    """SIGKILL during the search, then resume: every evaluation the killed run recorded is kept
+    (byte for byte), none is run again, and the finished history equals the journal and an
+    uninterrupted run's."""
+    n, out = 40, tmp_path / "run"
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    child = subprocess.Popen([sys.executable, str(script), str(out), str(n)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    journal, deadline = out / "journal.jsonl", time.monotonic() + 120
+    while len(_records(journal)) < 8 and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    killed = _records(journal)
+    assert 8 <= len(killed) < n, f"the child was not killed mid-search ({len(killed)} records)"
+    kept_lines = journal.read_text().splitlines()
+    resumed = ADMM(**FAST, max_evals=n, output_dir=out).fit(X, Y)
+    final = Journal.read(journal)
+    assert journal.read_text().splitlines()[: len(kept_lines)] == [
+        line for line in kept_lines if line.endswith("}")]  # nothing recorded was rewritten
+    assert len(final) == n and resumed.n_evals_ == n
+    assert [r["eval_id"] for r in final] == list(range(n))
+    assert len({r["key"] for r in final}) == n  # no evaluation repeated
+    assert resumed.history_["key"].tolist() == [r["key"] for r in final]
+    assert resumed.history_["loss"].tolist() == [r["loss"] for r in final]
+    straight = ADMM(**FAST, max_evals=n).fit(X, Y)
+    assert resumed.history_[COMPARED].equals(straight.history_[COMPARED])
+    assert np.isclose(resumed.best_loss_, straight.best_loss_)
+    assert json.loads(journal.read_text().splitlines()[0])["run"]["space"]["name"] == "tiny"
