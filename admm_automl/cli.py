@@ -49,9 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         "--constraint", action="append", metavar="EXPR",
         help="a black-box constraint such as 'latency <= 2e-5' or 'fpr <= 0.1' (repeatable)",
     )
-    fit.add_argument("--constraint-mode", choices=["admm", "penalty", "filter"])
+    fit.add_argument("--constraint-mode", choices=["auto", "admm", "penalty", "filter"])
     fit.add_argument("--test-size", type=float, help="held-out test fraction (default 0.25)")
     fit.add_argument("--output", help="directory for the journal, resolved config and pipeline")
+    fit.add_argument("--no-resume", dest="resume", action="store_false", default=None,
+                     help="keep an existing journal in --output as journal-1.jsonl and start afresh "
+                     "(by default a journal of the same run is resumed, one of another run refused)")
     fit.add_argument("-v", "--verbose", action="count", default=0)
     sub.add_parser("list", help="list solvers, spaces and metrics")
     return parser
@@ -81,6 +84,7 @@ def _fit(args: argparse.Namespace) -> int:
         "constraints": args.constraint,
         "constraint_mode": args.constraint_mode,
         "output_dir": args.output,
+        "resume": args.resume,
         "verbose": args.verbose or None,
     }
     config.estimator.update({k: v for k, v in overrides.items() if v is not None})

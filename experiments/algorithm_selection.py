@@ -2,7 +2,7 @@
 
 No hyperparameter tuning: every algorithm of the ``blds`` space (seed 000 Table 1, 3072 pipelines)
 stays at its defaults and a z-solver picks one algorithm per module (``method="select"``, i.e.
-:class:`admm_automl.joint.SelectionOptimizer`). Loss 1 − AUROC on a stratified 70/30 split (one
+:class:`admm_automl.baselines.SelectionOptimizer`). Loss 1 − AUROC on a stratified 70/30 split (one
 fixed split per dataset, seed 0, shared by every method and seed, spec 000 G17); the runs differ in
 the solver seed (and the pipelines' own random_state). Methods: BLDS(1), BLDS(2), CMAB, DAUB,
 Hyperband and random search, all with b = 100, η = 2 where they use fidelities.
@@ -66,31 +66,22 @@ def slug(method: str) -> str:
 # ----------------------------------------------------------------------------- running
 def run_one(dataset: str, X, y, method: str, seed: int, budget: float, out: Path) -> dict:
     """One search; the journal goes to ``out/journal.jsonl`` (an existing one is removed first)."""
-    from admm_automl.admm import Schedule
-    from admm_automl.estimator import make_preprocessor
-    from admm_automl.evaluation import (PipelineObjective, TrialContext, get_metric,
-                                        make_executor, make_splits)
-    from admm_automl.history import Journal
-    from admm_automl.joint import SelectionOptimizer
-    from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
+    from admm_automl.evaluation import make_executor
+    from admm_automl.evaluation.setup import make_optimizer, open_objective, prepare_task
     from admm_automl.space import load_space
 
     if out.exists():
-        shutil.rmtree(out)  # never resume: a resumed journal would answer from its cache
+        shutil.rmtree(out)  # never resume: a resumed journal would be replayed
     out.mkdir(parents=True)
     space = load_space("blds").for_task("classification")
-    metric = get_metric(None, "classification", "binary")  # 1 - AUROC
-    splits = make_splits(y, classification=True, cv=None, validation_size=0.3, seed=SPLIT_SEED)
-    labels = np.unique(y)
-    ctx = TrialContext(space, X, y, splits, metric, make_preprocessor(X), seed, labels=labels)
+    task = prepare_task(X, y, space=space, task="classification", target_type="binary",
+                        validation_size=0.3, split_seed=SPLIT_SEED, model_seed=seed)  # 1 - AUROC
+    splits = task.context.splits
     executor = make_executor("process", n_jobs=1, memory_limit_mb=None, needs_isolation=True)
-    objective = PipelineObjective(ctx, executor, Journal(out / "journal.jsonl"),
-                                  worst_loss=metric.worst)
-    optimizer = SelectionOptimizer(
-        space.encoding, objective, lambda: THETA_SOLVERS.create("random"),
-        lambda: Z_SOLVERS.create(METHODS[method]), schedule=Schedule(16, 16, 128),
-        time_budget=budget, seed=seed, n_train=len(splits[0].train),
-    )
+    objective = open_objective(task.context, executor=executor, worst_loss=task.worst_loss,
+                               output_dir=out)
+    optimizer = make_optimizer("select", space.encoding, objective, z_solver=METHODS[method],
+                               time_budget=budget, seed=seed, n_train=len(splits[0].train))
     start = time.monotonic()
     try:
         result = optimizer.run()
@@ -117,8 +108,9 @@ def run_one(dataset: str, X, y, method: str, seed: int, budget: float, out: Path
 
 
 def load_records(out: Path) -> list[dict]:
-    with open(out / "journal.jsonl") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    from admm_automl.journal import Journal
+
+    return Journal.read(out / "journal.jsonl")
 
 
 # ----------------------------------------------------------------------------- analysis

@@ -108,21 +108,18 @@ def real_problem(data_dir: str):
     """``(dim, fn, penalty, None)`` for gradient boosting on fri_c2_1000_10 (see module doc)."""
     if "gb" not in _REAL_CACHE:
         from admm_automl.datasets import load_from_dir
-        from admm_automl.evaluation import (
-            PipelineObjective, SerialExecutor, TrialContext, get_metric, make_splits,
-        )
-        from admm_automl.history import Journal
-        from admm_automl.space import space_from_dict
+        from admm_automl.evaluation import SerialExecutor
+        from admm_automl.evaluation.setup import open_objective, prepare_task
         from admm_automl.records import Request
+        from admm_automl.space import space_from_dict
 
         X, y = load_from_dir("fri_c2_1000_10", data_dir)
         y = np.asarray(y)
         space = space_from_dict(GB_SPACE).for_task("classification")
         enc = space.encoding
-        splits = make_splits(y, classification=True, cv=None, validation_size=0.2, seed=0)
-        metric = get_metric(None, "classification", "binary")
-        ctx = TrialContext(space, X, y, splits, metric, None, 0, labels=np.unique(y))
-        objective = PipelineObjective(ctx, SerialExecutor(), Journal(None), worst_loss=1.0)
+        task = prepare_task(X, y, space=space, task="classification", target_type="binary",
+                            validation_size=0.2, split_seed=0, model_seed=0)
+        objective = open_objective(task.context, executor=SerialExecutor(), worst_loss=1.0)
         theta0 = enc.project(enc.initial_theta)
         z = (0,)
         is_d = enc.discrete[enc.active(z)]

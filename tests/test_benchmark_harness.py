@@ -12,7 +12,7 @@ from admm_automl.benchmarks import analysis
 from admm_automl.benchmarks.artificial import EPS, ArtificialObjective
 from admm_automl.benchmarks.runner import artificial_problem, data_problem, parse_method, run
 from admm_automl.exceptions import InvalidParameterError
-from admm_automl.history import Journal
+from admm_automl.journal import Journal
 from admm_automl.space import load_space
 from admm_automl.testing import tiny_space
 

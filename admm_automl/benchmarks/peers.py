@@ -12,61 +12,51 @@ Both libraries are optional (``pip install 'admm-automl[experiments]'``).
 from __future__ import annotations
 
 import logging
-import time
+import math
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from ..exceptions import InvalidParameterError, MissingDependencyError
+from .._lagrangian import Constraints
+from .._recorder import Budget, Recorder
+from ..exceptions import BudgetExhausted, InvalidParameterError, MissingDependencyError
 from ..space import Categorical, Float, Int, PipelineSpace
-from ..records import Request
 
 OPTUNA_SAMPLERS = ("tpe", "random")
 FLAML_SEARCHERS = ("blendsearch", "cfo")
 
 
-@dataclass
-class Budget:
-    """Wall-clock and evaluation limits counted from ``start_time`` (a ``time.monotonic`` value)."""
-
-    time_budget: float | None
-    max_evals: int | None
-    start_time: float
-
-    def time_left(self) -> float | None:
-        if self.time_budget is None:
-            return None
-        return self.time_budget - (time.monotonic() - self.start_time)
-
-    def exhausted(self, n_evals: int) -> bool:
-        left = self.time_left()
-        return (left is not None and left <= 1e-3) or (
-            self.max_evals is not None and n_evals >= self.max_evals
-        )
-
-
 class _Evaluator:
-    """Evaluate one configuration through the engine and track the budget."""
+    """Evaluate one configuration at a time through the shared recorder (engine, budget, journal
+    tags); remembers when the budget has ended so the peer's own loop can be stopped."""
 
-    def __init__(self, engine: Callable[..., Any], budget: Budget, phase: str) -> None:
-        self.engine, self.budget, self.phase = engine, budget, phase
-        self.n_evals = 0
+    def __init__(self, space: PipelineSpace, engine: Callable[..., Any], budget: Budget,
+                 phase: str) -> None:
+        self.recorder = Recorder(space.encoding, engine, budget, Constraints())
+        self.phase = phase
         self.stopped = False
+        self.stop_reason = "time_budget"
 
     def __call__(self, z: tuple[int, ...], theta: np.ndarray) -> float:
-        (obs,) = self.engine(
-            [Request(z, theta, 1.0)], time_left=self.budget.time_left(), tags={"phase": self.phase}
-        )
-        if obs.budget_stop:
-            self.stopped = True
-        elif not obs.cached:
-            self.n_evals += 1
+        try:
+            (obs,) = self.recorder.evaluate([(z, theta, 1.0)], self.phase)
+        except BudgetExhausted as stop:
+            self.stopped, self.stop_reason = True, str(stop)
+            return math.inf
         return obs.loss
 
     def done(self) -> bool:
-        return self.stopped or self.budget.exhausted(self.n_evals)
+        budget, n = self.recorder.budget, self.recorder.n_evals
+        left = budget.time_left()
+        return self.stopped or (left is not None and left <= 1e-3) or (
+            budget.max_evals is not None and n >= budget.max_evals)
+
+    def outcome(self) -> tuple[int, str]:
+        budget, n = self.recorder.budget, self.recorder.n_evals
+        if budget.max_evals is not None and n >= budget.max_evals:
+            return n, "max_evals"
+        return n, self.stop_reason
 
 
 def _ordered(algo: Any) -> list[tuple[int, Any]]:
@@ -109,9 +99,11 @@ def _optuna_point(trial: Any, space: PipelineSpace) -> tuple[tuple[int, ...], np
 
 def run_optuna(
     space: PipelineSpace, engine: Callable[..., Any], budget: Budget, *, seed: int,
-    sampler: str = "tpe",
-) -> _Evaluator:
-    """Optuna's TPE (default settings) or random sampler until the budget runs out."""
+    option: str = "tpe",
+) -> tuple[int, str]:
+    """Optuna's TPE (default settings) or random sampler until the budget runs out; returns the
+    number of new evaluations and the stop reason."""
+    sampler = option
     try:
         import optuna
     except ImportError:
@@ -123,7 +115,7 @@ def run_optuna(
     optuna.logging.set_verbosity(logging.WARNING)
     make = optuna.samplers.TPESampler if sampler == "tpe" else optuna.samplers.RandomSampler
     study = optuna.create_study(direction="minimize", sampler=make(seed=seed))
-    evaluator = _Evaluator(engine, budget, f"optuna-{sampler}")
+    evaluator = _Evaluator(space, engine, budget, f"optuna-{sampler}")
 
     def objective(trial: Any) -> float:
         loss = evaluator(*_optuna_point(trial, space))
@@ -133,7 +125,7 @@ def run_optuna(
 
     if not evaluator.done():
         study.optimize(objective, n_trials=None, timeout=budget.time_left())
-    return evaluator
+    return evaluator.outcome()
 
 
 # -------------------------------------------------------------------------------------- FLAML
@@ -179,10 +171,11 @@ def _flaml_point(config: dict[str, Any], space: PipelineSpace) -> tuple[tuple[in
 
 def run_flaml(
     space: PipelineSpace, engine: Callable[..., Any], budget: Budget, *, seed: int,
-    searcher: str = "blendsearch",
-) -> _Evaluator:
+    option: str = "blendsearch",
+) -> tuple[int, str]:
     """FLAML's BlendSearch (global TPE + local CFO) or CFO alone, in-process, until the budget runs
-    out."""
+    out; returns the number of new evaluations and the stop reason."""
+    searcher = option
     try:
         with warnings.catch_warnings():  # "flaml.automl is not available": not needed here
             warnings.simplefilter("ignore", UserWarning)
@@ -194,7 +187,7 @@ def run_flaml(
     if searcher not in FLAML_SEARCHERS:
         raise InvalidParameterError(f"FLAML searcher must be one of {FLAML_SEARCHERS!r}, got {searcher!r}")
     cls = BlendSearch if searcher == "blendsearch" else CFO
-    evaluator = _Evaluator(engine, budget, f"flaml-{searcher}")
+    evaluator = _Evaluator(space, engine, budget, f"flaml-{searcher}")
 
     def evaluate(config: dict[str, Any]) -> dict[str, float]:
         return {"loss": evaluator(*_flaml_point(config, space))}
@@ -209,4 +202,4 @@ def run_flaml(
             num_samples=budget.max_evals if budget.max_evals is not None else -1,
             verbose=0,
         )
-    return evaluator
+    return evaluator.outcome()

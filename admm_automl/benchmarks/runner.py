@@ -36,11 +36,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..admm import Schedule
+from .._recorder import Budget, Schedule
 from ..exceptions import InvalidParameterError
 from ..space import PipelineSpace, load_space
 from .analysis import is_score
-from .peers import FLAML_SEARCHERS, OPTUNA_SAMPLERS, Budget, run_flaml, run_optuna
+from .peers import FLAML_SEARCHERS, OPTUNA_SAMPLERS, run_flaml, run_optuna
 
 #: the paper's abbreviations of solver names
 SOLVER_ALIASES = {"ba": "cmab", "rnd": "random", "hb": "hyperband"}
@@ -172,24 +172,22 @@ def data_problem(
     validation_size: float = 0.2, split_seed: int = 0, scoring: str = "roc_auc",
 ) -> Problem:
     """Pipelines on (X, y) scored by 1 − AUROC (or ``scoring``) on one fixed stratified holdout
-    split, shared by every method and seed."""
-    from ..estimator import make_preprocessor
-    from ..evaluation import TrialContext, get_metric, make_splits
+    split, shared by every method and seed (the run seed is the models' ``random_state``)."""
+    from ..evaluation.setup import prepare_task
 
     y = np.asarray(y)
-    labels = np.unique(y)
-    target = "binary" if len(labels) == 2 else "multiclass"
+    target = "binary" if len(np.unique(y)) == 2 else "multiclass"
     space = _classification_space(space)
-    metric = get_metric(scoring, "classification", target)
-    splits = make_splits(y, classification=True, cv=None, validation_size=validation_size,
-                         seed=split_seed)
-    ctx = TrialContext(space, X, y, splits, metric, make_preprocessor(X), labels=labels)
+    task = prepare_task(X, y, space=space, task="classification", target_type=target,
+                        scoring=scoring, validation_size=validation_size, split_seed=split_seed)
+    ctx = task.context
     return Problem(
         name, space, lambda seed: replace(ctx, random_state=seed),
-        metric.worst if metric.worst is not None else float("nan"),
-        n_train=len(splits[0].train),
+        task.metric.worst if task.metric.worst is not None else float("nan"),
+        n_train=len(ctx.splits[0].train),
         info={"rows": int(len(y)), "columns": int(X.shape[1]), "space": space.name,
-              "metric": metric.name, "validation_size": validation_size, "split_seed": split_seed},
+              "metric": task.metric.name, "validation_size": validation_size,
+              "split_seed": split_seed},
     )
 
 
@@ -199,11 +197,8 @@ def run(
 ) -> dict[str, Any]:
     """One search of ``problem`` by ``method``; returns (and writes to ``out_dir/run.json``) a
     summary. The journal goes to ``out_dir/journal.jsonl``; an existing run there is replaced."""
-    from ..evaluation import PipelineObjective
-    from ..evaluation.executors import ProcessExecutor, SerialExecutor
-    from ..history import Journal
-    from ..joint import OPTIMIZERS
-    from ..solvers import THETA_SOLVERS, Z_SOLVERS
+    from ..evaluation import ProcessExecutor, SerialExecutor
+    from ..evaluation.setup import make_optimizer, open_objective
 
     method = parse_method(method) if isinstance(method, str) else method
     if time_budget is None and max_evals is None:
@@ -211,32 +206,28 @@ def run(
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        for stale in ("journal.jsonl", "run.json"):  # never resume: the cache would answer
+        for stale in ("journal.jsonl", "run.json"):  # never resume: the run would be replayed
             (out / stale).unlink(missing_ok=True)
     start = time.monotonic()  # the budget covers set-up and worker start-up
     executor = ProcessExecutor(n_workers=1, threads=1) if problem.isolate else SerialExecutor()
-    journal = Journal(out / "journal.jsonl" if out is not None else None)
-    objective = PipelineObjective(problem.make_task(seed), executor, journal,
-                                  worst_loss=problem.worst_loss, start_time=start)
+    objective = open_objective(problem.make_task(seed), executor=executor,
+                               worst_loss=problem.worst_loss, output_dir=out, start_time=start)
+    journal = objective.journal
     try:
         if method.kind in ("admm", "jopt"):
-            optimizer = OPTIMIZERS[method.kind](
-                problem.space.encoding, objective,
-                lambda: THETA_SOLVERS.create(method.theta_solver),
-                lambda: Z_SOLVERS.create(method.z_solver),
-                rho=method.rho, schedule=method.schedule, max_evals=max_evals,
-                time_budget=time_budget, seed=seed, n_train=problem.n_train, start_time=start,
+            optimizer = make_optimizer(
+                method.kind, problem.space.encoding, objective, theta_solver=method.theta_solver,
+                z_solver=method.z_solver, rho=method.rho, schedule=method.schedule,
+                max_evals=max_evals, time_budget=time_budget, seed=seed, n_train=problem.n_train,
+                start_time=start,
             )
             result = optimizer.run()
             n_evals, stop_reason = result.n_evals, result.stop_reason
         else:
-            budget = Budget(time_budget, max_evals, start)
-            if method.kind == "optuna":
-                done = run_optuna(problem.space, objective, budget, seed=seed, sampler=method.option)
-            else:
-                done = run_flaml(problem.space, objective, budget, seed=seed, searcher=method.option)
-            n_evals = done.n_evals
-            stop_reason = "max_evals" if max_evals is not None and n_evals >= max_evals else "time_budget"
+            budget = Budget(max_evals, time_budget, start_time=start)
+            peer = run_optuna if method.kind == "optuna" else run_flaml
+            n_evals, stop_reason = peer(problem.space, objective, budget, seed=seed,
+                                        option=method.option)
     finally:
         objective.close()
     summary = {

@@ -1,0 +1,293 @@
+"""The one run set-up: seeds, task (data, splits, metric, constraints), objective, journal and
+optimiser, shared by the estimator, the benchmark runner and the experiment scripts.
+
+* :func:`derive_seeds` — one ``random_state`` → the solvers' seed sequence, the split seed and the
+  models' ``random_state``.
+* :func:`prepare_task` — the :class:`~admm_automl.evaluation.TrialContext` of a run (splits,
+  metric, preprocessing, constraints bound to the data) and the loss of a failed pipeline.
+* :func:`run_header` — what the recorded losses depend on (the journal guards resume with it).
+* :func:`open_objective` — executor + journal + cached objective.
+* :func:`make_optimizer` — ``"admm"``, ``"jopt"`` or ``"select"`` with their own arguments.
+* :func:`run_search` — all of the above for one search, as the estimator runs it.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .._recorder import Result, Schedule
+from ..exceptions import DataError, InvalidParameterError
+from ..journal import Journal
+from .data import fingerprint, make_preprocessor
+from .executors import make_executor
+from .metrics import Metric, get_metric
+from .objective import PipelineObjective
+from .splits import make_splits
+from .worker import TrialContext, take_rows
+
+#: the search methods of the estimator (``method=``)
+METHODS = ("admm", "jopt", "select")
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """The independent random streams of a run, derived from one seed."""
+
+    solvers: np.random.SeedSequence
+    splits: int
+    models: int
+
+
+def derive_seeds(random_state: Any) -> Seeds:
+    """Spawn the solvers', the splits' and the models' seeds from ``random_state`` (None, an int
+    or a RandomState), in a fixed order."""
+    if isinstance(random_state, np.random.RandomState):
+        entropy = int(random_state.randint(np.iinfo(np.int32).max))
+    elif random_state is None or isinstance(random_state, numbers.Integral):
+        entropy = random_state
+    else:
+        raise InvalidParameterError(
+            f"random_state must be None, an int or a RandomState, got {random_state!r}"
+        )
+    solvers, splits, models = np.random.SeedSequence(entropy).spawn(3)
+    return Seeds(solvers, int(splits.generate_state(1)[0]), int(models.generate_state(1)[0] >> 1))
+
+
+@dataclass
+class Task:
+    """What :func:`prepare_task` builds: the trial context, the metric, the constraints bound to
+    the data, and the loss given to failed pipelines."""
+
+    kind: str  # "classification" or "regression"
+    context: TrialContext
+    metric: Metric
+    constraints: list[Any]
+    worst_loss: float
+    split_seed: int
+
+
+def prepare_task(
+    X: Any, y: np.ndarray, *, space: Any, task: str, target_type: str, scoring: Any = None,
+    cv: int | None = None, validation_size: float = 0.2, split_seed: int = 0,
+    model_seed: int | None = None, constraints: Any = None, sensitive_features: Any = None,
+) -> Task:
+    """Splits, metric, preprocessing and constraints for pipelines of ``space`` on (X, y)."""
+    from ..constraints import make_constraints
+
+    metric = get_metric(scoring, task, target_type)
+    try:
+        splits = make_splits(y, classification=task == "classification", cv=cv,
+                             validation_size=validation_size, seed=split_seed)
+    except ValueError as err:
+        raise DataError(f"cannot make the validation split(s): {err}") from None
+    labels = np.unique(y) if task == "classification" else None
+    ctx = TrialContext(space, X, y, splits, metric, make_preprocessor(X), model_seed, labels=labels)
+    bound = make_constraints(constraints)
+    for constraint in bound:  # errors in the data come here, before any training
+        constraint.bind(X, y, groups=sensitive_features, splits=splits, task=task)
+    ctx.measures = {c.key: c for c in bound}
+    worst = metric.worst if metric.worst is not None else baseline_loss(ctx, task)
+    return Task(task, ctx, metric, bound, float(worst), split_seed)
+
+
+def baseline_loss(ctx: TrialContext, task: str) -> float:
+    """The loss of a constant predictor (class prior / mean): the failure loss of a metric with no
+    upper bound, such as RMSE or log-loss."""
+    from sklearn.base import clone
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+    from sklearn.pipeline import make_pipeline
+
+    dummy = DummyClassifier(strategy="prior") if task == "classification" else DummyRegressor()
+    scorer = ctx.metric.make_scorer(ctx.labels)
+    losses = []
+    for split in ctx.splits:
+        model = make_pipeline(clone(ctx.preprocessor), dummy).fit(
+            take_rows(ctx.X, split.train), ctx.y[split.train]
+        )
+        losses.append(ctx.metric.loss(scorer, model, take_rows(ctx.X, split.valid),
+                                      ctx.y[split.valid]))
+    return float(np.mean(losses))
+
+
+def _stable(value: Any) -> Any:
+    """A form of ``value`` whose repr is the same in every process (functions and classes by
+    their import path, not their address)."""
+    if isinstance(value, dict):
+        return {str(k): _stable(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_stable(v) for v in value]
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{getattr(value, '__module__', '?')}.{value.__qualname__}"
+    return value
+
+
+def _digest(value: Any) -> str:
+    import hashlib
+
+    return hashlib.sha256(repr(_stable(value)).encode()).hexdigest()[:16]
+
+
+def run_header(task: Task, *, cv: int | None, validation_size: float) -> dict[str, Any]:
+    """What the losses recorded for ``task`` depend on; a journal refuses to resume under another."""
+    from .. import __version__
+
+    ctx = task.context
+    measures = {
+        key: {k: v for k, v in c.get_params().items() if k not in ("threshold", "sense")}
+        for key, c in ctx.measures.items()
+    }
+    return {
+        "package_version": __version__,
+        "data": {"rows": int(len(ctx.y)), "fingerprint": fingerprint(ctx.X, ctx.y)},
+        "metric": task.metric.name if isinstance(task.metric.scorer, str)
+        else f"{task.metric.name} ({getattr(task.metric.scorer, '__module__', '?')})",
+        "splits": {"cv": cv, "validation_size": None if cv else validation_size,
+                   "seed": task.split_seed},
+        "model_seed": ctx.random_state,
+        "space": {"name": ctx.space.name, "fingerprint": _digest(ctx.space.modules)},
+        "constraint_measures": _digest(measures) if measures else None,
+    }
+
+
+def open_objective(
+    task_or_context: Any, *, executor: Any, worst_loss: float, output_dir: Any = None,
+    header: Mapping[str, Any] | None = None, resume: bool = True,
+    trial_timeout: float | None = None, start_time: float | None = None,
+) -> PipelineObjective:
+    """The cached, journaled objective over a task (a :class:`TrialContext` or any object with
+    ``space`` and ``run``); the journal is ``output_dir/journal.jsonl`` when a directory is given."""
+    path = Path(output_dir) / "journal.jsonl" if output_dir is not None else None
+    journal = Journal(path, dict(header or {}), resume=resume)
+    return PipelineObjective(task_or_context, executor, journal, worst_loss=worst_loss,
+                             trial_timeout=trial_timeout, start_time=start_time)
+
+
+def make_optimizer(
+    method: str, encoding: Any, engine: Any, *, theta_solver: Any = "bo", z_solver: Any = "cmab",
+    rho: float = 1.0, schedule: Schedule = Schedule(), constraints: Any = (),
+    constraint_mode: str = "auto", penalty_weight: float = 1.0, n_train: int | None = None,
+    **common: Any,
+) -> Any:
+    """The optimiser of ``method`` (:data:`METHODS`). ``theta_solver`` / ``z_solver`` are registry
+    specifications (name, ``{name, params}`` or instance); ``constraint_mode="auto"`` is ``"admm"``
+    for ADMM and ``"penalty"`` for the methods without the split. ``common`` goes to every method:
+    ``max_evals``, ``time_budget``, ``seed``, ``callback``, ``batch_size``, ``start_time``, ..."""
+    from ..admm import ADMMOptimizer
+    from ..baselines import JointOptimizer, SelectionOptimizer
+    from ..solvers import THETA_SOLVERS, Z_SOLVERS
+
+    if method not in METHODS:
+        raise InvalidParameterError(f"method must be one of {METHODS!r}, got {method!r}")
+    if constraint_mode == "auto":
+        constraint_mode = "admm" if method == "admm" else "penalty"
+    common.update(schedule=schedule, constraints=constraints, constraint_mode=constraint_mode,
+                  penalty_weight=penalty_weight)
+    theta = lambda: THETA_SOLVERS.create(theta_solver)  # noqa: E731
+    z = lambda: Z_SOLVERS.create(z_solver)  # noqa: E731
+    if method == "admm":
+        return ADMMOptimizer(encoding, engine, theta, z, rho=rho, n_train=n_train, **common)
+    if method == "jopt":
+        return JointOptimizer(encoding, engine, theta, **common)
+    return SelectionOptimizer(encoding, engine, z, n_train=n_train, **common)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The estimator's search parameters (see :class:`admm_automl.ADMM` for their meaning)."""
+
+    method: str = "admm"
+    theta_solver: Any = "bo"
+    z_solver: Any = "cmab"
+    max_evals: int | None = None
+    time_budget: float | None = None
+    rho: float = 1.0
+    inner_iter: int = 16
+    inner_iter_step: int = 16
+    inner_iter_max: int = 128
+    constraints: Any = None
+    constraint_mode: str = "auto"
+    penalty_weight: float = 1.0
+    scoring: Any = None
+    cv: int | None = None
+    validation_size: float = 0.2
+    executor: str = "auto"
+    n_jobs: int = 1
+    trial_timeout: float | None = None
+    memory_limit: int | None = None
+    output_dir: Any = None
+    resume: bool = True
+    random_state: Any = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> "SearchSettings":
+        return cls(**{f.name: params[f.name] for f in fields(cls) if f.name in params})
+
+
+@dataclass
+class SearchOutcome:
+    """A finished search: its task, optimiser result, journal records, constraints algebra and ρ."""
+
+    task: Task
+    result: Result
+    records: list[dict[str, Any]]
+    n_failed: int
+    constraints: Any
+    rho: float
+
+
+#: with neither max_evals nor time_budget, this many evaluations
+DEFAULT_MAX_EVALS = 100
+
+
+def run_search(
+    X: Any, y: np.ndarray, settings: SearchSettings, *, space: Any, task: str, target_type: str,
+    sensitive_features: Any = None, start_time: float | None = None,
+) -> SearchOutcome:
+    """One search as the estimator runs it (the time budget runs from ``start_time``)."""
+    start_time = time.monotonic() if start_time is None else start_time
+    s = settings
+    seeds = derive_seeds(s.random_state)
+    prepared = prepare_task(
+        X, y, space=space, task=task, target_type=target_type, scoring=s.scoring, cv=s.cv,
+        validation_size=s.validation_size, split_seed=seeds.splits, model_seed=seeds.models,
+        constraints=s.constraints, sensitive_features=sensitive_features,
+    )
+    executor = make_executor(
+        s.executor, n_jobs=s.n_jobs, memory_limit_mb=s.memory_limit,
+        needs_isolation=s.trial_timeout is not None or s.time_budget is not None,
+    )
+    if s.trial_timeout is not None and not executor.enforces_timeout:
+        raise InvalidParameterError(
+            "trial_timeout needs worker processes to stop a runaway fit: use executor='process' "
+            "(or 'auto')"
+        )
+    header = run_header(prepared, cv=s.cv, validation_size=s.validation_size)
+    objective = open_objective(
+        prepared.context, executor=executor, worst_loss=prepared.worst_loss,
+        output_dir=s.output_dir, header=header, resume=s.resume, trial_timeout=s.trial_timeout,
+        start_time=start_time,
+    )
+    max_evals = s.max_evals
+    if max_evals is None and s.time_budget is None:
+        max_evals = DEFAULT_MAX_EVALS
+    try:
+        optimizer = make_optimizer(
+            s.method, space.encoding, objective, theta_solver=s.theta_solver,
+            z_solver=s.z_solver, rho=s.rho,
+            schedule=Schedule(s.inner_iter, s.inner_iter_step, s.inner_iter_max),
+            constraints=prepared.constraints, constraint_mode=s.constraint_mode,
+            penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
+            max_evals=max_evals, time_budget=s.time_budget, seed=seeds.solvers,
+            batch_size=s.n_jobs, start_time=start_time,
+        )
+        result = optimizer.run()
+    finally:
+        objective.close()
+    return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
+                         optimizer.constraints, s.rho)
