@@ -3,7 +3,10 @@
 ``setup(problem, rng)`` starts a solver on a sub-problem; ``ask()`` proposes a :class:`Suggestion`;
 ``tell(suggestion, observation)`` feeds the raw result back; ``best()`` is the best configuration
 seen, scored with ``problem.augment`` (history included); ``run(n_evals)`` asks, evaluates and tells
-``n_evals`` times. A library that only offers run-to-completion overrides ``run``.
+until ``n_evals`` *new* evaluations are made: answers from the objective's cache are free, at most
+``max(100, 10·n_evals)`` of them per call, so an exhausted space ends the call. A solver that must
+drive someone else's loop (RBFOpt) overrides the protected ``_run`` and evaluates through
+``_evaluate``, which keeps that count.
 
 Rules shared by all solvers (checked by the conformance tests):
 
@@ -11,48 +14,31 @@ Rules shared by all solvers (checked by the conformance tests):
 * all randomness comes from the ``rng`` given to ``setup``;
 * ``tell`` accepts failed observations (their loss is already the metric's worst value);
 * evaluation happens only through ``problem.evaluate``.
+
+Helpers for subclasses: :meth:`BaseSolver._start_point` (the problem's start unless the history has
+it) and :func:`random_z` (one uniform choice per module).
 """
 
 from __future__ import annotations
 
 import abc
-import inspect
 from typing import Any, ClassVar
 
 import numpy as np
 
+from .._params import ParamsMixin
 from ..exceptions import SolverError, UnknownSuggestionError
 from ..problem import ThetaProblem, ZProblem
 from ..records import Observation, Suggestion
 
 
-class ParamsMixin:
-    """scikit-learn style ``get_params``/``set_params`` from the ``__init__`` signature, so that
-    :func:`sklearn.base.clone` and nested ``set_params(theta_solver__x=...)`` work."""
+#: two θ points closer than this (Euclidean, unit box) count as the same configuration
+DUPLICATE_TOL = 1e-6
 
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return sorted(
-            p.name for p in sig.parameters.values() if p.name != "self" and p.kind != p.VAR_KEYWORD
-        )
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params: Any) -> "ParamsMixin":
-        valid = self._param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(
-                    f"Invalid parameter {key!r} for {type(self).__name__}. Valid: {valid!r}"
-                )
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+def random_z(rng: np.random.Generator, n_choices: tuple[int, ...]) -> tuple[int, ...]:
+    """One uniform choice per module."""
+    return tuple(int(rng.integers(k)) for k in n_choices)
 
 
 class BaseSolver(ParamsMixin, abc.ABC):
@@ -75,6 +61,7 @@ class BaseSolver(ParamsMixin, abc.ABC):
         self.pending_: dict[int, Suggestion] = {}
         self.trials_: list[tuple[Any, Observation]] = []
         self.n_asked_ = 0
+        self.fresh_left_ = self.cached_left_ = 0
         self._setup()
         return self
 
@@ -114,19 +101,52 @@ class BaseSolver(ParamsMixin, abc.ABC):
 
     # -------------------------------------------------------------- driving
     def run(self, n_evals: int) -> None:
-        """Ask, evaluate and tell ``n_evals`` times (budget errors propagate to the caller).
+        """Ask, evaluate and tell until ``n_evals`` new evaluations are made (budget errors
+        propagate to the caller); cache hits are free, at most ``max(100, 10·n_evals)`` of them.
 
-        A solver with ``supports_batch`` asks ``problem.batch_size`` suggestions at a time, so a
-        parallel executor evaluates them together.
+        A solver with ``supports_batch`` asks up to ``problem.batch_size`` suggestions at a time,
+        so a parallel executor evaluates them together.
         """
-        left = int(n_evals)
+        self.fresh_left_ = int(n_evals)
+        self.cached_left_ = max(100, 10 * int(n_evals))
+        self._run()
+
+    def _run(self) -> None:
+        """The loop of :meth:`run`; override to drive a foreign loop through :meth:`_evaluate`."""
         batch = max(1, int(getattr(self.problem_, "batch_size", 1))) if self.supports_batch else 1
-        while left > 0:
-            suggestions = [self.ask() for _ in range(min(batch, left))]
+        while not self._run_done():
+            self._evaluate([self.ask() for _ in range(min(batch, self.fresh_left_))])
+
+    def _run_done(self) -> bool:
+        """Whether :meth:`run` has made its new evaluations, or spent its free cache hits."""
+        return self.fresh_left_ <= 0 or self.cached_left_ <= 0
+
+    def _evaluate(self, suggestions: list[Suggestion]) -> list[Observation]:
+        """Evaluate asked suggestions through the problem, tell the results and count them."""
+        try:
             observations = self.problem_.evaluate(suggestions)
-            for suggestion, observation in zip(suggestions, observations):
-                self.tell(suggestion, observation)
-            left -= len(suggestions)
+        except BaseException:
+            for suggestion in suggestions:
+                self.pending_.pop(suggestion.id, None)
+            raise
+        for suggestion, observation in zip(suggestions, observations):
+            self.tell(suggestion, observation)
+            if observation.cached:
+                self.cached_left_ -= 1
+            else:
+                self.fresh_left_ -= 1
+        return observations
+
+    def _start_point(self) -> np.ndarray | None:
+        """``problem.start`` (clipped to the box) unless the history already holds it."""
+        start = getattr(self.problem_, "start", None)
+        if start is None:
+            return None
+        start = np.clip(np.asarray(start, dtype=float), 0.0, 1.0)
+        known = (np.asarray(x, dtype=float) for x, _ in self.problem_.history)
+        if any(np.linalg.norm(x - start) <= DUPLICATE_TOL for x in known):
+            return None
+        return start
 
     def best(self) -> tuple[Any, Observation] | None:
         """Best ``(config, observation)`` of this problem's history and this solver's trials."""

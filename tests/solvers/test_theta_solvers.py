@@ -26,7 +26,7 @@ from admm_automl.exceptions import (
 )
 from admm_automl.problem import ThetaProblem
 from admm_automl.solvers import THETA_SOLVERS
-from admm_automl.solvers.theta import _gp
+from admm_automl.solvers import _gp
 from admm_automl.solvers.theta import rbfopt as rbfopt_module
 from admm_automl.testing import tiny_space
 from admm_automl.records import Observation
@@ -385,6 +385,7 @@ def test_rbfopt_warm_start_skips_its_design_and_improves():
 
 
 # ----------------------------------------------------------------------------- quality (slow)
+@pytest.mark.slow
 @pytest.mark.slow
 def test_bo_beats_random_on_hartmann6():
     """Median best regret over 5 seeds at 40 evaluations: bo well below random search."""

@@ -10,12 +10,10 @@ import warnings
 import numpy as np
 
 from ...exceptions import InvalidParameterError, SolverFallbackWarning
-from ..base import BaseThetaSolver
+from ..base import DUPLICATE_TOL, BaseThetaSolver
 from ..registry import THETA_SOLVERS
-from . import _gp
+from .. import _gp
 
-#: two points closer than this (Euclidean, unit box) count as the same configuration
-_DUPLICATE_TOL = 1e-6
 
 
 @THETA_SOLVERS.register("bo")
@@ -105,13 +103,9 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         self._validate()
         problem = self.problem_
         dim = int(problem.dim)
-        known = [np.asarray(x, dtype=float) for x, _ in problem.history]
-        design: list[np.ndarray] = []
-        if problem.start is not None:
-            start = np.clip(np.asarray(problem.start, dtype=float), 0.0, 1.0)
-            if not any(np.linalg.norm(x - start) <= _DUPLICATE_TOL for x in known):
-                design.append(start)
-        n_sobol = max(0, int(self.n_initial_points) - len(known) - len(design))
+        start = self._start_point()
+        design: list[np.ndarray] = [] if start is None else [start]
+        n_sobol = max(0, int(self.n_initial_points) - len(problem.history) - len(design))
         seed = int(self.rng_.integers(2**32 - 1))
         design.extend(_gp.sobol_points(n_sobol, dim, seed))
         self.design_ = design
@@ -200,6 +194,6 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         )
         taken = np.vstack([X] + ([np.array(pending)] if pending else []))
         for x in ranked:
-            if np.min(np.linalg.norm(taken - x, axis=1)) > _DUPLICATE_TOL:
+            if np.min(np.linalg.norm(taken - x, axis=1)) > DUPLICATE_TOL:
                 return np.clip(x, 0.0, 1.0)
         return None

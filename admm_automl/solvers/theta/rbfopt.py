@@ -23,7 +23,6 @@ from ...records import Suggestion
 from ..base import BaseThetaSolver
 from ..registry import THETA_SOLVERS
 
-_DUPLICATE_TOL = 1e-6
 #: rbfopt rounds of a single run(n) call that may end without a new evaluation before padding
 _MAX_IDLE_ROUNDS = 3
 #: iterations one ask may replay or discard before it gives up and asks a random point
@@ -101,8 +100,8 @@ def _rbfopt_random_state(holder: dict) -> Iterator[None]:
 class RBFOptThetaSolver(BaseThetaSolver):
     """RBFOpt radial-basis-function surrogate search (Costa & Nannicini), seed 001's RBFOpt.
 
-    ``run(n)`` calls RBFOpt's own loop with ``max_evaluations = n`` and an objective that evaluates
-    through ``problem.evaluate`` and scores with ``problem.augment`` (so the ADMM penalty is part
+    ``run(n)`` calls RBFOpt's own loop (the protected ``_run`` hook) with ``max_evaluations = n`` and
+    an objective that evaluates through ``problem.evaluate`` and scores with ``problem.augment`` (so the ADMM penalty is part
     of the black box, as in the paper). The auxiliary sub-problems are solved by the ``ripopt``
     program inside the ``pyomo-ripopt`` package (passed as both ``minlp_solver_path`` and
     ``nlp_solver_path``); without it setup raises :class:`MissingDependencyError` naming the
@@ -110,8 +109,8 @@ class RBFOptThetaSolver(BaseThetaSolver):
 
     Guarantees and choices:
 
-    * exactly ``n`` evaluations: RBFOpt evaluates its whole initial design at once, so the
-      objective stops it after the ``n``-th evaluation (a budget below the design size — about
+    * exactly ``n`` new evaluations, as every solver: RBFOpt evaluates its whole initial design at
+      once, so the objective stops it after the ``n``-th new evaluation (a budget below the design size — about
       (dim+1)/2 Latin-hypercube points plus the midpoint — evaluates a prefix of the design); if
       RBFOpt stops early (all candidate points discarded), it is restarted warm, and after
       ``3`` such rounds without progress the rest of the budget is uniform random points;
@@ -149,13 +148,7 @@ class RBFOptThetaSolver(BaseThetaSolver):
     def _setup(self) -> None:
         _import_rbfopt()  # fail early, with the install hint
         self.program_ = _solver_program()
-        problem = self.problem_
-        known = [np.asarray(x, dtype=float) for x, _ in problem.history]
-        self.first_ = None
-        if problem.start is not None:
-            start = np.clip(np.asarray(problem.start, dtype=float), 0.0, 1.0)
-            if not any(np.linalg.norm(x - start) <= _DUPLICATE_TOL for x in known):
-                self.first_ = start
+        self.first_ = self._start_point()
         self.session_: dict | None = None
 
     def update_problem(self, problem) -> None:
@@ -224,47 +217,37 @@ class RBFOptThetaSolver(BaseThetaSolver):
         return alg, holder
 
     def _evaluate_one(self, x: np.ndarray) -> Any:
-        """Evaluate one point through the problem, with the protocol's bookkeeping."""
+        """Ask ``x`` and evaluate it through the problem (the protocol's bookkeeping and count)."""
         suggestion = Suggestion(self.n_asked_, np.clip(np.asarray(x, dtype=float), 0.0, 1.0), None)
         self.n_asked_ += 1
         self.pending_[suggestion.id] = suggestion
-        try:
-            (observation,) = self.problem_.evaluate([suggestion])
-        except BaseException:
-            self.pending_.pop(suggestion.id, None)
-            raise
-        self.tell(suggestion, observation)
+        (observation,) = self._evaluate([suggestion])
         return observation
 
     # ------------------------------------------------------------------ run (RBFOpt's loop)
-    def run(self, n_evals: int) -> None:
-        """Evaluate exactly ``n_evals`` points: ``problem.start`` if new, then RBFOpt's loop."""
-        left = int(n_evals)
+    def _run(self) -> None:
+        """``problem.start`` if new, then RBFOpt's loop until the new evaluations are made."""
         self.session_ = None  # ask/tell replay state does not know the points evaluated here
-        if left > 0 and self.first_ is not None:
+        if not self._run_done() and self.first_ is not None:
             first, self.first_ = self.first_, None
             self._evaluate_one(first)
-            left -= 1
         idle = 0
-        while left > 0 and idle < _MAX_IDLE_ROUNDS:
-            done = self._rbfopt_round(left)
-            left -= done
-            idle = idle + 1 if done == 0 else 0
-        while left > 0:  # RBFOpt gave up (every candidate discarded): pad with random points
+        while not self._run_done() and idle < _MAX_IDLE_ROUNDS:
+            before = (self.fresh_left_, self.cached_left_)
+            self._rbfopt_round()
+            idle = idle + 1 if (self.fresh_left_, self.cached_left_) == before else 0
+        while not self._run_done():  # RBFOpt gave up (every candidate discarded): random points
             self._evaluate_one(self.rng_.uniform(0.0, 1.0, size=self.problem_.dim))
-            left -= 1
 
-    def _rbfopt_round(self, budget: int) -> int:
-        """One RBFOpt run of at most ``budget`` evaluations; returns how many it made."""
-        count = 0
+    def _rbfopt_round(self) -> None:
+        """One RBFOpt run, stopped when :meth:`run` has its new evaluations."""
         holder: dict = {}
 
         def objective(x: np.ndarray) -> float:
-            nonlocal count
             known = self._lookup(x)
             if known is not None:  # answered from memory: no evaluation, no budget
                 return known
-            if count >= budget:
+            if self._run_done():
                 raise _Stop
             # the evaluation runs with the caller's global np.random, RBFOpt's is put aside
             inner = np.random.get_state()
@@ -274,10 +257,9 @@ class RBFOptThetaSolver(BaseThetaSolver):
             finally:
                 holder["outer"] = np.random.get_state()
                 np.random.set_state(inner)
-            count += 1
             return self._finite(self.problem_.augment(self.trials_[-1][0], observation))
 
-        alg, rng_holder = self._algorithm(objective, budget)
+        alg, rng_holder = self._algorithm(objective, self.fresh_left_)
         holder["outer"] = np.random.get_state()
         np.random.set_state(rng_holder["state"])
         try:
@@ -286,7 +268,6 @@ class RBFOptThetaSolver(BaseThetaSolver):
             pass
         finally:
             np.random.set_state(holder["outer"])
-        return count
 
     # ------------------------------------------------------------------ ask / tell (replay)
     def _ask(self) -> tuple[np.ndarray, None]:

@@ -10,9 +10,7 @@ import numpy as np
 from ...exceptions import MissingDependencyError
 from ..base import BaseThetaSolver
 from ..registry import THETA_SOLVERS
-from ._gp import single_threaded_blas
-
-_DUPLICATE_TOL = 1e-6
+from .._gp import single_threaded_blas
 
 
 def _import_optimizer():
@@ -119,11 +117,7 @@ class SkoptThetaSolver(BaseThetaSolver):
         self.worst_ = -math.inf
         self.held_: list[tuple[list[float], float]] = []
         known = [np.clip(np.asarray(x, dtype=float), 0.0, 1.0) for x, _ in problem.history]
-        self.first_ = None
-        if problem.start is not None:
-            start = np.clip(np.asarray(problem.start, dtype=float), 0.0, 1.0)
-            if not any(np.linalg.norm(x - start) <= _DUPLICATE_TOL for x in known):
-                self.first_ = start
+        self.first_ = self._start_point()
         if problem.history:
             values = [problem.augment(x, obs) for x, obs in problem.history]
             self._tell_many([list(map(float, x)) for x in known], values)

@@ -21,7 +21,7 @@ import numpy as np
 from ...exceptions import InvalidParameterError
 from ...problem import ZProblem
 from ...records import Observation, Suggestion
-from ..base import BaseZSolver
+from ..base import BaseZSolver, random_z
 
 #: a solver program yields ``(z, level index)`` and receives the observation
 Program = Generator[tuple[tuple[int, ...], int], Observation, Any]
@@ -147,7 +147,9 @@ class ProgramZSolver(BaseZSolver):
     Subclasses implement :meth:`_program`. ``ask`` returns the pending request of the program;
     ``tell`` with that suggestion sends the observation into the program, which runs to its next
     request. When the program ends (the space is exhausted), random full-fidelity pipelines are
-    asked; the objective's cache answers them. ``best()`` only considers observations at the top
+    asked; the objective's cache answers them (free, and bounded per ``run`` call, so an exhausted
+space ends the call). After ``update_problem`` the program may re-traverse pipelines whose θ did not
+change at no cost. ``best()`` only considers observations at the top
     fidelity level (and ``problem.history`` entries at full fidelity): a partially trained loss is
     not comparable with a full one (spec 000 G11), and ADMM's z-min must return a full-data choice.
     Returns ``None`` when there is none yet, so the ADMM driver keeps its current z.
@@ -197,8 +199,7 @@ class ProgramZSolver(BaseZSolver):
     def _exhausted(self) -> Program:
         """Nothing left to learn: random full-fidelity re-asks (answered by the cache)."""
         while True:
-            z = tuple(int(self.rng_.integers(k)) for k in self.problem_.n_choices)
-            yield z, self.ladder_.top
+            yield random_z(self.rng_, self.problem_.n_choices), self.ladder_.top
 
     def ask(self) -> Suggestion:
         suggestion = super().ask()
@@ -215,24 +216,6 @@ class ProgramZSolver(BaseZSolver):
         if suggestion.id == self._waiting_id:
             self._waiting_id = None
             self._advance(observation)
-
-    def run(self, n_evals: int) -> None:
-        """Ask, evaluate and tell until ``n_evals`` *new* evaluations have been made.
-
-        Answers from the objective's cache (``observation.cached``) are free, as they are for
-        the ADMM budget: after ``update_problem`` the program re-traverses pipelines whose θ did
-        not change at no cost. At most ``max(100, 10·n_evals)`` cached answers per call, so an
-        exhausted space ends the call.
-        """
-        fresh, cached, cap = 0, 0, max(100, 10 * int(n_evals))
-        while fresh < int(n_evals) and cached < cap:
-            suggestion = self.ask()
-            (observation,) = self.problem_.evaluate([suggestion])
-            self.tell(suggestion, observation)
-            if observation.cached:
-                cached += 1
-            else:
-                fresh += 1
 
     # ------------------------------------------------------------------ results
     def level_of(self, fidelity: float) -> int:

@@ -11,6 +11,7 @@ import numpy as np
 from ...exceptions import InvalidParameterError
 from ...records import Observation
 from ..registry import Z_SOLVERS
+from ..base import random_z
 from ._fidelity import Program, ProgramZSolver, all_pipelines, value_of
 
 BOUNDS = ("reconstructed", "literal_ucb")
@@ -212,7 +213,7 @@ class BLDSZSolver(ProgramZSolver):
         """A uniform random pipeline not yet fully trained (G9); None when there is none."""
         n_choices = self.problem_.n_choices
         for _ in range(64):
-            z = tuple(int(self.rng_.integers(k)) for k in n_choices)
+            z = random_z(self.rng_, n_choices)
             rec = self.cache_.get(z)
             if rec is None or not rec.done:
                 return z
@@ -223,7 +224,7 @@ class BLDSZSolver(ProgramZSolver):
             rest = [z for z in map(tuple, all_pipelines(n_choices).tolist())
                     if z not in self.cache_ or not self.cache_[z].done]
             return rest[int(self.rng_.integers(len(rest)))] if rest else None
-        return tuple(int(self.rng_.integers(k)) for k in n_choices)
+        return random_z(self.rng_, n_choices)
 
     def _program(self) -> Program:
         start = self.problem_.start

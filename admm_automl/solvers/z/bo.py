@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from ...exceptions import InvalidParameterError
 from ...records import Observation, Suggestion
-from ..base import BaseZSolver
+from .. import _gp
+from ..base import BaseZSolver, random_z
 from ..registry import Z_SOLVERS
 from ._fidelity import all_pipelines, value_of
-
-
-def expected_improvement(mu: np.ndarray, sigma: np.ndarray, best: float, xi: float) -> np.ndarray:
-    """EI for minimisation, 0 where σ = 0."""
-    from scipy.stats import norm
-
-    sigma = np.maximum(sigma, 1e-12)
-    gain = best - mu - xi
-    u = gain / sigma
-    return gain * norm.cdf(u) + sigma * norm.pdf(u)
 
 
 @Z_SOLVERS.register("bo")
@@ -29,9 +19,10 @@ class GPBayesOptZSolver(BaseZSolver):
     """Gaussian-process BO over one-hot encodings of the algorithm choices, with EI.
 
     The first ``n_initial_points`` asks (fewer when ``problem.history`` already has observations)
-    are uniform random; then a GP (Matérn-5/2 + white noise, normalised targets, scikit-learn's
-    ``GaussianProcessRegressor``) is fitted on the one-hot vectors of every pipeline evaluated under
-    the current θ, and the unevaluated pipeline of highest expected improvement is asked.
+    are uniform random; then a GP is fitted on the one-hot vectors of every pipeline evaluated
+    under the current θ, and the unevaluated pipeline of highest expected improvement is asked. The
+    GP and the (log) EI are the θ-solver's (:mod:`admm_automl.solvers._gp`), with one length scale
+    for all one-hot coordinates.
     Candidates are every pipeline when the space has at most ``max_enumerate`` of them, otherwise
     ``n_candidates`` uniform ones plus all one-module changes of the best ``n_local`` pipelines.
 
@@ -40,7 +31,7 @@ class GPBayesOptZSolver(BaseZSolver):
     n_initial_points : int, default=5
         Random asks before the GP is used (counting history entries).
     xi : float, default=0.01
-        EI exploration margin, in units of the normalised target.
+        EI exploration margin, in units of the standard deviation of the observed values.
     max_enumerate : int, default=5000
         Enumerate all pipelines up to this many.
     n_candidates : int, default=2000
@@ -110,9 +101,6 @@ class GPBayesOptZSolver(BaseZSolver):
         x[np.arange(len(zs))[:, None], self.offsets_[None, :] + zs] = 1.0
         return x
 
-    def _random_z(self) -> tuple[int, ...]:
-        return tuple(int(self.rng_.integers(k)) for k in self.problem_.n_choices)
-
     def _candidates(self) -> np.ndarray:
         if self.all_ is not None:
             cands = self.all_
@@ -135,47 +123,27 @@ class GPBayesOptZSolver(BaseZSolver):
 
     def _ask(self) -> tuple[tuple[int, ...], None]:
         if len(self.data_) < int(self.n_initial_points):
-            return self._random_z(), None
+            return random_z(self.rng_, self.problem_.n_choices), None
         cands = self._candidates()
         if len(cands) == 0:
-            return self._random_z(), None
+            return random_z(self.rng_, self.problem_.n_choices), None
         zs = list(self.data_)
-        y = np.array([self.data_[z] for z in zs], dtype=float)
-        finite = np.isfinite(y)
-        if not finite.any():
-            return self._random_z(), None
-        y[~finite] = y[finite].max()
+        y = _gp.clean_targets(np.array([self.data_[z] for z in zs], dtype=float))
+        if y is None:
+            return random_z(self.rng_, self.problem_.n_choices), None
         try:
-            mu, sigma, best = self._fit_predict(np.array(zs), y, cands)
+            with _gp.single_threaded_blas():
+                gp, _ = _gp.fit_gp(self.one_hot(np.array(zs)), y, kernel=_gp.default_kernel(
+                    self.dim_, ard=False), n_restarts=1,
+                    random_state=int(self.rng_.integers(2**31 - 1)))
+                mu, sigma = _gp.predict(gp, self.one_hot(cands))
         except (ValueError, np.linalg.LinAlgError):
-            return self._random_z(), None
-        ei = expected_improvement(mu, sigma, best, float(self.xi))
-        top = np.flatnonzero(ei >= ei.max() - 1e-12)
+            return random_z(self.rng_, self.problem_.n_choices), None
+        spread = float(y.std()) or 1.0
+        score = _gp.log_expected_improvement(mu, sigma, float(y.min()) - float(self.xi) * spread)
+        top = np.flatnonzero(score >= score.max() - 1e-12)
         pick = top[int(self.rng_.integers(len(top)))]
         return tuple(int(j) for j in cands[pick]), None
-
-    def _fit_predict(self, zs: np.ndarray, y: np.ndarray, cands: np.ndarray):
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.gaussian_process import GaussianProcessRegressor
-        from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
-        from threadpoolctl import threadpool_limits
-
-        mean, scale = float(y.mean()), float(y.std())
-        scale = scale if scale > 0 else 1.0
-        yn = (y - mean) / scale
-        kernel = ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
-            length_scale=1.0, length_scale_bounds=(1e-2, 1e2), nu=2.5
-        ) + WhiteKernel(1e-4, (1e-8, 1e-1))
-        gp = GaussianProcessRegressor(
-            kernel=kernel, normalize_y=False, n_restarts_optimizer=1,
-            random_state=int(self.rng_.integers(2**31 - 1)),
-        )
-        # tiny matrices: BLAS threads only add contention (20x slower on a busy 2-core machine)
-        with threadpool_limits(limits=1), warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            gp.fit(self.one_hot(zs), yn)
-            mu, sigma = gp.predict(self.one_hot(cands), return_std=True)
-        return mu, sigma, float(yn.min())
 
     def _tell(self, suggestion: Suggestion, observation: Observation) -> None:
         self._add(tuple(int(j) for j in suggestion.config), observation)

@@ -10,6 +10,7 @@ import numpy as np
 from ...exceptions import InvalidParameterError
 from ...records import Observation
 from ..registry import Z_SOLVERS
+from ..base import random_z
 from ._fidelity import Program, ProgramZSolver, all_pipelines, value_of
 
 
@@ -79,7 +80,7 @@ class DAUBZSolver(ProgramZSolver):
         else:
             seen: set[tuple[int, ...]] = set()
             while len(seen) < int(self.max_pipelines):
-                seen.add(tuple(int(self.rng_.integers(k)) for k in n_choices))
+                seen.add(random_z(self.rng_, n_choices))
             pipelines = sorted(seen)
         rank = self.rng_.permutation(len(pipelines))
         self.rank_ = {z: int(r) for z, r in zip(pipelines, rank)}

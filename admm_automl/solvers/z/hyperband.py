@@ -9,6 +9,7 @@ import numpy as np
 from ...exceptions import InvalidParameterError
 from ...records import Observation
 from ..registry import Z_SOLVERS
+from ..base import random_z
 from ._fidelity import Program, ProgramZSolver, pipeline_index, value_of
 
 
@@ -84,7 +85,7 @@ class HyperbandZSolver(ProgramZSolver):
         seen: set[tuple[int, ...]] = set()
         out = []
         while len(out) < n:
-            z = tuple(int(self.rng_.integers(k)) for k in n_choices)
+            z = random_z(self.rng_, n_choices)
             if z not in seen:
                 seen.add(z)
                 out.append(z)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..base import BaseZSolver
+from ..base import BaseZSolver, random_z
 from ..registry import Z_SOLVERS
 
 
@@ -19,4 +19,4 @@ class RandomZSolver(BaseZSolver):
         pass
 
     def _ask(self) -> tuple[tuple[int, ...], None]:
-        return tuple(int(self.rng_.integers(k)) for k in self.problem_.n_choices), None
+        return random_z(self.rng_, self.problem_.n_choices), None

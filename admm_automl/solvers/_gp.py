@@ -1,4 +1,5 @@
-"""Gaussian-process numerics for the ``bo`` θ-solver: pure functions on arrays, no solver coupling.
+"""Gaussian-process numerics shared by the ``bo`` θ- and z-solvers: pure functions on arrays, no
+solver coupling.
 
 The surrogate is scikit-learn's :class:`~sklearn.gaussian_process.GaussianProcessRegressor` with
 ``ConstantKernel × Matern(ν=5/2, ARD) + WhiteKernel`` and normalised targets, fitted by maximising
@@ -59,8 +60,9 @@ def clean_targets(y: np.ndarray) -> np.ndarray | None:
 
 
 # ----------------------------------------------------------------------------- GP
-def default_kernel(dim: int):
-    """``ConstantKernel × Matern(ν=2.5, one length scale per dimension) + WhiteKernel``.
+def default_kernel(dim: int, ard: bool = True):
+    """``ConstantKernel × Matern(ν=2.5) + WhiteKernel``, with one length scale per dimension
+    (``ard``) or one for all (the one-hot inputs of the z-solver, whose coordinates are alike).
 
     Bounds are for inputs in the unit box and normalised targets: length scales 0.01-100 (as
     scikit-optimize), signal variance 0.001-1000, noise variance 1e-8-1.
@@ -68,7 +70,7 @@ def default_kernel(dim: int):
     from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
     return ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
-        length_scale=np.ones(dim), length_scale_bounds=(1e-2, 1e2), nu=2.5
+        length_scale=np.ones(dim) if ard else 1.0, length_scale_bounds=(1e-2, 1e2), nu=2.5
     ) + WhiteKernel(1e-4, (1e-8, 1.0))
 
 
