@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test smoke clean
+.PHONY: install demo test test-fast smoke clean
 
 # The shared benchmark data (read in place, never copied); the smoke runs fall back to
 # scikit-learn's bundled data or skip the scripts that need it when it is missing.
@@ -26,6 +26,10 @@ demo: $(STAMP)
 # The whole test suite (under 10 minutes on 2 cores).
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Everything but the end-to-end fits and quality checks marked slow (a few minutes).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
 
 # Every experiment script at a tiny budget, so none of them rots (results go to temporary folders).
 smoke: $(STAMP)

@@ -1,5 +1,5 @@
-"""Public test helpers: misbehaving estimators and a tiny space, for tests of this package and of
-plug-ins (they must live in an importable module so that worker processes can load them)."""
+"""Misbehaving estimators, for tests of failure capture, timeouts and memory limits (they live in an
+importable module so that worker processes can load them by their class path)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from .space import space_from_dict
 
 
 class _Base(ClassifierMixin, BaseEstimator):
@@ -86,42 +85,3 @@ class MemoryHogClassifier(_Base):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         return np.full((len(X), len(self.classes_)), 1.0 / len(self.classes_))
-
-
-def tiny_space(estimators: dict[str, dict[str, Any]] | None = None, name: str = "tiny"):
-    """A two-module space: scaler {none, standard} x the given estimator choices.
-
-    ``estimators`` maps a choice name to ``{"class": path, "hyperparameters": {...}}``; the default
-    is logistic regression (with C tunable) and Gaussian naive Bayes.
-    """
-    if estimators is None:
-        estimators = {
-            "gaussian_nb": {"class": "sklearn.naive_bayes.GaussianNB"},
-            "logistic_regression": {
-                "class": "sklearn.linear_model.LogisticRegression",
-                "hyperparameters": {
-                    "C": {"type": "float", "low": 0.01, "high": 100.0, "log": True, "default": 1.0},
-                    "max_iter": {"type": "fixed", "value": 500},
-                },
-            },
-        }
-    first = next(iter(estimators))
-    return space_from_dict(
-        {
-            "name": name,
-            "initial": {"classification": {"scaler": "none", "estimator": first}},
-            "modules": [
-                {
-                    "name": "scaler",
-                    "choices": [
-                        {"name": "none"},
-                        {"name": "standard", "class": "sklearn.preprocessing.StandardScaler"},
-                    ],
-                },
-                {
-                    "name": "estimator",
-                    "choices": [{"name": k, **v} for k, v in estimators.items()],
-                },
-            ],
-        }
-    )

@@ -1,0 +1,186 @@
+"""Synthetic problems and black boxes for testing solvers and optimisers without scikit-learn.
+
+* :func:`make_theta_problem` / :func:`make_z_problem` — small sub-problems with a known optimum,
+  optional bad observations and history, whose evaluations are logged.
+* :class:`ToyEngine` — a cached black box over a pipeline space with a loss function of the readable
+  configuration, the stand-in for the evaluation engine in tests of the optimisers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..problem import ThetaProblem, ZProblem
+from ..records import Observation, Request, Status
+
+#: the kinds of bad observations a solver must accept
+BAD_KINDS = ("nan", "nan-ok", "inf", "failed", "timeout", "memout")
+
+
+def bad_observation(kind: str) -> Observation:
+    """A failed or non-finite observation of one of :data:`BAD_KINDS`."""
+    return {
+        "nan": Observation(loss=math.nan, status=Status.FAILED, error="NaN score"),
+        "nan-ok": Observation(loss=math.nan),
+        "inf": Observation(loss=math.inf, status=Status.FAILED, error="inf score"),
+        "failed": Observation(loss=1.0, status=Status.FAILED, error="RuntimeError: boom"),
+        "timeout": Observation(loss=1.0, status=Status.TIMEOUT, error="timed out"),
+        "memout": Observation(loss=1.0, status=Status.MEMOUT, error="memory"),
+    }[kind]
+
+
+class CallLog:
+    """What a synthetic problem was asked: the configurations (θ, or (z, fidelity)) and the batch
+    sizes."""
+
+    def __init__(self) -> None:
+        self.configs: list[Any] = []
+        self.batches: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.configs)
+
+
+def make_theta_problem(
+    dim: int, *, bad: Callable[[int], str | None] | None = None, history: Sequence = (),
+    discrete: Sequence[bool] | None = None, rho: float = 2.0, repeats_cached: bool = False,
+    batch_size: int = 1,
+) -> tuple[ThetaProblem, CallLog]:
+    """A quadratic θ-problem: loss ‖x − 0.3‖², penalty (ρ/2)‖x − 0.8‖², so the order by
+    ``augment`` differs from the order by loss.
+
+    ``bad(i)`` may name the kind of a bad observation for evaluation ``i``. With
+    ``repeats_cached``, a point asked before is answered as a cache hit (``cached=True``), like the
+    real engine.
+    """
+    log = CallLog()
+    target, b = np.full(dim, 0.3), np.full(dim, 0.8)
+    seen: dict[bytes, Observation] = {}
+
+    def evaluate(suggestions):
+        log.batches.append(len(suggestions))
+        out = []
+        for s in suggestions:
+            x = np.array(s.config, dtype=float, copy=True)
+            key = np.round(x, 12).tobytes()
+            if repeats_cached and key in seen:
+                out.append(replace(seen[key], cached=True))
+                continue
+            i = len(log.configs)
+            log.configs.append(x)
+            kind = bad(i) if bad is not None else None
+            obs = bad_observation(kind) if kind else Observation(
+                loss=float(np.sum((x - target) ** 2)), eval_id=i)
+            seen[key] = obs
+            out.append(obs)
+        return out
+
+    def penalty(x):
+        return 0.5 * rho * float(np.sum((np.asarray(x, dtype=float) - b) ** 2))
+
+    problem = ThetaProblem(
+        dim=dim, evaluate=evaluate, augment=lambda x, obs: obs.loss + penalty(x), penalty=penalty,
+        discrete=np.zeros(dim, dtype=bool) if discrete is None else np.asarray(discrete, bool),
+        names=tuple(f"x{i}" for i in range(dim)), history=list(history),
+        start=np.full(dim, 0.5), batch_size=batch_size,
+    )
+    return problem, log
+
+
+def make_z_problem(
+    n_choices: Sequence[int] = (3, 4, 2), *, bad: Callable[[int], str | None] | None = None,
+    history: Sequence = (), fidelity: tuple[float, float] | None = None,
+    repeats_cached: bool = False, n_train: int | None = None, batch_size: int = 1,
+) -> tuple[ZProblem, CallLog]:
+    """A separable z-problem: loss Σ_i |z_i − best_i| / n_i (best_i = n_i // 2), and ``augment``
+    adds 0.1·z_0, so the order by ``augment`` differs from the order by loss. Options as
+    :func:`make_theta_problem` (repeats are keyed by (z, fidelity))."""
+    log = CallLog()
+    best = tuple(k // 2 for k in n_choices)
+    seen: dict[tuple, Observation] = {}
+
+    def evaluate(suggestions):
+        log.batches.append(len(suggestions))
+        out = []
+        for s in suggestions:
+            z = tuple(s.config)
+            if repeats_cached and (z, s.fidelity) in seen:
+                out.append(replace(seen[z, s.fidelity], cached=True))
+                continue
+            i = len(log.configs)
+            log.configs.append((z, s.fidelity))
+            kind = bad(i) if bad is not None else None
+            loss = float(sum(abs(j - c) / k for j, c, k in zip(z, best, n_choices)))
+            obs = bad_observation(kind) if kind else Observation(
+                loss=loss, eval_id=i, fidelity=1.0 if s.fidelity is None else s.fidelity)
+            seen[z, s.fidelity] = obs
+            out.append(obs)
+        return out
+
+    problem = ZProblem(
+        n_choices=tuple(n_choices), evaluate=evaluate,
+        augment=lambda z, obs: obs.loss + 0.1 * float(z[0]),
+        module_names=tuple(f"m{i}" for i in range(len(n_choices))),
+        choice_names=tuple(tuple(f"c{j}" for j in range(k)) for k in n_choices),
+        history=list(history), start=tuple(0 for _ in n_choices), fidelity=fidelity,
+        n_train=n_train, batch_size=batch_size,
+    )
+    return problem, log
+
+
+class ToyEngine:
+    """A cached black box over ``space``: ``loss(config)`` of the readable configuration, repeats
+    answered with ``cached=True``, like the real engine. Logs every new request in ``calls`` as
+    ``(z, θ, fidelity, phase)``.
+
+    ``fidelity_bias`` adds ``bias × (1 − fidelity)`` to the loss of partial-data evaluations;
+    ``duration`` is reported per evaluation and, with a ``clock`` (an object with a ``now``
+    attribute), advances it.
+    """
+
+    def __init__(self, space: Any, loss: Callable[[dict], float], *, fidelity_bias: float = 0.0,
+                 duration: float = 0.0, clock: Any = None) -> None:
+        self.space = space
+        self.loss = loss
+        self.fidelity_bias = fidelity_bias
+        self.duration = duration
+        self.clock = clock
+        self.calls: list[tuple] = []
+        self.tags_seen: list[dict] = []
+        self.time_left_seen: list[float | None] = []
+        self.cache: dict[str, Observation] = {}
+
+    def __call__(self, requests: Sequence[Request], time_left: float | None = None,
+                 tags: dict | None = None) -> list[Observation]:
+        self.time_left_seen.append(time_left)
+        self.tags_seen.append(dict(tags or {}))
+        out = []
+        for r in requests:
+            key = f"{self.space.key(r.z, r.theta)}|{r.fidelity:.6g}"
+            if key in self.cache:
+                out.append(replace(self.cache[key], cached=True))
+                continue
+            self.calls.append((r.z, np.array(r.theta), r.fidelity, (tags or {}).get("phase")))
+            if self.clock is not None:
+                self.clock.now += self.duration
+            loss = self.loss(self.space.decode(r.z, r.theta))
+            obs = Observation(loss=loss + self.fidelity_bias * (1.0 - r.fidelity),
+                              fidelity=r.fidelity, duration=self.duration,
+                              eval_id=len(self.calls) - 1)
+            self.cache[key] = obs
+            out.append(obs)
+        return out
+
+
+class FakeClock:
+    """A clock that only moves when told (``now``), for time budgets in tests."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now

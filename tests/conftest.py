@@ -1,0 +1,67 @@
+"""Shared fixtures: synthetic spaces with a known best pipeline, a cached toy black box, optimiser
+factories and small datasets.
+
+Conventions: fixtures that build things are factories named ``make_*``; tests that fit real
+pipelines end to end for more than a few seconds are marked ``slow`` (``make test-fast`` skips
+them).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from admm_automl.testing import SYNTHETIC, FakeClock, ToyEngine, synthetic_loss, wide_loss
+
+# ----------------------------------------------------------------------------- engines
+@pytest.fixture
+def make_engine():
+    """``make_engine(space=SYNTHETIC, loss=synthetic_loss, **ToyEngine options)``."""
+
+    def factory(space=SYNTHETIC, loss=None, **kwargs):
+        if loss is None:
+            loss = synthetic_loss if space is SYNTHETIC else wide_loss
+        return ToyEngine(space, loss, **kwargs)
+
+    return factory
+
+
+@pytest.fixture
+def fake_clock():
+    return FakeClock()
+
+
+# ----------------------------------------------------------------------------- data
+@pytest.fixture(scope="session")
+def breast_cancer():
+    """``(X, y)``: 300 rows of scikit-learn's breast-cancer data (binary)."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    return X[:300], y[:300]
+
+
+@pytest.fixture(scope="session")
+def diabetes():
+    """``(X, y)``: scikit-learn's diabetes data (regression)."""
+    from sklearn.datasets import load_diabetes
+
+    return load_diabetes(return_X_y=True)
+
+
+# ----------------------------------------------------------------------------- optimisers
+@pytest.fixture
+def make_optimizer(make_engine):
+    """``make_optimizer(method="admm", engine=None, space=SYNTHETIC, theta="random", z="random",
+    **options)``: an optimiser over a toy engine (60 evaluations, 4 per sub-problem, seed 0 unless
+    given)."""
+    from admm_automl._recorder import Schedule
+    from admm_automl.evaluation.setup import make_optimizer as make
+
+    def factory(method="admm", engine=None, space=SYNTHETIC, theta="random", z="random", **kw):
+        kw.setdefault("max_evals", 60)
+        kw.setdefault("schedule", Schedule(4, 0, 4))
+        kw.setdefault("seed", 0)
+        engine = engine if engine is not None else make_engine(space)
+        return make(method, space.encoding, engine, theta_solver=theta, z_solver=z, **kw)
+
+    return factory
