@@ -3,6 +3,8 @@
 * :class:`Schedule` — evaluations per sub-problem call at iteration t (fixed or adaptive, Liu et al.,
   AAAI 2020, §5).
 * :class:`Budget` — the evaluation and wall-clock limits of a run.
+* :class:`RunOptions` — what every optimiser's run is configured with (budgets, seed, schedule,
+  constraints, callback, batch size, clock).
 * :class:`Recorder` — evaluates ``(z, θ, fidelity)`` points through the engine within the budget and
   keeps every evaluation and the incumbent (the best observation by
   :meth:`~admm_automl._lagrangian.Constraints.rank` over *all* full-fidelity evaluations).
@@ -86,13 +88,79 @@ class Budget:
         return None if self.time_budget is None else self.time_budget - self.elapsed()
 
 
-def solver_rngs(
-    seed: "int | np.random.SeedSequence | None",
-) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
-    """The θ-solver's and the z-solver's seed sequences, spawned from one seed."""
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    theta, z = seq.spawn(2)
-    return theta, z
+@dataclass(frozen=True)
+class RunOptions:
+    """The settings every optimiser's run shares.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        New evaluations per sub-problem call at each iteration.
+    max_evals, time_budget : int or None, float or None
+        Stop after this many new evaluations / seconds of wall clock, overhead included (at least
+        one is needed). An evaluation is not started when the time left is below the fastest one
+        so far; the engine stops one that would overrun (with an executor that can stop it).
+    seed : int or numpy.random.SeedSequence
+        Source of the solvers' random streams.
+    callback : callable, optional
+        Called with each trace row; returning True stops the run.
+    constraints : sequence
+        Black-box constraints (objects with ``key``, ``threshold``, ``sense``), measured by the
+        engine into ``observation.constraints[key]``.
+    constraint_mode : {"admm", "penalty", "filter"} or None
+        How the search treats them (:mod:`admm_automl._lagrangian`); None is the method's default.
+        ``penalty_weight`` is the weight of ``"penalty"``.
+    max_idle_iterations : int
+        Stop when this many consecutive iterations make no new evaluation (space exhausted).
+    batch_size : int
+        Suggestions per batch for batch-capable solvers (the number of parallel workers).
+    clock, start_time : callable, float, optional
+        The clock of the time budget and the ``clock()`` value it runs from (default: the start of
+        the run), so a caller can count its own set-up, such as starting worker processes.
+    """
+
+    schedule: Schedule = Schedule()
+    max_evals: int | None = None
+    time_budget: float | None = None
+    seed: Any = None
+    callback: Callable[[dict[str, Any]], Any] | None = None
+    constraints: Sequence[Any] = ()
+    constraint_mode: str | None = None
+    penalty_weight: float = 1.0
+    max_idle_iterations: int = 5
+    batch_size: int = 1
+    clock: Callable[[], float] = time.monotonic
+    start_time: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_evals is None and self.time_budget is None:
+            raise InvalidParameterError("give max_evals or time_budget (or both)")
+
+    def solver_seeds(self) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+        """The θ-solver's and the z-solver's seed sequences, spawned from the seed (fresh each
+        call, so every run of an optimiser starts from the same streams)."""
+        seed = self.seed
+        if isinstance(seed, np.random.SeedSequence):  # a copy: spawning counts its children
+            seq = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key,
+                                         pool_size=seed.pool_size)
+        else:
+            seq = np.random.SeedSequence(seed)
+        theta, z = seq.spawn(2)
+        return theta, z
+
+    def recorder(self, encoding: Encoding, engine: Engine, constraints: Constraints) -> "Recorder":
+        """A recorder over ``engine`` with this run's budget, starting now (or at start_time)."""
+        budget = Budget(self.max_evals, self.time_budget, clock=self.clock,
+                        start_time=self.start_time)
+        return Recorder(encoding, engine, budget, constraints)
+
+    def drive(self, recorder: "Recorder", iterate: Callable[[int], Any],
+              summarize: Callable[[int], dict[str, Any]], start: Callable[[], Any],
+              name: str) -> tuple[list[dict[str, Any]], str]:
+        """:func:`drive` with this run's schedule, callback and idle limit."""
+        return drive(recorder, self.schedule, iterate, summarize, start=start,
+                     callback=self.callback, max_idle_iterations=self.max_idle_iterations,
+                     name=name)
 
 
 @dataclass

@@ -26,14 +26,13 @@ evaluations, not only the iterates.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ._lagrangian import Constraints, optimal_slack, update_multipliers
-from ._recorder import Budget, Engine, Recorder, Result, Schedule, drive, solver_rngs
+from ._recorder import Engine, Result, RunOptions, Schedule
 from .exceptions import InvalidParameterError
 from .problem import ThetaProblem, ZProblem
 from .records import Observation, Suggestion
@@ -74,75 +73,28 @@ class ADMMOptimizer:
         lives for the whole run, so bandit statistics persist).
     rho : float
         ADMM penalty ρ > 0 (the paper uses 1).
-    schedule : Schedule
-        New evaluations per sub-problem call.
-    max_evals, time_budget : int or None, float or None
-        Stop after this many new evaluations / seconds of wall clock, overhead included. An
-        evaluation is not started when the time left is below the fastest evaluation so far; the
-        engine stops one that would overrun (with an executor that can stop it).
-    seed : int or numpy.random.SeedSequence
-        Source of the θ- and z-solvers' random streams.
-    callback : callable, optional
-        Called with each trace row; returning True stops the run.
-    constraints : sequence
-        Black-box constraints (objects with ``key``, ``threshold``, ``sense``), measured by the
-        engine into ``observation.constraints[key]``.
-    constraint_mode : {"admm", "penalty", "filter"}
-        How the search treats them (:mod:`admm_automl._lagrangian`); ``penalty_weight`` is the
-        weight of ``"penalty"``.
-    max_idle_iterations : int
-        Stop when this many consecutive iterations produce no new evaluation (space exhausted).
-    batch_size : int
-        Suggestions per batch for batch-capable solvers (the number of parallel workers).
     n_train : int, optional
         Training rows at full fidelity, passed to z-problems for multi-fidelity solvers.
-    clock, start_time : callable, float, optional
-        The clock of the time budget, and the ``clock()`` value it runs from (default: the start
-        of :meth:`run`), so a caller can count its own set-up, such as starting worker processes.
+    **options
+        The run's :class:`~admm_automl._recorder.RunOptions` (budgets, seed, schedule,
+        constraints — ``constraint_mode`` ``"admm"`` by default —, callback, batch size, clock).
     """
 
-    def __init__(
-        self,
-        encoding: Encoding,
-        engine: Engine,
-        theta_solver: Callable[[], Any],
-        z_solver: Callable[[], Any],
-        *,
-        rho: float = 1.0,
-        schedule: Schedule = Schedule(),
-        max_evals: int | None = None,
-        time_budget: float | None = None,
-        seed: "int | np.random.SeedSequence | None" = None,
-        callback: Callable[[dict[str, Any]], Any] | None = None,
-        constraints: Sequence[Any] = (),
-        constraint_mode: str = "admm",
-        penalty_weight: float = 1.0,
-        max_idle_iterations: int = 5,
-        batch_size: int = 1,
-        n_train: int | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        start_time: float | None = None,
-    ) -> None:
+    def __init__(self, encoding: Encoding, engine: Engine, theta_solver: Callable[[], Any],
+                 z_solver: Callable[[], Any], *, rho: float = 1.0, n_train: int | None = None,
+                 **options: Any) -> None:
         if not rho > 0:
             raise InvalidParameterError(f"rho must be > 0, got {rho!r}")
-        if max_evals is None and time_budget is None:
-            raise InvalidParameterError("give max_evals or time_budget (or both)")
+        self.options = RunOptions(**options)
         self.encoding = encoding
         self.engine = engine
         self.theta_solver = theta_solver
         self.z_solver = z_solver
         self.rho = float(rho)
-        self.schedule = schedule
-        self.max_evals = max_evals
-        self.time_budget = time_budget
-        self.theta_seed, self.z_seed = solver_rngs(seed)
-        self.callback = callback
-        self.constraints = Constraints(constraints, constraint_mode, penalty_weight)
-        self.max_idle_iterations = max_idle_iterations
-        self.batch_size = batch_size
         self.n_train = n_train
-        self.clock = clock
-        self.start_time = start_time
+        opts = self.options
+        self.constraints = Constraints(opts.constraints, opts.constraint_mode or "admm",
+                                       opts.penalty_weight)
 
     def run(self) -> Result:
         return _ADMMRun(self).run()
@@ -153,15 +105,14 @@ class _ADMMRun:
 
     def __init__(self, config: ADMMOptimizer) -> None:
         enc = config.encoding
-        self.config = config
+        self.config, self.options = config, config.options
         self.encoding = enc
         self.rho = config.rho
         self.constraints = config.constraints
-        budget = Budget(config.max_evals, config.time_budget, clock=config.clock,
-                        start_time=config.start_time)
-        self.recorder = Recorder(enc, config.engine, budget, self.constraints)
-        self.theta_rng = np.random.default_rng(config.theta_seed)
-        self.z_rng = np.random.default_rng(config.z_seed)
+        self.recorder = self.options.recorder(enc, config.engine, self.constraints)
+        theta_seed, z_seed = self.options.solver_seeds()
+        self.theta_rng = np.random.default_rng(theta_seed)
+        self.z_rng = np.random.default_rng(z_seed)
         # position in δ of each θ coordinate, -1 for continuous ones
         self.dpos = np.full(enc.theta_dim, -1)
         self.dpos[enc.discrete] = np.arange(int(enc.discrete.sum()))
@@ -178,11 +129,8 @@ class _ADMMRun:
 
     def run(self) -> Result:
         self._set_mu(self.state.mu)
-        trace, stop = drive(
-            self.recorder, self.config.schedule, self.iterate, self.summarize,
-            start=self.evaluate_initial, callback=self.config.callback,
-            max_idle_iterations=self.config.max_idle_iterations, name="ADMM",
-        )
+        trace, stop = self.options.drive(self.recorder, self.iterate, self.summarize,
+                                         self.evaluate_initial, "ADMM")
         rec = self.recorder
         return Result(rec.incumbent, trace, rec.evaluated, rec.n_evals, stop, self.states)
 
@@ -240,7 +188,7 @@ class _ADMMRun:
             dim=len(active), evaluate=evaluate, augment=augment, penalty=penalty,
             discrete=is_d, names=tuple(enc.theta_names[i] for i in active),
             history=list(self.theta_history.get(z, [])), start=theta[active].copy(),
-            batch_size=self.config.batch_size,
+            batch_size=self.options.batch_size,
         )
         solver = self.config.theta_solver()
         solver.setup(problem, self.theta_rng)
@@ -274,7 +222,7 @@ class _ADMMRun:
             n_choices=enc.n_choices, evaluate=evaluate, augment=augment,
             module_names=enc.module_names, choice_names=enc.choice_names,
             history=[(s.z, s.current)] if s.current is not None else [], start=s.z,
-            n_train=self.config.n_train, batch_size=self.config.batch_size,
+            n_train=self.config.n_train, batch_size=self.options.batch_size,
         )
         if self.z_solver is None:
             self.z_solver = self.config.z_solver()

@@ -13,13 +13,13 @@ or ignored during the search (``"filter"``); ``"admm"`` is refused. Free of scik
 
 from __future__ import annotations
 
-import time
+import abc
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ._lagrangian import Constraints
-from ._recorder import Budget, Engine, Recorder, Result, Schedule, drive, solver_rngs
+from ._recorder import Engine, Recorder, Result, RunOptions
 from .exceptions import InvalidParameterError
 from .problem import ThetaProblem, ZProblem
 from .records import Observation, Suggestion
@@ -43,62 +43,37 @@ def joint_decode(encoding: Encoding, x: np.ndarray) -> tuple[tuple[int, ...], np
     return z, x[m:].copy()
 
 
-class _SingleSolverMethod:
+class _SingleSolverMethod(abc.ABC):
     """Shared set-up of the two baselines: budget, recorder, the initial evaluation, one solver
-    driven in chunks of ``schedule(t)`` new evaluations, one trace row per chunk."""
+    driven in chunks of ``schedule(t)`` new evaluations, one trace row per chunk. ``options`` are
+    the run's :class:`~admm_automl._recorder.RunOptions` (``constraint_mode`` ``"penalty"`` by
+    default; ``"admm"`` is refused)."""
 
     name = ""
 
-    def __init__(
-        self,
-        encoding: Encoding,
-        engine: Engine,
-        *,
-        schedule: Schedule = Schedule(),
-        max_evals: int | None = None,
-        time_budget: float | None = None,
-        seed: "int | np.random.SeedSequence | None" = None,
-        callback: Callable[[dict[str, Any]], Any] | None = None,
-        constraints: Sequence[Any] = (),
-        constraint_mode: str = "penalty",
-        penalty_weight: float = 1.0,
-        max_idle_iterations: int = 5,
-        batch_size: int = 1,
-        clock: Callable[[], float] = time.monotonic,
-        start_time: float | None = None,
-    ) -> None:
-        if constraint_mode == "admm":
+    def __init__(self, encoding: Encoding, engine: Engine, **options: Any) -> None:
+        self.options = RunOptions(**options)
+        if self.options.constraint_mode == "admm":
             raise InvalidParameterError(
                 f"{self.name} has no ADMM split, so constraint_mode='admm' (slack variables and "
                 "multipliers) does not apply: use 'penalty' or 'filter'"
             )
-        if max_evals is None and time_budget is None:
-            raise InvalidParameterError("give max_evals or time_budget (or both)")
         self.encoding = encoding
         self.engine = engine
-        self.schedule = schedule
-        self.max_evals = max_evals
-        self.time_budget = time_budget
-        self.theta_seed, self.z_seed = solver_rngs(seed)
-        self.callback = callback
-        self.constraints = Constraints(constraints, constraint_mode, penalty_weight)
-        self.max_idle_iterations = max_idle_iterations
-        self.batch_size = batch_size
-        self.clock = clock
-        self.start_time = start_time
+        opts = self.options
+        self.constraints = Constraints(opts.constraints, opts.constraint_mode or "penalty",
+                                       opts.penalty_weight)
 
     def _value(self, config: Any, obs: Observation) -> float:
         """The sub-problem value: the loss plus the constraint penalty (none in filter mode)."""
         return obs.loss + self.constraints.term(obs)
 
+    @abc.abstractmethod
     def _solver(self, recorder: Recorder, first: Observation) -> Any:
         """The set-up solver of this method, given the initial observation."""
-        raise NotImplementedError
 
     def run(self) -> Result:
-        budget = Budget(self.max_evals, self.time_budget, clock=self.clock,
-                        start_time=self.start_time)
-        recorder = Recorder(self.encoding, self.engine, budget, self.constraints)
+        recorder = self.options.recorder(self.encoding, self.engine, self.constraints)
         enc = self.encoding
         z0, theta0 = enc.check_z(enc.initial_z), enc.project(enc.initial_theta)
         solver: list[Any] = []
@@ -107,10 +82,8 @@ class _SingleSolverMethod:
             (first,) = recorder.evaluate([(z0, theta0, 1.0)], "initial")
             solver.append(self._solver(recorder, first))
 
-        trace, stop = drive(
-            recorder, self.schedule, lambda n: solver[0].run(n), recorder.row, start=start,
-            callback=self.callback, max_idle_iterations=self.max_idle_iterations, name=self.name,
-        )
+        trace, stop = self.options.drive(recorder, lambda n: solver[0].run(n), recorder.row,
+                                         start, self.name)
         return Result(recorder.incumbent, trace, recorder.evaluated, recorder.n_evals, stop)
 
 
@@ -121,8 +94,7 @@ class JointOptimizer(_SingleSolverMethod):
     by every θ coordinate of every algorithm (the inactive ones included: that is the difficulty
     the ADMM split removes). It decodes to ``(z, θ)`` by rounding the module coordinates and is
     evaluated at full fidelity. The θ-solver (a factory) lives for the whole run; its history
-    starts with the initial pipeline. Other parameters as :class:`_SingleSolverMethod` (and
-    :class:`~admm_automl.admm.ADMMOptimizer`).
+    starts with the initial pipeline. ``options`` as :class:`_SingleSolverMethod`.
     """
 
     name = "JOPT"
@@ -149,10 +121,10 @@ class JointOptimizer(_SingleSolverMethod):
             dim=self.dim, evaluate=evaluate, augment=self._value, penalty=lambda x: 0.0,
             discrete=np.concatenate([np.ones(len(enc.n_choices), dtype=bool), enc.discrete]),
             names=tuple(f"module:{m}" for m in enc.module_names) + tuple(enc.theta_names),
-            history=[(x0, first)], start=x0.copy(), batch_size=self.batch_size,
+            history=[(x0, first)], start=x0.copy(), batch_size=self.options.batch_size,
         )
         solver = self.theta_solver()
-        solver.setup(problem, np.random.default_rng(self.theta_seed))
+        solver.setup(problem, np.random.default_rng(self.options.solver_seeds()[0]))
         return solver
 
 
@@ -161,7 +133,7 @@ class SelectionOptimizer(_SingleSolverMethod):
 
     One z-solver and one :class:`ZProblem` for the whole run (so multi-fidelity caches stay valid);
     the initial pipeline, evaluated first at full data, is its history and start. ``n_train`` is
-    the number of training rows at full fidelity (for multi-fidelity solvers). Other parameters as
+    the number of training rows at full fidelity (for multi-fidelity solvers). ``options`` as
     :class:`_SingleSolverMethod`.
     """
 
@@ -185,8 +157,8 @@ class SelectionOptimizer(_SingleSolverMethod):
         problem = ZProblem(
             n_choices=enc.n_choices, evaluate=evaluate, augment=self._value,
             module_names=enc.module_names, choice_names=enc.choice_names, history=[(z0, first)],
-            start=z0, n_train=self.n_train, batch_size=self.batch_size,
+            start=z0, n_train=self.n_train, batch_size=self.options.batch_size,
         )
         solver = self.z_solver()
-        solver.setup(problem, np.random.default_rng(self.z_seed))
+        solver.setup(problem, np.random.default_rng(self.options.solver_seeds()[1]))
         return solver

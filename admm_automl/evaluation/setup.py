@@ -184,10 +184,8 @@ def make_optimizer(
 
     if method not in METHODS:
         raise InvalidParameterError(f"method must be one of {METHODS!r}, got {method!r}")
-    if constraint_mode == "auto":
-        constraint_mode = "admm" if method == "admm" else "penalty"
-    common.update(schedule=schedule, constraints=constraints, constraint_mode=constraint_mode,
-                  penalty_weight=penalty_weight)
+    common.update(schedule=schedule, constraints=constraints, penalty_weight=penalty_weight,
+                  constraint_mode=None if constraint_mode == "auto" else constraint_mode)
     theta = lambda: THETA_SOLVERS.create(theta_solver)  # noqa: E731
     z = lambda: Z_SOLVERS.create(z_solver)  # noqa: E731
     if method == "admm":
