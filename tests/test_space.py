@@ -624,7 +624,7 @@ def test_yaml_strictness(mutation, message):
 
 
 def test_yaml_unknown_key_lists_allowed_keys():
-    with pytest.raises(ConfigError, match=r"Allowed: condition, default, high, log, low, type$"):
+    with pytest.raises(ConfigError, match=r"Allowed: condition, default, high, log, low, low_cost, type$"):
         space_from_dict(_mutate(lambda d: _hp(d, "C").update(lgo=True)))
 
 
