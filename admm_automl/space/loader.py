@@ -254,8 +254,9 @@ def space_from_dict(node: Any, source: str = "space") -> PipelineSpace:
                         f"initial.{task}.{module.name}: {chosen[module.name]!r} was left out "
                         f"({reason}); the initial pipeline must not need an optional package"
                     )
-                try:
-                    module.index(chosen[module.name])
+                served = tuple(a for a in module.choices if a.task in ("any", task))
+                try:  # a name may have one variant per task: look it up among this task's choices
+                    Module(module.name, served).index(chosen[module.name])
                 except InvalidParameterError as err:
                     raise ConfigError(f"initial.{task}.{module.name}: {err}") from None
     return space
