@@ -14,7 +14,16 @@ from .._yaml import read_yaml
 from ..exceptions import ConfigError, InvalidParameterError, UnknownComponentError
 from ..exceptions import did_you_mean, unknown_name_message
 from .hyperparameters import Categorical, Fixed, Float, Hyperparameter, Int, _freeze
-from .space import CONTINUATIONS, PASSTHROUGH, TASKS, Algorithm, Iterations, Module, PipelineSpace
+from .space import (
+    CONTINUATIONS,
+    PASSTHROUGH,
+    TASKS,
+    Algorithm,
+    Iterations,
+    Module,
+    PipelineSpace,
+    iteration_parameter,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -94,24 +103,21 @@ def _hyperparameter(name: str, node: Any, path: str) -> Hyperparameter:
         raise ConfigError(f"{path}: {err}") from None
 
 
-def _iterations(node: Any, hps: tuple[Hyperparameter, ...], path: str) -> Iterations:
-    """``iterations:`` of an algorithm; ``t_min`` / ``t_max`` default to the parameter's range."""
+def _iterations(node: Any, algorithm: str, hps: tuple[Hyperparameter, ...], path: str) -> Iterations:
+    """``iterations:`` of an algorithm; ``t_min`` / ``t_max`` default to an int's range, or to 1 and
+    a fixed value (the range is checked against the parameter when the Algorithm is built)."""
     spec = _check_keys(node, _ITERATIONS_KEYS, {"parameter", "method"}, path)
-    hp = next((h for h in hps if h.name == spec["parameter"]), None)
-    if isinstance(hp, Int):
-        spec.setdefault("t_min", hp.low)
-        spec.setdefault("t_max", hp.high)
-    elif isinstance(hp, Fixed):
-        spec.setdefault("t_min", 1)
-        spec.setdefault("t_max", hp.value)
+    try:
+        hp = iteration_parameter(algorithm, hps, spec["parameter"])
+    except InvalidParameterError as err:
+        raise ConfigError(f"{path}: {err}") from None
+    spec.setdefault("t_min", hp.low if isinstance(hp, Int) else 1)
+    spec.setdefault("t_max", hp.high if isinstance(hp, Int) else hp.value)
     if spec["method"] not in CONTINUATIONS:
         raise ConfigError(
             f"{path}.method: {spec['method']!r} is not one of {', '.join(CONTINUATIONS)}."
             f"{did_you_mean(str(spec['method']), CONTINUATIONS)}"
         )
-    for key in ("t_min", "t_max"):
-        if key not in spec:
-            raise ConfigError(f"{path}.{key}: required key is missing")
     try:
         return Iterations(spec["parameter"], spec["t_min"], spec["t_max"], spec["method"])
     except InvalidParameterError as err:
@@ -161,7 +167,7 @@ def _algorithm(node: Any, path: str) -> Algorithm:
         raise ConfigError(f"{path}.class: expected an import path such as 'sklearn.svm.SVC'")
     iterations = None
     if "iterations" in spec:
-        iterations = _iterations(spec["iterations"], hps, f"{path}.iterations")
+        iterations = _iterations(spec["iterations"], name, hps, f"{path}.iterations")
     requires = _requires(spec["requires"], f"{path}.requires") if "requires" in spec else ()
     max_rows = spec.get("max_rows")
     if max_rows is not None and (

@@ -103,6 +103,29 @@ class Iterations:
             )
 
 
+def iteration_parameter(
+    algorithm: str, hyperparameters: Sequence[Hyperparameter], parameter: str
+) -> Int | Fixed:
+    """The hyperparameter named by ``iterations.parameter``: an unconditional ``Int`` or ``Fixed``
+    integer of the same algorithm (the training length is always passed)."""
+    hp = next((h for h in hyperparameters if h.name == parameter), None)
+    if hp is None:
+        raise InvalidParameterError(
+            f"parameter {parameter!r} is not a hyperparameter of {algorithm!r}; declare it as an "
+            "int (tuned) or a fixed integer (the full training length)"
+        )
+    if not (isinstance(hp, Int) or (isinstance(hp, Fixed) and _is_int(hp.value))):
+        raise InvalidParameterError(
+            f"parameter {parameter!r} must be an int or a fixed integer hyperparameter, got "
+            f"{type(hp).__name__}"
+        )
+    if hp.condition:
+        raise InvalidParameterError(
+            f"parameter {parameter!r} has a condition; the training length must always be passed"
+        )
+    return hp
+
+
 @dataclass(frozen=True)
 class Algorithm:
     """One choice of a module: a scikit-learn class and its hyperparameters.
@@ -143,35 +166,16 @@ class Algorithm:
             self._check_iterations(self.iterations)
 
     def _check_iterations(self, it: Iterations) -> None:
-        """The training-length parameter is an integer hyperparameter whose domain holds t_max."""
-        by_name = {h.name: h for h in self.hyperparameters}
-        hp = by_name.get(it.parameter)
-        if hp is None:
+        """The training-length parameter's domain holds t_max (a fixed one equals it)."""
+        hp = iteration_parameter(self.name, self.hyperparameters, it.parameter)
+        if isinstance(hp, Int) and not hp.low <= it.t_max <= hp.high:
             raise InvalidParameterError(
-                f"parameter {it.parameter!r} is not a hyperparameter of {self.name!r}; "
-                "declare it as an int (tuned) or a fixed integer (the full training length)"
+                f"t_max={it.t_max!r} is outside the range [{hp.low}, {hp.high}] of {it.parameter!r}"
             )
-        if hp.condition:
+        if isinstance(hp, Fixed) and hp.value != it.t_max:
             raise InvalidParameterError(
-                f"parameter {it.parameter!r} has a condition; the training length "
-                "must always be passed"
-            )
-        if isinstance(hp, Int):
-            if not hp.low <= it.t_max <= hp.high:
-                raise InvalidParameterError(
-                    f"t_max={it.t_max!r} is outside the range [{hp.low}, {hp.high}] of "
-                    f"{it.parameter!r}"
-                )
-        elif isinstance(hp, Fixed) and _is_int(hp.value):
-            if hp.value != it.t_max:
-                raise InvalidParameterError(
-                    f"t_max={it.t_max!r} differs from the fixed value {hp.value!r} of "
-                    f"{it.parameter!r} (a fixed training length is the full one, t_max)"
-                )
-        else:
-            raise InvalidParameterError(
-                f"parameter {it.parameter!r} must be an int or a fixed integer "
-                f"hyperparameter, got {type(hp).__name__}"
+                f"t_max={it.t_max!r} differs from the fixed value {hp.value!r} of "
+                f"{it.parameter!r} (a fixed training length is the full one, t_max)"
             )
 
     @property
