@@ -15,6 +15,7 @@ declares none, so ``None`` itself cannot be a low-cost value.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +64,7 @@ class Hyperparameter:
 
 def _check_number(name: str, key: str, value: Any, low: float, high: float) -> None:
     """``value`` must be a real number (not a bool) in [low, high]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise InvalidParameterError(f"hyperparameter {name!r}: {key}={value!r} must be a finite number")
     if not low <= value <= high:
         raise InvalidParameterError(
@@ -145,7 +146,7 @@ class Int(Hyperparameter):
             value = getattr(self, key)
             if (
                 isinstance(value, bool)
-                or not isinstance(value, (int, float))
+                or not isinstance(value, numbers.Real)
                 or not float(value).is_integer()
             ):
                 raise InvalidParameterError(

@@ -183,33 +183,27 @@ def _algorithm(node: Any, path: str) -> Algorithm:
         raise ConfigError(f"{path}.iterations: {err}") from None
 
 
-def _missing(algo: Algorithm) -> list[str]:
-    return [name for name in algo.requires if not module_available(name)]
-
-
 def _drop_unavailable(
     module: str, algos: tuple[Algorithm, ...], path: str
 ) -> tuple[tuple[Algorithm, ...], list[tuple[str, str, str]]]:
     """Leave out the choices whose required packages are missing; a task left without a choice in
     the module is an error that names the packages."""
-    missing = {id(a): _missing(a) for a in algos}
-    kept = tuple(a for a in algos if not missing[id(a)])
+    missing = [[p for p in a.requires if not module_available(p)] for a in algos]
     for task in TASKS:
-        serves = [a for a in algos if a.task in ("any", task)]
-        if serves and all(missing[id(a)] for a in serves):
-            packages = sorted({p for a in serves for p in missing[id(a)]})
+        serves = [gone for a, gone in zip(algos, missing) if a.task in ("any", task)]
+        if serves and all(serves):
+            packages = sorted({p for gone in serves for p in gone})
             raise ConfigError(
                 f"{path}: no {task} choice is left: every one requires a missing package "
                 f"({', '.join(packages)})"
             )
-    skipped = []
-    for a in algos:
-        if missing[id(a)]:
-            reason = f"requires {', '.join(missing[id(a)])}, not installed"
-            if (module, a.name, reason) not in skipped:  # one entry for a name's two task variants
-                skipped.append((module, a.name, reason))
-                logger.info("search space: left out %s:%s (%s)", module, a.name, reason)
-    return kept, skipped
+    skipped: list[tuple[str, str, str]] = []
+    for a, gone in zip(algos, missing):
+        entry = (module, a.name, f"requires {', '.join(gone)}, not installed")
+        if gone and entry not in skipped:  # one entry for a name's two task variants
+            skipped.append(entry)
+            logger.info("search space: left out %s:%s (%s)", *entry)
+    return tuple(a for a, gone in zip(algos, missing) if not gone), skipped
 
 
 def space_from_dict(node: Any, source: str = "space") -> PipelineSpace:
