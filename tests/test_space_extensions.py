@@ -181,7 +181,8 @@ def test_low_cost_outside_the_domain_raises(make, message):
     "mutation, message",
     [
         (lambda d: _hp(d, "n_estimators").update(low_cost=1000),
-         r"^modules\[1\]\.choices\[0\]\.hyperparameters\.n_estimators: .*low_cost 1000 is outside \[4, 512\]"),
+         r"^modules\[1\]\.choices\[0\]\.hyperparameters\.n_estimators: .*low_cost 1000 is outside "
+         r"\[4, 512\]"),
         (lambda d: _hp(d, "criterion").update(low_cost="log_loss"),
          r"^modules\[1\]\.choices\[0\]\.hyperparameters\.criterion: .*low_cost 'log_loss' is not one of"),
         (lambda d: _hp(d, "n_estimators").update(low_cost=None),
@@ -223,8 +224,12 @@ def test_encoding_low_cost_array_mask_and_start_point(space):
     active = enc.active((0, 1))
     np.testing.assert_array_equal(enc.with_low_cost(enc.initial_theta[active], active), [0.0])
     # a space without low-cost points: all NaN, and the start point is theta itself
-    plain = load_space(_mutate(lambda d: [h.pop("low_cost", None) for a in d["modules"][1]["choices"]
-                                          for h in a.get("hyperparameters", {}).values()]))
+    def without_low_cost(d):
+        for algo in d["modules"][1]["choices"]:
+            for domain in algo.get("hyperparameters", {}).values():
+                domain.pop("low_cost", None)
+
+    plain = space_from_dict(_mutate(without_low_cost))
     assert not plain.encoding.has_low_cost.any() and np.isnan(plain.encoding.low_cost).all()
 
 
