@@ -170,6 +170,9 @@ def _list() -> int:
             sub = space.for_task(task)
             parts.append(f"{sub.n_pipelines} {task} pipelines ({sub.n_hyperparameters} hyperparameters)")
         print(f"  {name:<16} {', '.join(parts)}")
+        if space.skipped:
+            left_out = "; ".join(f"{choice} ({reason})" for _, choice, reason in space.skipped)
+            print(f"  {'':<16} note: left out {left_out}")
     print("metrics:")
     print("  " + ", ".join(list_metrics()) + " (and any scikit-learn scorer name)")
     return 0

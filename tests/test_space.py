@@ -624,7 +624,7 @@ def test_yaml_strictness(mutation, message):
 
 
 def test_yaml_unknown_key_lists_allowed_keys():
-    with pytest.raises(ConfigError, match=r"Allowed: condition, default, high, log, low, type$"):
+    with pytest.raises(ConfigError, match=r"Allowed: condition, default, high, log, low, low_cost, type$"):
         space_from_dict(_mutate(lambda d: _hp(d, "C").update(lgo=True)))
 
 
@@ -669,7 +669,7 @@ def test_load_space_unknown_name():
     with pytest.raises(
         UnknownComponentError,
         match=r"Unknown search space 'paper_smal'\. Did you mean 'paper_small'\? "
-        r"Available: 'blds', 'paper_large', 'paper_small'\.",
+        r"Available: 'blds', 'default', 'iterative', 'paper_large', 'paper_small'\.",
     ):
         load_space("paper_smal")
     assert issubclass(UnknownComponentError, ValueError)
@@ -679,7 +679,7 @@ def test_load_space_passes_spaces_and_mappings():
     space = tiny_space()
     assert load_space(space) is space
     assert load_space(make_space_dict()).name == "handmade"
-    assert list_spaces() == list(BUILTINS)
+    assert list_spaces() == sorted(BUILTINS + ("default", "iterative"))  # tests/test_space_extensions.py
 
 
 def test_for_task(space):

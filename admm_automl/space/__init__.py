@@ -3,7 +3,7 @@
 from .encoding import Encoding
 from .hyperparameters import Categorical, Fixed, Float, Hyperparameter, Int
 from .loader import list_spaces, load_space, space_from_dict
-from .space import PASSTHROUGH, Algorithm, Module, PipelineSpace
+from .space import PASSTHROUGH, Algorithm, Iterations, Module, PipelineSpace
 
 __all__ = [
     "PASSTHROUGH",
@@ -14,6 +14,7 @@ __all__ = [
     "Float",
     "Hyperparameter",
     "Int",
+    "Iterations",
     "Module",
     "PipelineSpace",
     "list_spaces",

@@ -2,7 +2,9 @@
 
 ``z`` is one choice index per module. ``θ`` is one unit-interval coordinate per tunable
 hyperparameter of every algorithm; ``active(z)`` lists the coordinates of the chosen algorithms and
-``project`` maps relaxed discrete coordinates to their nearest admissible value (seed 001's P_D).
+``project`` maps relaxed discrete coordinates to their nearest admissible value (the projection P_D of
+Liu et al., AAAI 2020). ``low_cost`` is the cost-frugal starting point of CFO and BlendSearch (Wu et al.,
+AAAI 2021; Wang et al., ICLR 2021) in the same unit coordinates.
 """
 
 from __future__ import annotations
@@ -28,7 +30,16 @@ class Encoding:
     slots
         ``slots[i][j]`` are the θ indices of choice ``j`` of module ``i``.
     initial_z, initial_theta
-        The first configuration (seed 001 starts from Gaussian naive Bayes at its defaults).
+        The first configuration (Liu et al., AAAI 2020, start from Gaussian naive Bayes at its defaults;
+        every algorithm's θ starts at its defaults).
+    low_cost
+        Per θ coordinate, the unit value of its declared low-cost point, NaN where it declares none
+        (default: NaN everywhere).
+
+    Attributes
+    ----------
+    has_low_cost : numpy.ndarray of bool
+        Where ``low_cost`` is declared (not NaN).
     """
 
     module_names: tuple[str, ...]
@@ -38,11 +49,27 @@ class Encoding:
     slots: tuple[tuple[np.ndarray, ...], ...]
     initial_z: tuple[int, ...]
     initial_theta: np.ndarray
+    low_cost: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         discrete = np.array([g is not None for g in self.grids], dtype=bool)
         object.__setattr__(self, "discrete", discrete)
         object.__setattr__(self, "n_choices", tuple(len(c) for c in self.choice_names))
+        low_cost = np.full(self.theta_dim, np.nan) if self.low_cost is None else self.low_cost
+        low_cost = np.asarray(low_cost, dtype=float)
+        if low_cost.shape != (self.theta_dim,):
+            raise ValueError(f"low_cost must have shape ({self.theta_dim},), got {low_cost.shape}")
+        object.__setattr__(self, "low_cost", low_cost)
+        object.__setattr__(self, "has_low_cost", ~np.isnan(low_cost))
+
+    def with_low_cost(self, theta: np.ndarray, indices: np.ndarray | None = None) -> np.ndarray:
+        """``theta`` with every coordinate that declares a low-cost point moved to it.
+
+        With ``indices``, ``theta`` holds only those coordinates (for example the active set).
+        """
+        idx = np.arange(self.theta_dim) if indices is None else np.asarray(indices, dtype=int)
+        theta = np.asarray(theta, dtype=float)
+        return np.where(self.has_low_cost[idx], self.low_cost[idx], theta)
 
     @property
     def theta_dim(self) -> int:

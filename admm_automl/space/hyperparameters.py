@@ -2,13 +2,20 @@
 
 Every tunable hyperparameter is one coordinate of θ in [0, 1]. Floats map linearly or
 logarithmically; integers and categoricals are *discrete*: their coordinate may be relaxed to any
-value in [0, 1] (seed 001's θ̃^d) and :meth:`project` returns the nearest admissible value
-(the closed-form δ-projection). Categoricals are integers 0..K-1 placed at k / (K - 1), as in the paper.
+value in [0, 1] (the relaxed θ̃^d of Liu et al., AAAI 2020) and :meth:`project` returns the
+nearest admissible value (the closed-form δ-projection). Categoricals are integers 0..K-1 placed
+at k / (K - 1), as in that paper.
+
+A tunable domain may carry a *low-cost* value (``low_cost``): the value at which fitting the algorithm is
+cheapest, where a cost-frugal search starts (CFO and BlendSearch, Wu et al., AAAI 2021; Wang et al.,
+ICLR 2021: for example the fewest trees or the shallowest depth). ``None`` means that the hyperparameter
+declares none, so ``None`` itself cannot be a low-cost value.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +30,8 @@ class Hyperparameter:
 
     name: str
     condition: dict[str, tuple[Any, ...]] = field(default_factory=dict, kw_only=True)
+    #: the value of the cheapest fit (``None``: not declared); validated against the domain
+    low_cost: Any = field(default=None, kw_only=True)
 
     #: whether the coordinate is integer-valued (relaxed in θ-min, projected in δ-min)
     discrete = False
@@ -46,6 +55,21 @@ class Hyperparameter:
     @property
     def default_unit(self) -> float:
         return self.to_unit(self.default)  # type: ignore[attr-defined]
+
+    @property
+    def low_cost_unit(self) -> float | None:
+        """Unit coordinate of :attr:`low_cost`, ``None`` when the domain declares none."""
+        return None if self.low_cost is None else self.to_unit(self.low_cost)
+
+
+def _check_number(name: str, key: str, value: Any, low: float, high: float) -> None:
+    """``value`` must be a real number (not a bool) in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise InvalidParameterError(f"hyperparameter {name!r}: {key}={value!r} must be a finite number")
+    if not low <= value <= high:
+        raise InvalidParameterError(
+            f"hyperparameter {name!r}: {key} {value!r} is outside [{low!r}, {high!r}]"
+        )
 
 
 def _check_range(name: str, low: float, high: float, log: bool) -> None:
@@ -75,7 +99,10 @@ class Float(Hyperparameter):
                 f"hyperparameter {self.name!r}: default {self.default!r} is outside "
                 f"[{self.low!r}, {self.high!r}]"
             )
+        if self.low_cost is not None:
+            _check_number(self.name, "low_cost", self.low_cost, self.low, self.high)
         object.__setattr__(self, "_default_u", self.to_unit(self.default))
+        object.__setattr__(self, "_low_cost_u", self.low_cost_unit)
 
     def to_unit(self, value: Any) -> float:
         v = float(value)
@@ -89,6 +116,8 @@ class Float(Hyperparameter):
         u = min(max(float(u), 0.0), 1.0)
         if u == self._default_u:  # exact round trip of the default despite rounding in exp/log
             return float(self.default)
+        if u == self._low_cost_u:  # ... and of the low-cost value, where a cost-frugal search starts
+            return float(self.low_cost)
         if u == 0.0:
             return float(self.low)
         if u == 1.0:
@@ -112,9 +141,14 @@ class Int(Hyperparameter):
     discrete = True
 
     def __post_init__(self) -> None:
-        for key in ("low", "high", "default"):
+        keys = ("low", "high", "default") + (("low_cost",) if self.low_cost is not None else ())
+        for key in keys:
             value = getattr(self, key)
-            if isinstance(value, bool) or not float(value).is_integer():
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, numbers.Real)
+                or not float(value).is_integer()
+            ):
                 raise InvalidParameterError(
                     f"hyperparameter {self.name!r}: {key}={value!r} must be an integer"
                 )
@@ -124,6 +158,8 @@ class Int(Hyperparameter):
                 f"hyperparameter {self.name!r}: default {self.default!r} is outside "
                 f"[{self.low!r}, {self.high!r}]"
             )
+        if self.low_cost is not None:
+            _check_number(self.name, "low_cost", self.low_cost, self.low, self.high)
 
     def _scale(self, v: float) -> float:
         return math.log(v) if self.log else float(v)
@@ -170,6 +206,7 @@ class Categorical(Hyperparameter):
     def __post_init__(self) -> None:
         object.__setattr__(self, "choices", tuple(_freeze(c) for c in self.choices))
         object.__setattr__(self, "default", _freeze(self.default))
+        object.__setattr__(self, "low_cost", _freeze(self.low_cost))
         if len(set(map(repr, self.choices))) != len(self.choices):
             raise InvalidParameterError(
                 f"hyperparameter {self.name!r}: duplicate choices in {list(self.choices)!r}"
@@ -182,6 +219,11 @@ class Categorical(Hyperparameter):
         if self.default not in self.choices:
             raise InvalidParameterError(
                 f"hyperparameter {self.name!r}: default {self.default!r} is not one of "
+                f"{list(self.choices)!r}"
+            )
+        if self.low_cost is not None and self.low_cost not in self.choices:
+            raise InvalidParameterError(
+                f"hyperparameter {self.name!r}: low_cost {self.low_cost!r} is not one of "
                 f"{list(self.choices)!r}"
             )
 
@@ -216,6 +258,12 @@ class Fixed(Hyperparameter):
 
     value: Any = None
     tunable = False
+
+    def __post_init__(self) -> None:
+        if self.low_cost is not None:
+            raise InvalidParameterError(
+                f"hyperparameter {self.name!r}: a fixed value is not a coordinate and has no low_cost"
+            )
 
     @property
     def default(self) -> Any:

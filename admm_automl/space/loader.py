@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
+import logging
 import re
 from importlib import resources
 from pathlib import Path
@@ -12,16 +14,38 @@ from .._yaml import read_yaml
 from ..exceptions import ConfigError, InvalidParameterError, UnknownComponentError
 from ..exceptions import did_you_mean, unknown_name_message
 from .hyperparameters import Categorical, Fixed, Float, Hyperparameter, Int, _freeze
-from .space import PASSTHROUGH, TASKS, Algorithm, Module, PipelineSpace
+from .space import (
+    CONTINUATIONS,
+    PASSTHROUGH,
+    TASKS,
+    Algorithm,
+    Iterations,
+    Module,
+    PipelineSpace,
+    iteration_parameter,
+)
+
+logger = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_IMPORT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _HP_KEYS = {
-    "float": {"type", "low", "high", "default", "log", "condition"},
-    "int": {"type", "low", "high", "default", "log", "condition"},
-    "categorical": {"type", "choices", "default", "condition"},
+    "float": {"type", "low", "high", "default", "log", "condition", "low_cost"},
+    "int": {"type", "low", "high", "default", "log", "condition", "low_cost"},
+    "categorical": {"type", "choices", "default", "condition", "low_cost"},
     "fixed": {"type", "value", "condition"},
 }
 _ALIASES = {"log-float": ("float", True), "log-int": ("int", True)}
+_ALGORITHM_KEYS = {"name", "class", "task", "hyperparameters", "iterations", "requires", "max_rows"}
+_ITERATIONS_KEYS = {"parameter", "t_min", "t_max", "method"}
+
+
+def module_available(name: str) -> bool:
+    """Whether the package ``name`` can be imported (found on the path; it is not imported)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a missing parent package of a dotted name
+        return False
 
 
 def _check_keys(node: Any, allowed: set[str], required: set[str], path: str) -> dict:
@@ -68,6 +92,10 @@ def _hyperparameter(name: str, node: Any, path: str) -> Hyperparameter:
     spec.pop("type")
     if log is not None:
         spec["log"] = log
+    if "low_cost" in spec and spec["low_cost"] is None:
+        raise ConfigError(
+            f"{path}.low_cost: null is not a low-cost value (omit the key to declare none)"
+        )
     cls = {"float": Float, "int": Int, "categorical": Categorical, "fixed": Fixed}[kind]
     try:
         return cls(name, condition=condition, **spec)
@@ -75,11 +103,41 @@ def _hyperparameter(name: str, node: Any, path: str) -> Hyperparameter:
         raise ConfigError(f"{path}: {err}") from None
 
 
+def _iterations(node: Any, algorithm: str, hps: tuple[Hyperparameter, ...], path: str) -> Iterations:
+    """``iterations:`` of an algorithm; ``t_min`` / ``t_max`` default to an int's range, or to 1 and
+    a fixed value (the range is checked against the parameter when the Algorithm is built)."""
+    spec = _check_keys(node, _ITERATIONS_KEYS, {"parameter", "method"}, path)
+    try:
+        hp = iteration_parameter(algorithm, hps, spec["parameter"])
+    except InvalidParameterError as err:
+        raise ConfigError(f"{path}: {err}") from None
+    spec.setdefault("t_min", hp.low if isinstance(hp, Int) else 1)
+    spec.setdefault("t_max", hp.high if isinstance(hp, Int) else hp.value)
+    if spec["method"] not in CONTINUATIONS:
+        raise ConfigError(
+            f"{path}.method: {spec['method']!r} is not one of {', '.join(CONTINUATIONS)}."
+            f"{did_you_mean(str(spec['method']), CONTINUATIONS)}"
+        )
+    try:
+        return Iterations(spec["parameter"], spec["t_min"], spec["t_max"], spec["method"])
+    except InvalidParameterError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def _requires(node: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(node, list) or not node:
+        raise ConfigError(f"{path}: expected a non-empty list of import names, e.g. [lightgbm]")
+    for name in node:
+        if not isinstance(name, str) or not _IMPORT_NAME.match(name):
+            raise ConfigError(f"{path}: {name!r} is not an import name")
+    return tuple(node)
+
+
 def _algorithm(node: Any, path: str) -> Algorithm:
     if isinstance(node, Mapping) and node.get("name") == PASSTHROUGH:
         _check_keys(node, {"name"}, {"name"}, path)
         return Algorithm(PASSTHROUGH)
-    spec = _check_keys(node, {"name", "class", "task", "hyperparameters"}, {"name", "class"}, path)
+    spec = _check_keys(node, _ALGORITHM_KEYS, {"name", "class"}, path)
     name = _check_name(spec["name"], f"{path}.name")
     task = spec.get("task", "any")
     if task not in ("any",) + TASKS:
@@ -107,16 +165,58 @@ def _algorithm(node: Any, path: str) -> Algorithm:
                 )
     if not isinstance(spec["class"], str) or "." not in spec["class"]:
         raise ConfigError(f"{path}.class: expected an import path such as 'sklearn.svm.SVC'")
-    return Algorithm(name, spec["class"], hps, task)
+    iterations = None
+    if "iterations" in spec:
+        iterations = _iterations(spec["iterations"], name, hps, f"{path}.iterations")
+    requires = _requires(spec["requires"], f"{path}.requires") if "requires" in spec else ()
+    max_rows = spec.get("max_rows")
+    if max_rows is not None and (
+        isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1
+    ):
+        raise ConfigError(f"{path}.max_rows: {max_rows!r} must be a positive integer")
+    try:
+        return Algorithm(
+            name, spec["class"], hps, task,
+            iterations=iterations, requires=requires, max_rows=max_rows,
+        )
+    except InvalidParameterError as err:
+        raise ConfigError(f"{path}.iterations: {err}") from None
+
+
+def _drop_unavailable(
+    module: str, algos: tuple[Algorithm, ...], path: str
+) -> tuple[tuple[Algorithm, ...], list[tuple[str, str, str]]]:
+    """Leave out the choices whose required packages are missing; a task left without a choice in
+    the module is an error that names the packages."""
+    missing = [[p for p in a.requires if not module_available(p)] for a in algos]
+    for task in TASKS:
+        serves = [gone for a, gone in zip(algos, missing) if a.task in ("any", task)]
+        if serves and all(serves):
+            packages = sorted({p for gone in serves for p in gone})
+            raise ConfigError(
+                f"{path}: no {task} choice is left: every one requires a missing package "
+                f"({', '.join(packages)})"
+            )
+    skipped: list[tuple[str, str, str]] = []
+    for a, gone in zip(algos, missing):
+        entry = (module, a.name, f"requires {', '.join(gone)}, not installed")
+        if gone and entry not in skipped:  # one entry for a name's two task variants
+            skipped.append(entry)
+            logger.info("search space: left out %s:%s (%s)", *entry)
+    return tuple(a for a, gone in zip(algos, missing) if not gone), skipped
 
 
 def space_from_dict(node: Any, source: str = "space") -> PipelineSpace:
-    """Build a :class:`PipelineSpace` from a parsed YAML mapping; errors name the key path."""
+    """Build a :class:`PipelineSpace` from a parsed YAML mapping; errors name the key path.
+
+    Algorithms whose ``requires`` names a package that is not installed are left out and listed in
+    :attr:`PipelineSpace.skipped` (and logged at INFO level).
+    """
     spec = _check_keys(node, {"name", "description", "initial", "modules"}, {"name", "modules"}, "")
     name = _check_name(spec["name"], "name")
     if not isinstance(spec["modules"], list) or not spec["modules"]:
         raise ConfigError("modules: expected a non-empty list")
-    modules = []
+    modules, skipped = [], []
     for i, m in enumerate(spec["modules"]):
         mpath = f"modules[{i}]"
         mspec = _check_keys(m, {"name", "choices"}, {"name", "choices"}, mpath)
@@ -132,17 +232,31 @@ def space_from_dict(node: Any, source: str = "space") -> PipelineSpace:
                     f"{mpath}.choices: duplicate choice names {dup!r} for {task} (a name may "
                     "repeat only with task: classification and task: regression)"
                 )
+        algos, left_out = _drop_unavailable(mname, algos, f"{mpath}.choices")
+        skipped += left_out
         modules.append(Module(mname, algos))
     if len({m.name for m in modules}) != len(modules):
         raise ConfigError(f"modules: duplicate module names in {[m.name for m in modules]!r}")
     initial = _check_keys(spec.get("initial") or {}, set(TASKS), set(), "initial")
-    space = PipelineSpace(name, tuple(modules), initial, str(spec.get("description", "")))
+    space = PipelineSpace(
+        name, tuple(modules), initial, str(spec.get("description", "")), tuple(skipped)
+    )
     for task, chosen in initial.items():
         _check_keys(chosen, {m.name for m in modules}, set(), f"initial.{task}")
         for module in modules:
             if module.name in chosen:
-                try:
-                    module.index(chosen[module.name])
+                reason = next(
+                    (r for mod, c, r in skipped if mod == module.name and c == chosen[module.name]),
+                    None,
+                )
+                if reason is not None:
+                    raise ConfigError(
+                        f"initial.{task}.{module.name}: {chosen[module.name]!r} was left out "
+                        f"({reason}); the initial pipeline must not need an optional package"
+                    )
+                served = tuple(a for a in module.choices if a.task in ("any", task))
+                try:  # a name may have one variant per task: look it up among this task's choices
+                    Module(module.name, served).index(chosen[module.name])
                 except InvalidParameterError as err:
                     raise ConfigError(f"initial.{task}.{module.name}: {err}") from None
     return space

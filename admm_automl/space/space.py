@@ -6,6 +6,11 @@ A configuration is written two ways:
 * readable, as a flat dict in scikit-learn's ``step__param`` style:
   ``{"scaler": "robust_scaler", "scaler__with_centering": True, "estimator": "random_forest", ...}``.
 
+An algorithm may also declare how long it trains (:class:`Iterations`), which packages it needs
+(``requires``; the loader leaves it out when one is missing and records why in
+:attr:`PipelineSpace.skipped`) and the largest data it is worth fitting on (``max_rows``, applied by
+:meth:`PipelineSpace.for_data`).
+
 Nothing here imports scikit-learn at module level; classes are imported when a pipeline is built.
 """
 
@@ -21,10 +26,12 @@ import numpy as np
 
 from ..exceptions import InvalidParameterError, unknown_name_message
 from .encoding import Encoding
-from .hyperparameters import Categorical, Hyperparameter
+from .hyperparameters import Categorical, Fixed, Hyperparameter, Int
 
 PASSTHROUGH = "none"
 TASKS = ("classification", "regression")
+#: how a partly trained model is trained further (see :class:`Iterations`)
+CONTINUATIONS = ("warm_start", "partial_fit")
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,17 +55,128 @@ def instantiate(value: Any) -> Any:
     return value
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Iterations:
+    """The training length of an iterative learner and how training is continued.
+
+    The training length t is the second fidelity of budget-aware planning for iterative learners
+    (BAPI, Belakaria, Doppa, Fusi and Sheth, arXiv 2206.12708, 2022): a configuration is trained for
+    t iterations, scored, and possibly continued to a larger t later without starting over.
+
+    Parameters
+    ----------
+    parameter
+        The integer hyperparameter (tunable ``int`` or ``fixed``) of the algorithm that sets the number
+        of iterations when the model is fitted from scratch (``n_estimators``, ``max_iter``).
+    t_min, t_max
+        The smallest and the largest training length, ``1 <= t_min < t_max``.
+    method
+        How a fitted model is trained from t1 to t2 > t1:
+
+        * ``"warm_start"``: set ``parameter`` to t2 on the fitted estimator, with ``warm_start=True``,
+          and call ``fit`` again; only the new iterations are trained (scikit-learn's
+          GradientBoosting, HistGradientBoosting, RandomForest, ExtraTrees);
+        * ``"partial_fit"``: call ``partial_fit`` t2 - t1 times, one epoch per call (SGDClassifier /
+          SGDRegressor, MLPClassifier / MLPRegressor).
+    """
+
+    parameter: str
+    t_min: int
+    t_max: int
+    method: str
+
+    def __post_init__(self) -> None:
+        for key in ("t_min", "t_max"):
+            if not _is_int(getattr(self, key)):
+                raise InvalidParameterError(f"{key}={getattr(self, key)!r} must be an integer")
+        if not 1 <= self.t_min < self.t_max:
+            raise InvalidParameterError(
+                f"need 1 <= t_min < t_max, got t_min={self.t_min!r}, t_max={self.t_max!r}"
+            )
+        if self.method not in CONTINUATIONS:
+            raise InvalidParameterError(
+                f"method {self.method!r} is not one of {', '.join(CONTINUATIONS)}"
+            )
+
+
+def iteration_parameter(
+    algorithm: str, hyperparameters: Sequence[Hyperparameter], parameter: str
+) -> Int | Fixed:
+    """The hyperparameter named by ``iterations.parameter``: an unconditional ``Int`` or ``Fixed``
+    integer of the same algorithm (the training length is always passed)."""
+    hp = next((h for h in hyperparameters if h.name == parameter), None)
+    if hp is None:
+        raise InvalidParameterError(
+            f"parameter {parameter!r} is not a hyperparameter of {algorithm!r}; declare it as an "
+            "int (tuned) or a fixed integer (the full training length)"
+        )
+    if not (isinstance(hp, Int) or (isinstance(hp, Fixed) and _is_int(hp.value))):
+        raise InvalidParameterError(
+            f"parameter {parameter!r} must be an int or a fixed integer hyperparameter, got "
+            f"{type(hp).__name__}"
+        )
+    if hp.condition:
+        raise InvalidParameterError(
+            f"parameter {parameter!r} has a condition; the training length must always be passed"
+        )
+    return hp
+
+
 @dataclass(frozen=True)
 class Algorithm:
     """One choice of a module: a scikit-learn class and its hyperparameters.
 
     ``class_path=None`` is the passthrough choice (named ``"none"``).
+
+    Parameters
+    ----------
+    name, class_path, hyperparameters, task
+        The choice's name, the import path of its class, its domains, and the task it serves
+        (``"any"``, ``"classification"`` or ``"regression"``).
+    iterations
+        The training length of an iterative learner (``None`` for the others); its ``parameter`` must
+        be an ``Int`` hyperparameter whose range holds ``t_max`` or a ``Fixed`` integer equal to
+        ``t_max``.
+    requires
+        Import names of the packages the class needs beyond scikit-learn (for example
+        ``("lightgbm",)``); the loader leaves the algorithm out when one is missing.
+    max_rows
+        The largest number of training rows the algorithm is worth fitting on (``None``: no limit);
+        see :meth:`PipelineSpace.for_data`.
     """
 
     name: str
     class_path: str | None = None
     hyperparameters: tuple[Hyperparameter, ...] = ()
     task: str = "any"
+    iterations: Iterations | None = field(default=None, kw_only=True)
+    requires: tuple[str, ...] = field(default=(), kw_only=True)
+    max_rows: int | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.max_rows is not None and (not _is_int(self.max_rows) or self.max_rows < 1):
+            raise InvalidParameterError(
+                f"algorithm {self.name!r}: max_rows={self.max_rows!r} must be a positive integer"
+            )
+        if self.iterations is not None:
+            self._check_iterations(self.iterations)
+
+    def _check_iterations(self, it: Iterations) -> None:
+        """The training-length parameter's domain holds t_max (a fixed one equals it)."""
+        hp = iteration_parameter(self.name, self.hyperparameters, it.parameter)
+        if isinstance(hp, Int) and not hp.low <= it.t_max <= hp.high:
+            raise InvalidParameterError(
+                f"t_max={it.t_max!r} is outside the range [{hp.low}, {hp.high}] of {it.parameter!r}"
+            )
+        if isinstance(hp, Fixed) and hp.value != it.t_max:
+            raise InvalidParameterError(
+                f"t_max={it.t_max!r} differs from the fixed value {hp.value!r} of "
+                f"{it.parameter!r} (a fixed training length is the full one, t_max)"
+            )
 
     @property
     def tunable(self) -> tuple[Hyperparameter, ...]:
@@ -115,12 +233,18 @@ class Module:
 
 @dataclass(frozen=True, eq=False)
 class PipelineSpace:
-    """An ordered sequence of modules; the search space of one AutoML run."""
+    """An ordered sequence of modules; the search space of one AutoML run.
+
+    ``skipped`` lists the choices left out of the declared space, as ``(module, choice, reason)``:
+    by the loader when a package in ``requires`` is missing, and by :meth:`for_data` when the data
+    exceed ``max_rows``.
+    """
 
     name: str
     modules: tuple[Module, ...]
     initial: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     description: str = ""
+    skipped: tuple[tuple[str, str, str], ...] = ()
 
     def __repr__(self) -> str:
         sizes = " x ".join(str(len(m.choices)) for m in self.modules)
@@ -140,7 +264,57 @@ class PipelineSpace:
                 )
             modules.append(Module(module.name, kept))
         initial = {task: self.initial[task]} if task in self.initial else {}
-        return PipelineSpace(self.name, tuple(modules), initial, self.description)
+        return PipelineSpace(self.name, tuple(modules), initial, self.description, self.skipped)
+
+    def for_data(self, n_rows: int) -> "PipelineSpace":
+        """The sub-space without the algorithms whose ``max_rows`` is below ``n_rows``.
+
+        ``n_rows`` is the number of rows the pipelines are fitted on. A module is never emptied:
+        when every choice of a module that serves a task (``"any"`` or that task) exceeds its limit,
+        the ones with the largest ``max_rows`` among them stay. Removed choices are appended to
+        :attr:`skipped`, and an initial pipeline that names one falls back to the module's first
+        remaining choice.
+        """
+        if not _is_int(n_rows) or n_rows < 0:
+            raise InvalidParameterError(f"n_rows must be a non-negative integer, got {n_rows!r}")
+        modules, skipped = [], list(self.skipped)
+        for module in self.modules:
+            fits = [a.max_rows is None or n_rows <= a.max_rows for a in module.choices]
+            for task in TASKS:
+                serves = [a.task in ("any", task) for a in module.choices]
+                if any(serves) and not any(f and s for f, s in zip(fits, serves)):
+                    largest = max(a.max_rows for a, s in zip(module.choices, serves) if s)
+                    fits = [
+                        f or (s and a.max_rows == largest)
+                        for a, f, s in zip(module.choices, fits, serves)
+                    ]
+            for algo, fit in zip(module.choices, fits):
+                if not fit:
+                    skipped.append(
+                        (module.name, algo.name, f"max_rows={algo.max_rows} < {n_rows} rows")
+                    )
+            modules.append(Module(module.name, tuple(a for a, f in zip(module.choices, fits) if f)))
+        names = {m.name: {a.name for a in m.choices} for m in modules}
+        initial = {
+            task: {k: v for k, v in chosen.items() if v in names.get(k, ())}
+            for task, chosen in self.initial.items()
+        }
+        return PipelineSpace(self.name, tuple(modules), initial, self.description, tuple(skipped))
+
+    def iterative_algorithms(self) -> tuple[tuple[str, Algorithm], ...]:
+        """``(module name, algorithm)`` of every choice that declares a training length, in order."""
+        return tuple(
+            (m.name, a) for m in self.modules for a in m.choices if a.iterations is not None
+        )
+
+    def iterations(self, z: Sequence[int]) -> dict[str, Iterations]:
+        """Module name -> :class:`Iterations` of the chosen algorithms of ``z`` that declare one."""
+        z = self.encoding.check_z(z)
+        return {
+            m.name: m.choices[j].iterations
+            for m, j in zip(self.modules, z)
+            if m.choices[j].iterations is not None
+        }
 
     @property
     def n_pipelines(self) -> int:
@@ -162,9 +336,10 @@ class PipelineSpace:
                     grids.append(hp.grid())
                 module_slots.append(np.arange(start, len(names)))
             slots.append(tuple(module_slots))
-        theta0 = np.array(
-            [hp.default_unit for m in self.modules for a in m.choices for hp in a.tunable],
-            dtype=float,
+        tunable = [hp for m in self.modules for a in m.choices for hp in a.tunable]
+        theta0 = np.array([hp.default_unit for hp in tunable], dtype=float)
+        low_cost = np.array(
+            [np.nan if hp.low_cost is None else hp.low_cost_unit for hp in tunable], dtype=float
         )
         return Encoding(
             module_names=tuple(m.name for m in self.modules),
@@ -174,6 +349,7 @@ class PipelineSpace:
             slots=tuple(slots),
             initial_z=self._initial_z(),
             initial_theta=theta0,
+            low_cost=low_cost,
         )
 
     def _initial_z(self) -> tuple[int, ...]:
