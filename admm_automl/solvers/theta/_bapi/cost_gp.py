@@ -1,6 +1,6 @@
 """The cost surrogate GP_c: what training a configuration for a given length costs.
 
-Belakaria et al. (2023, Sec. 3.2) model the cost with the product kernel
+Belakaria et al. (2023, Sec. 3.3) model the cost with the product kernel
 ``K_c = K_RBF(x, x') · t·t'`` (RBF in the configuration, linear in the training length): costs
 differ between configurations and grow linearly with the number of iterations. With that kernel
 the model is exactly ``c(x, t) = t · r(x)`` with a GP ``r`` on the configuration, the cost per
@@ -108,7 +108,7 @@ class CostGP:
         """Expected cost of training ``X[i]`` from length ``t_from[i]`` on to ``t_to[i]``.
 
         ``(t_to − t_from)⁺ · E[r(x)]``: continuing a partly trained model costs only the extra
-        iterations (Belakaria et al., Sec. 3.3); nothing is charged when ``t_to ≤ t_from``.
+        iterations (Belakaria et al., Sec. 3.4); nothing is charged when ``t_to ≤ t_from``.
         """
         rate = self.rate(X)
         t_to = defaults.as_lengths(t_to, len(rate), "t_to")

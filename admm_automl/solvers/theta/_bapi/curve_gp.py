@@ -5,7 +5,7 @@ error, or the best-so-far validation loss), which is **non-increasing** in ``t``
 is ``∂g/∂t ≤ 0`` at the virtual points (Agrell's bounds ``a = −∞, b = 0``). This is Belakaria et
 al.'s ``f = −g``, maximised with ``∂f/∂t ≥ 0``; every formula below is theirs with that sign.
 
-The model (Belakaria et al. 2023, Sec. 3.2 and Appendix A):
+The model (Belakaria et al. 2023, Sec. 3.3 and Appendix A):
 
 * prior ``g ~ GP(m, s²·K_x(x, x')·K_t(t, t'))`` plus Gaussian noise, ``m`` the mean of the
   observed losses, targets standardised; hyperparameters by maximum marginal likelihood of the

@@ -1,15 +1,17 @@
 """NMO: the budget-adaptive planning horizon, and which of its members to run.
 
-Belakaria et al. (2023, Sec. 3.1 and Alg. 4) plan non-myopically: the horizon is a batch of
+Belakaria et al. (2023, Secs. 3.2 and 3.4, Alg. 4) plan non-myopically: the horizon is a batch of
 configurations chosen greedily by q-EI at ``t_max`` (the sequential greedy maximisation of
 Wilson et al. 2018, with fixed base samples), each charged the predicted cost of training it to
 its conservative stopping length; members are added while that cost fits in a planning copy of
 the remaining budget, up to ``H_max`` (the cap of their "practical considerations", after
 Astudillo et al. 2021). The member actually run is the one with the largest expected
-improvement at its stopping length per unit of predicted cost (their Sec. 3.3).
+improvement at its stopping length per unit of predicted cost (their Sec. 3.4).
 
-Our choices where the paper is silent:
+Our choices where the paper is silent or inconsistent:
 
+* Members are scored at ``t_max`` (``t = 1``), as Alg. 4 writes it; the text of Sec. 3.4 says
+  "at their conservative stopping iteration". The two differ by at most ε in the mean.
 * A member is added only if its cost fits in what is left (Alg. 4 as printed subtracts after
   adding, so the last member could overspend, which the text says never happens); the first
   greedy pick is returned even when it does not fit, so there is always something to run.
@@ -233,7 +235,7 @@ def select_member(
     penalty: _gp.Penalty | None = None,
 ) -> int:
     """Index of the horizon member to run: largest ``EI(x, t_stop) / cost`` (Belakaria et al.,
-    Sec. 3.3), in logs.
+    Sec. 3.4), in logs.
 
     The cost is floored at 1e-3 of the median observed cost (a near-zero prediction must not
     decide alone). A member with nothing left to train (``t_start ≥ t_stop``) ranks below every

@@ -102,14 +102,15 @@ def check_termination(
     penalty: _gp.Penalty | None = None,
     current_std: str = "conditioned",
 ) -> Termination:
-    """Belakaria et al.'s early-termination test (Alg. 5, lines 5-12) after observing a curve.
+    """Belakaria et al.'s early-termination test (their Sec. 3.4 and Alg. 5) after a curve.
 
     The model is conditioned (hyperparameters fixed) on the points of the new curve chosen by
     :func:`.select_curve_points`; then ``t_n`` is the conservative stopping length of ``x`` and
 
     * ``stop, "poor"`` if ``μ(x, t_n) + penalty(x) ≥ incumbent`` and
       ``σ(x, t_n) ≤ τ · σ(x, t)``, ``t`` the last observed length;
-    * else ``stop, "converged"`` if ``t ≥ t_n`` (the exit Alg. 5 lacks: it would loop forever);
+    * else ``stop, "converged"`` if ``t ≥ t_n`` (an exit Alg. 5 lacks: without it the next
+      check could stall at ``t``);
     * else ``continue`` to ``min(t_n, t + p)``.
 
     ``σ`` is the predictive standard deviation including observation noise, at ``t_n`` from the
