@@ -57,17 +57,15 @@ def select_curve_points(
         return np.unique(chosen)
     cov = model.latent_covariance(np.repeat(np.atleast_2d(x), t.size, axis=0), t)
     noise = model.noise_std_**2
-    chosen = []
-    j = last
-    while True:
-        chosen.append(j)
+    chosen = [last]
+    for _ in range(min(max_points, t.size) - 1):
+        j = chosen[-1]  # condition on the point just chosen (observed with noise)
         column = cov[:, j].copy()
         cov = cov - np.outer(column, column) / (cov[j, j] + noise)
-        if len(chosen) == min(max_points, t.size):
-            break
         variance = np.diag(cov).copy()
         variance[chosen] = -np.inf
-        j = int(np.argmax(variance))
-        if variance[j] <= noise:
+        best = int(np.argmax(variance))
+        if variance[best] <= noise:
             break
+        chosen.append(best)
     return np.sort(np.array(chosen))
