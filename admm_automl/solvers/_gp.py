@@ -214,17 +214,26 @@ class LogEI:
         return log_expected_improvement(mean, std, self.threshold, self.min_std)
 
     def value_and_grad(self, x: np.ndarray, step: float = 1e-6) -> tuple[float, np.ndarray]:
-        """Value and central-difference gradient at ``x`` (one batched GP prediction of 2d+1 rows;
-        one-sided at the box faces)."""
-        x = np.asarray(x, dtype=float)
-        d = x.size
-        eye = np.eye(d) * step
-        plus = np.clip(x + eye, 0.0, 1.0)
-        minus = np.clip(x - eye, 0.0, 1.0)
-        values = self(np.vstack([x[None, :], plus, minus]))
-        width = np.diag(plus - minus)
-        grad = (values[1 : d + 1] - values[d + 1 :]) / np.where(width > 0, width, 1.0)
-        return float(values[0]), grad
+        """Value and central-difference gradient at ``x`` (:func:`value_and_central_difference`)"""
+        return value_and_central_difference(self, x, step)
+
+
+def value_and_central_difference(
+    function: Callable[[np.ndarray], np.ndarray], x: np.ndarray, step: float = 1e-6
+) -> tuple[float, np.ndarray]:
+    """Value and central-difference gradient at ``x`` of a function vectorised over rows.
+
+    One batched call on 2d+1 rows; one-sided at the faces of the unit box (no row leaves it).
+    """
+    x = np.asarray(x, dtype=float)
+    d = x.size
+    eye = np.eye(d) * step
+    plus = np.clip(x + eye, 0.0, 1.0)
+    minus = np.clip(x - eye, 0.0, 1.0)
+    values = function(np.vstack([x[None, :], plus, minus]))
+    width = np.diag(plus - minus)
+    grad = (values[1 : d + 1] - values[d + 1 :]) / np.where(width > 0, width, 1.0)
+    return float(values[0]), grad
 
 
 # ----------------------------------------------------------------------------- design + search
@@ -248,6 +257,9 @@ def maximize(
     maxiter: int = 100,
 ) -> np.ndarray:
     """Points of [0, 1]^dim ordered from the highest acquisition value down.
+
+    ``acquisition`` is a :class:`LogEI` or any object with the same ``__call__(X)`` (values of
+    the rows, higher is better) and ``value_and_grad(x)``.
 
     Candidates: ``n_candidates`` scrambled Sobol' points plus Gaussian perturbations (scales 0.02
     and 0.1) of ``centres`` (e.g. the best observed points). The best ``n_starts`` candidates are

@@ -1,0 +1,44 @@
+"""Numerical core of BAPI, budget-aware planning for iterative learners (Belakaria, Doppa, Fusi,
+Sheth, "Bayesian Optimization over Iterative Learners with Structured Responses: A Budget-aware
+Planning Approach", AISTATS 2023): pure functions and models on arrays, no solver protocol.
+
+Inputs are configurations ``x`` in the unit box ``[0, 1]^d`` and training lengths
+``t = iterations / t_max`` in (0, 1]. The package minimises: the objective model is of the loss,
+non-increasing in ``t`` (the paper maximises an accuracy non-decreasing in ``t``; same model,
+opposite sign).
+
+* :class:`LearningCurveGP`: GP_f over (x, t), product kernel, monotone in ``t`` (or not:
+  BAPI-NM); posterior marginals, curves and joint covariances.
+* :class:`CostGP`: GP_c, cost linear in ``t`` with a configuration-dependent rate.
+* :func:`select_curve_points`, :func:`running_best`: which points of a curve enter GP_f.
+* :func:`conservative_stopping`, :func:`stopping_lengths`, :func:`check_termination`: when to stop.
+* :func:`plan_horizon`, :func:`select_member`: NMO and the member to run.
+* :func:`q_expected_improvement`, :func:`normal_base_samples`: Monte Carlo q-EI.
+* :mod:`.defaults`: the paper's constants and ours.
+"""
+
+from . import defaults
+from .acquisition import normal_base_samples, q_expected_improvement
+from .cost_gp import CostGP
+from .curve_gp import LearningCurveGP, Marginals
+from .curve_points import running_best, select_curve_points
+from .horizon import Horizon, plan_horizon, select_member
+from .stopping import Termination, check_termination, conservative_stopping, stopping_lengths
+
+__all__ = [
+    "CostGP",
+    "Horizon",
+    "LearningCurveGP",
+    "Marginals",
+    "Termination",
+    "check_termination",
+    "conservative_stopping",
+    "defaults",
+    "normal_base_samples",
+    "plan_horizon",
+    "q_expected_improvement",
+    "running_best",
+    "select_curve_points",
+    "select_member",
+    "stopping_lengths",
+]
