@@ -14,7 +14,7 @@ import pytest
 
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.solvers.theta import _bapi as bapi
-from admm_automl.solvers.theta import _gp
+from admm_automl.solvers import _gp
 from admm_automl.solvers.theta._bapi import defaults
 from admm_automl.solvers.theta._bapi.horizon import _GreedyAcquisition
 from admm_automl.solvers.theta._bapi.kernels import (

@@ -43,7 +43,7 @@ import numpy as np
 from scipy import linalg, special
 
 from ...exceptions import InvalidParameterError
-from ..theta._gp import log_h
+from .._gp import log_h
 from ._fidelity import all_pipelines
 
 # ---------------------------------------------------------------------------------------------

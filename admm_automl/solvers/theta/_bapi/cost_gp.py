@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ....exceptions import InvalidParameterError
-from .. import _gp
+from ... import _gp
 from . import defaults
 
 

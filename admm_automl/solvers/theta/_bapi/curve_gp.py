@@ -51,7 +51,7 @@ import numpy as np
 from scipy import linalg
 
 from ....exceptions import InvalidParameterError
-from .. import _gp
+from ... import _gp
 from . import defaults
 from .kernels import TIME_KERNELS, X_KERNELS, curve_kernel, kernel_parts
 from .truncated import truncated_normal_moments

@@ -35,7 +35,7 @@ import numpy as np
 from scipy import linalg
 
 from ....exceptions import InvalidParameterError
-from .. import _gp
+from ... import _gp
 from . import defaults
 from .acquisition import jittered_cholesky, normal_base_samples
 from .cost_gp import CostGP

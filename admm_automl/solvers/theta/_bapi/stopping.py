@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....exceptions import InvalidParameterError
-from .. import _gp
+from ... import _gp
 from . import defaults
 from .curve_gp import LearningCurveGP
 from .curve_points import select_curve_points
