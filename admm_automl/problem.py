@@ -20,7 +20,7 @@ Evaluate = Callable[[Sequence[Suggestion]], list[Observation]]
 
 @dataclass
 class ThetaProblem:
-    """θ-min on the active set of one algorithm selection (seed 001, eq. 10).
+    """θ-min on the active set of one algorithm selection (Liu et al. 2020, problem (10)).
 
     ``x`` is the vector of active coordinates in [0, 1]^dim. ``augment(x, obs)`` is the sub-problem
     value f̃ + (ρ/2)‖x_d − b‖² (+ constraint terms); ``penalty(x)`` is its analytic part alone.
@@ -42,7 +42,7 @@ class ThetaProblem:
 
 @dataclass
 class ZProblem:
-    """z-min: one choice per module with θ fixed (seed 001, eq. 12).
+    """z-min: one choice per module with θ fixed (Liu et al. 2020, problem (12)).
 
     ``n_choices[i]`` is the number of choices of module ``i``. ``fidelity`` is the admissible range
     of training-data fractions for multi-fidelity solvers (``None``: full data only).

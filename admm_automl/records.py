@@ -27,7 +27,8 @@ class Request:
     """One black-box query: algorithm choice per module, the full relaxed θ, and the fidelity.
 
     ``theta`` lives in the unit box; discrete coordinates may be relaxed (the objective evaluates at
-    their projection, seed 001's f̃). ``fidelity`` is the fraction of training rows used, in (0, 1].
+    their projection: the surrogate loss f̃ of Liu et al. 2020). ``fidelity`` is the fraction of
+    training rows used, in (0, 1].
     """
 
     z: tuple[int, ...]

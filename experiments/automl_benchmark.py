@@ -1,5 +1,6 @@
-"""Seed 001's AutoML experiments, scaled down: Table A4 (ADMM vs JOPT), the average-rank comparison
-with Optuna, FLAML and random search, adaptive vs fixed ADMM (Fig. 4 / A8) and ρ / f̂ sensitivity.
+"""The AutoML experiments of Liu et al. (2020), scaled down: Table A4 (ADMM vs JOPT), the
+average-rank comparison with Optuna, FLAML and random search, adaptive vs fixed ADMM (Fig. 4 / A8)
+and ρ / f̂ sensitivity.
 
 Every run goes through :func:`admm_automl.benchmarks.runner.run`: the same pipeline space
 (``paper_large``, Table A2), the same fixed 80/20 stratified split per dataset, the same engine
@@ -43,7 +44,7 @@ from pathlib import Path  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "experiments" / "results" / "automl"
 
-#: the datasets of seed 001's speedup table (Tables 1/A4/A5) that are in the shared data
+#: the datasets of Liu et al.'s speedup table (Tables 1/A4/A5) that are in the shared data
 TABLE_A4_DATASETS = ("fri_c2_1000_10", "pc4", "pollen", "sylvine", "wind", "bank8FM", "puma8NH",
                      "cpu_small")
 ADMM_BA, ADMM_BO, JOPT = "AdADMM-F16(BO,Ba)", "AdADMM-F16(BO,BO)", "JOPT(BO)"
@@ -59,8 +60,8 @@ SUITES = {
 }
 #: the reference and compared methods of the speedup tables
 SPEEDUP = {"table_a4": (JOPT, (ADMM_BA, ADMM_BO))}
-#: seed 001 Tables A4 (AdADMM-F16(BO,Ba)) and A5 (AdADMM-F16(BO,BO)) vs JOPT(BO): (speedup ×,
-#: improvement %) after 3600 s (1024 s for the artificial objective), 10 runs
+#: Liu et al. 2020, Tables A4 (AdADMM-F16(BO,Ba)) and A5 (AdADMM-F16(BO,BO)) vs JOPT(BO):
+#: (speedup ×, improvement %) after 3600 s (1024 s for the artificial objective), 10 runs
 PAPER = {
     ADMM_BA: {"artificial": (108, 31), "bank8FM": (10, 0), "cpu_small": (4, 0),
               "fri_c2_1000_10": (153, 56), "pc4": (42, 8), "pollen": (25, 4), "puma8NH": (11, 1),

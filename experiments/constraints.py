@@ -1,4 +1,5 @@
-"""Seed 001 Figures 2 and 3, scaled down: constrained AutoML under latency and disparate impact.
+"""Liu et al. (2020), Figures 2 and 3, scaled down: constrained AutoML under latency and disparate
+impact.
 
 Objective 1 - AUROC on bank_marketing (the shared data has an ``age`` column); constraints on the
 prediction latency (seconds per row) and on the disparate impact (max - min AUROC over the age
@@ -37,7 +38,7 @@ from admm_automl.datasets import load_from_dir  # noqa: E402
 
 AGE_BINS = [20, 30, 40, 50, 60, 70]
 # grids chosen from the measured scale on this machine: most pipelines predict in 6-25 µs per row
-# and have an AUROC gap of 0.08-0.25 across age groups (seed 001 used 1-20 µs and 0.05-0.15)
+# and have an AUROC gap of 0.08-0.25 across age groups (Liu et al. 2020 used 1-20 µs and 0.05-0.15)
 LATENCIES = [5e-6, 1e-5, 1.5e-5, 2e-5, 4e-5]  # seconds per row
 DISPARITIES = [0.05, 0.075, 0.1, 0.125, 0.15]
 FIXED_LATENCY, FIXED_DISPARITY = 2e-5, 0.15

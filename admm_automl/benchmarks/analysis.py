@@ -1,6 +1,6 @@
-"""Analysis of benchmark runs (seed 001 §6): incumbent curves on a fixed time grid, median and
-inter-quartile ranges over seeds, average rank over time, wins at the end, and the speedup /
-further-improvement table (Tables 1, A4, A5).
+"""Analysis of benchmark runs (Liu et al. 2020, Section 5 and Appendix 10): incumbent curves on a
+fixed time grid, median and inter-quartile ranges over seeds, average rank over time, wins at the
+end, and the speedup / further-improvement table (Tables 1, A4, A5).
 
 Definitions (ours where the paper is silent):
 
@@ -182,8 +182,9 @@ class Report:
 
     def speedup_table(self, reference: str, method: str,
                       paper: Mapping[str, tuple[float, float]] | None = None) -> str:
-        """Seed 001 Table A4/A5: speedup to reach the reference's final median, and the further
-        improvement at the end; ``paper`` adds the paper's (speedup, improvement %) per problem."""
+        """Liu et al. 2020, Table A4/A5: speedup to reach the reference's final median, and the
+        further improvement at the end; ``paper`` adds the paper's (speedup, improvement %) per
+        problem."""
         rows = [f"Speedup of {method} over {reference} (Table A4/A5 definition)\n",
                 f"| problem | {reference} final | {method} final | t_ref (s) | t ({method}) (s) | "
                 "speedup | improvement | paper speedup | paper improvement |",
@@ -204,8 +205,8 @@ class Report:
         return "\n".join(rows)
 
     def anytime_table(self, fractions: Sequence[float] = (0.01, 0.1, 0.25, 0.5, 1.0)) -> str:
-        """Median incumbent of each method at fractions of the budget, per problem (seed 001
-        Figure 4 / A8 in numbers)."""
+        """Median incumbent of each method at fractions of the budget, per problem (Liu et al.
+        2020, Figure 4 / A8 in numbers)."""
         out = []
         for p in self.problems:
             grid = self.grid[p]
@@ -285,7 +286,7 @@ class Report:
         return [Path(path)]
 
     def plot_ranks(self, path: "str | Path") -> list[Path]:
-        """Average rank over time (seed 001 Figure 1)."""
+        """Average rank over time (Liu et al. 2020, Figure 1)."""
         import matplotlib
 
         matplotlib.use("Agg")

@@ -1,4 +1,4 @@
-"""The artificial black-box objective of seed 001 (Appendix 15) over any pipeline space.
+"""The artificial black-box objective of Liu et al. 2020 (Appendix 15) over any pipeline space.
 
 For every algorithm j of every module i a weight vector ``w_ij ~ N(0, 1)`` (one entry per tunable
 hyperparameter) and a fixed set of ``n_samples`` standard-normal draws ``e_ij`` are fixed by one
@@ -38,7 +38,7 @@ EPS = 1e-3  # shift of θ in the ratio (see the module docstring)
 
 
 class ArtificialObjective:
-    """A task (``space`` + ``run``) that evaluates seed 001's artificial objective.
+    """A task (``space`` + ``run``) that evaluates the artificial objective of Liu et al. 2020.
 
     Parameters
     ----------

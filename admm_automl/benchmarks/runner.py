@@ -1,5 +1,6 @@
-"""One runner for every method of the benchmark (seed 001 §5): ADMM variants, JOPT, random search,
-Optuna and FLAML on the same problem, the same splits, the same engine and the same time budget.
+"""One runner for every method of the benchmark (Liu et al. 2020, Section 5): ADMM variants, JOPT,
+random search, Optuna and FLAML on the same problem, the same splits, the same engine and the same
+time budget.
 
 A *method* is named as in the paper and parsed by :func:`parse_method`:
 
@@ -139,8 +140,8 @@ class Problem:
 
     ``make_task(seed)`` returns the task of one run (the seed is the models' random_state for data
     problems). ``worst_loss`` is the loss of a failed pipeline and of a run with no score yet (1.0
-    for 1 − AUROC, as in seed 001); ``isolate`` runs trials in a worker process, so a fit that
-    would overrun the time budget is stopped.
+    for 1 − AUROC, as in Liu et al. 2020); ``isolate`` runs trials in a worker process, so a fit
+    that would overrun the time budget is stopped.
     """
 
     name: str
@@ -157,8 +158,8 @@ def _classification_space(space: "str | PipelineSpace") -> PipelineSpace:
 
 
 def artificial_problem(space: "str | PipelineSpace" = "paper_large", seed: int = 0) -> Problem:
-    """Seed 001's artificial objective over ``space`` (one fixed function for every run); it has
-    no failures, so "no score yet" is NaN rather than a worst loss."""
+    """The artificial objective of Liu et al. 2020 over ``space`` (one fixed function for every
+    run); it has no failures, so "no score yet" is NaN rather than a worst loss."""
     from .artificial import ArtificialObjective
 
     space = _classification_space(space)

@@ -1,5 +1,5 @@
-"""Black-box constraints (seed 001 §4): latency, disparate impact, metric bounds, model size and
-user callables, reachable by name through :data:`CONSTRAINTS`."""
+"""Black-box constraints (Liu et al. 2020, Section 4.2): latency, disparate impact, metric bounds,
+model size and user callables, reachable by name through :data:`CONSTRAINTS`."""
 
 from . import bounds, fairness, latency  # noqa: F401  (registers the built-ins)
 from .base import BaseConstraint, CallableConstraint

@@ -82,10 +82,10 @@ def make_groups(
 class DisparateImpact(BaseConstraint):
     """Disparate impact: max − min of a metric (AUROC by default) over sensitive groups.
 
-    Computed with fairlearn's ``MetricFrame(...).difference()`` on the validation rows, as seed 001
-    measures it across age groups. Groups come from the column ``group_by`` of X (numbers cut at
-    ``bins``) or from ``fit(..., sensitive_features=...)``; they are fixed once for all rows, so
-    splits and subsamples see the same grouping.
+    Computed with fairlearn's ``MetricFrame(...).difference()`` on the validation rows, as Liu et
+    al. 2020 (Section 5, Appendix 12) measure it across age groups. Groups come from the column
+    ``group_by`` of X (numbers cut at ``bins``) or from ``fit(..., sensitive_features=...)``; they
+    are fixed once for all rows, so splits and subsamples see the same grouping.
 
     Parameters
     ----------

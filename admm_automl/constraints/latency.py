@@ -25,7 +25,7 @@ class PredictionLatency(BaseConstraint):
     Parameters
     ----------
     threshold : float
-        Maximum seconds per row (seed 001 uses 1-20 µs).
+        Maximum seconds per row (Liu et al. 2020 use 1-20 µs).
     batch_size, repeats, warmup : int
         Rows per call, timed calls, untimed calls.
     timer : callable

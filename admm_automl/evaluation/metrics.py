@@ -1,8 +1,9 @@
 """Losses to minimise, built on scikit-learn scorers.
 
 Every metric is a *loss*: ``offset - scorer(estimator, X, y)`` (scikit-learn scorers are
-greater-is-better). Bounded losses know their worst value (given to failed pipelines, as seed 001
-gives 1.0 for 1 - AUROC); for unbounded ones the objective uses the loss of a constant predictor.
+greater-is-better). Bounded losses know their worst value (given to failed pipelines; 1.0 for
+1 - AUROC, the worst-case value of Liu et al. 2020); for unbounded ones the objective uses the loss
+of a constant predictor.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ _BUILTIN = {
     "r2": Metric("r2", "r2", 1.0),  # 1 - R2
 }
 
-#: default metric per target type (seed 001: 1 - AUROC for binary problems)
+#: default metric per target type (Liu et al. 2020: 1 - AUROC for binary problems)
 DEFAULTS = {"binary": "roc_auc", "multiclass": "log_loss", "continuous": "rmse"}
 CLASSIFICATION_ONLY = {"roc_auc", "roc_auc_ovr", "accuracy", "balanced_accuracy", "f1", "log_loss"}
 REGRESSION_ONLY = {"rmse", "mae", "r2"}

@@ -3,7 +3,7 @@ solver coupling.
 
 The surrogate is scikit-learn's :class:`~sklearn.gaussian_process.GaussianProcessRegressor` with
 ``ConstantKernel × Matern(ν=5/2, ARD) + WhiteKernel`` and normalised targets, fitted by maximising
-the log marginal likelihood (seed 001, Appendix 3; the same default as scikit-optimize's
+the log marginal likelihood (Liu et al. 2020, Appendix 3; the same default as scikit-optimize's
 ``cook_estimator``). The acquisition is the logarithm of expected improvement, computed in a form
 that stays finite far from the incumbent (Ament et al., "Unexpected Improvements to Expected
 Improvement for Bayesian Optimization", NeurIPS 2023), with a known additive term — the ADMM

@@ -87,7 +87,7 @@ SEEDS = range(5)
 BUDGETS = {
     "blds1": ({"name": "blds", "params": {"disc": 1}}, 220),  # max 180
     "blds2": ({"name": "blds", "params": {"disc": 2}}, 320),  # max 266
-    "daub": ("daub", 500),  # 483: the bootstrap (2 × 240) comes first, as in seed 000
+    "daub": ("daub", 500),  # 483: the bootstrap (2 × 240) comes first, as in Kishimoto et al.
     "hyperband": ("hyperband", 400),  # max 323
     "bo": ("bo", 50),  # max 40
 }
@@ -114,9 +114,11 @@ def test_cmab_finds_the_best_pipeline_of_an_additive_problem():
 
 # ----------------------------------------------------------------------------- fidelity ladder
 def test_fidelity_levels_follow_b_eta_k_rows_up_to_the_full_split():
-    table = [(31647, 10, 25600), (7619, 8, 6400), (14000, 9, 12800)]  # spec 000 §2.2
+    # training rows (70 % of the sizes in Kishimoto et al., 2021, Table 2) of bank-marketing, JM1
+    # and guillermo, with their number of levels and last partial size at b = 100, η = 2
+    table = [(31647, 10, 25600), (7619, 8, 6400), (14000, 9, 12800)]
     for n_train, n_levels, last_partial in table:
-        levels = fidelity_levels(n_train)  # spec 000 §2.2 table
+        levels = fidelity_levels(n_train)
         rows = [math.ceil(f * n_train) for f in levels]
         assert len(levels) == n_levels and levels[-1] == 1.0
         assert rows[:-1] == [100 * 2**k for k in range(n_levels - 1)]
@@ -132,14 +134,17 @@ def test_ladder_rows_and_cumulative_data():
     problem, _ = make_problem(n_train=455)
     ladder = Ladder.for_problem(problem, b=100, eta=2)
     assert ladder.rows == (100, 200, 400, 455)
-    assert [ladder.cumulative(k) for k in range(4)] == [100, 300, 700, 1155]  # G3: actual sizes
+    # D_k sums the sizes actually used (the last one capped), not the nominal 100·(2^(k+1) − 1)
+    assert [ladder.cumulative(k) for k in range(4)] == [100, 300, 700, 1155]
 
 
 def test_confidence_radius_matches_the_spec_table():
+    """Our reconstruction sqrt(ln((cL/δ)·D²)/D) of the garbled radius of Kishimoto et al. (2021),
+    at cL/δ = 1/9600 and the D_k of b = 100, η = 2 (values worked out by hand)."""
     table = {100: 0.0202, 300: 0.0864, 700: 0.0750, 1500: 0.0603, 3100: 0.0472, 12700: 0.0277}
     for d, r in table.items():
         assert reconstructed_radius(d, 1 / 9600) == pytest.approx(r, abs=5e-5)
-    assert reconstructed_radius(90, 1 / 9600) == 0.0  # log argument < 1: clamped (G1)
+    assert reconstructed_radius(90, 1 / 9600) == 0.0  # log argument < 1: radius clamped to 0
     assert literal_ucb_radius(9600, 1 / 9600) == pytest.approx(1.0)
 
 
@@ -186,8 +191,10 @@ def test_blds_worked_example_accept_refine_and_climb():
 @pytest.mark.parametrize("disc, expected", [(1, 26), (2, 278)])
 def test_blds_examines_the_discrepancy_neighbourhood_then_restarts(disc, expected):
     """From the global best (known at full data), BLDS(disc) examines every pipeline within
-    Hamming distance disc exactly once (26 and 278 on seed 000's 8·8·6·8 space, spec §2.5 / G6),
-    never the incumbent itself (G5), then restarts."""
+    Hamming distance disc exactly once (26 and 278 on the 8·8·6·8 space of Kishimoto et al., 2021,
+    Table 1; the paper says 272 for disc = 2, but the pipelines within distance 2 number
+    26 + 252 = 278), never the incumbent itself (our choice: Algorithm 1 as printed reaches it as
+    a leaf), then restarts."""
     n_choices = (8, 8, 6, 8)
     best = (3, 4, 2, 5)
 

@@ -1,4 +1,4 @@
-"""``bo``: our Gaussian-process Bayesian optimisation for θ-min (seed 001's "BO*", Appendix 3).
+"""``bo``: our Gaussian-process Bayesian optimisation for θ-min ("BO*" of Liu et al. 2020, App. 3).
 
 The numerics live in :mod:`._gp`; this module adapts them to the ask/tell protocol.
 """
@@ -20,8 +20,8 @@ from .. import _gp
 class GPBayesOptThetaSolver(BaseThetaSolver):
     """Gaussian-process BO (ARD Matérn-5/2 + log-EI) with the ADMM penalty added analytically.
 
-    Seed 001, Appendix 3 ("BO*"): a GP prior with a constant × ARD Matérn-5/2 kernel plus a noise
-    term, hyperparameters by maximising the log marginal likelihood (scikit-learn's
+    Liu et al. 2020, Appendix 3 ("BO*"): a GP prior with a constant × ARD Matérn-5/2 kernel plus a
+    noise term, hyperparameters by maximising the log marginal likelihood (scikit-learn's
     ``GaussianProcessRegressor``, normalised targets, ``gp_restarts`` extra random starts, each fit
     warm-started from the previous one), and expected improvement maximised by multi-start
     L-BFGS-B inside the unit box. We go beyond the paper in two ways:

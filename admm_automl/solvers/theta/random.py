@@ -1,4 +1,4 @@
-"""Uniform random search on the active θ box (seed 001's RND baseline for θ-min)."""
+"""Uniform random search on the active θ box (the RND baseline for θ-min of Liu et al. 2020)."""
 
 from __future__ import annotations
 

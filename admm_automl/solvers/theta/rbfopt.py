@@ -3,7 +3,8 @@
 RBFOpt only offers a run-to-completion loop, so :meth:`RBFOptThetaSolver.run` hands it an
 objective that evaluates through ``problem.evaluate``. Its auxiliary problems need an AMPL-protocol
 solver program; the ``ripopt`` executable shipped inside the ``pyomo-ripopt`` wheel is looked up at
-run time (DESIGN.md §7).
+run time (a plain PyPI install, no system package needed; it treats integers as continuous, which
+is what θ-min needs, since integers are relaxed there).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def _rbfopt_random_state(holder: dict) -> Iterator[None]:
 
 @THETA_SOLVERS.register("rbfopt")
 class RBFOptThetaSolver(BaseThetaSolver):
-    """RBFOpt radial-basis-function surrogate search (Costa & Nannicini), seed 001's RBFOpt.
+    """RBFOpt radial-basis-function surrogate search (Costa & Nannicini), as in Liu et al. 2020.
 
     ``run(n)`` calls RBFOpt's own loop (the protected ``_run`` hook) with ``max_evaluations = n`` and
     an objective that evaluates through ``problem.evaluate`` and scores with ``problem.augment`` (so the ADMM penalty is part
@@ -138,7 +139,7 @@ class RBFOptThetaSolver(BaseThetaSolver):
     ----------
     Costa, Nannicini, "RBFOpt: an open-source library for black-box optimization with costly
     function evaluations", Mathematical Programming Computation 10 (2018).
-    Liu, Ram et al., AAAI 2020 (seed 001), Section 5.
+    Liu, Ram et al., AAAI 2020, Section 5.
     """
 
     def __init__(self, max_iterations_factor: int = 10) -> None:

@@ -26,7 +26,7 @@ def _import_optimizer():
 
 @THETA_SOLVERS.register("skopt")
 class SkoptThetaSolver(BaseThetaSolver):
-    """scikit-optimize GP-BO (Optimizer(base_estimator="GP", acq_func="EI")), seed 001's "BO".
+    """scikit-optimize GP-BO (Optimizer(base_estimator="GP", acq_func="EI")), Liu et al.'s "BO".
 
     A thin adapter over :class:`skopt.Optimizer` on the unit box: its GP is
     ``ConstantKernel × Matern(ν=2.5) + WhiteKernel`` with normalised targets, its acquisition is
@@ -64,7 +64,7 @@ class SkoptThetaSolver(BaseThetaSolver):
     References
     ----------
     Head et al., scikit-optimize (https://scikit-optimize.github.io), version >= 0.10.2.
-    Liu, Ram et al., AAAI 2020 (seed 001), Section 5 and Appendix 3 ("BO").
+    Liu, Ram et al., AAAI 2020, Section 5 and Appendix 3 ("BO").
     """
 
     supports_batch = True

@@ -1,9 +1,9 @@
 """z-min solvers (algorithm selection with θ fixed).
 
-``random`` (uniform), ``cmab`` (seed 001's Thompson-sampling bandit, the paper's default), ``bo``
-(GP-BO over one-hot choices), and the multi-fidelity solvers of seed 000 — ``blds`` (Bandit
-Limited Discrepancy Search), ``daub`` and ``hyperband`` — which train on nested subsets of b·η^k
-rows (:mod:`._fidelity`).
+``random`` (uniform), ``cmab`` (the Thompson-sampling bandit of Liu et al., AAAI 2020, their
+default), ``bo`` (GP-BO over one-hot choices), and the multi-fidelity solvers of Kishimoto et al.
+(2021) — ``blds`` (Bandit Limited Discrepancy Search), ``daub`` and ``hyperband`` — which train
+on nested subsets of b·η^k rows (:mod:`._fidelity`).
 """
 
 from .blds import BLDSZSolver

@@ -1,7 +1,8 @@
 """Shared machinery of the multi-fidelity z-solvers (BLDS, DAUB, Hyperband).
 
-* :func:`fidelity_levels` turns ``(b, η, n_train)`` into the training-data fractions of seed 000's
-  schedule: b, bη, bη², … rows, the last level being the whole training split (spec 000 §2.2, G2, G3).
+* :func:`fidelity_levels` turns ``(b, η, n_train)`` into the training-data fractions of the
+  schedule of Kishimoto et al. (2021): b, bη, bη², … rows (the first training uses b rows, one of
+  the paper's two conflicting readings), the last level being the whole training split.
 * :class:`Ladder` holds those levels with their row counts (for confidence radii and learning
   curves).
 * :class:`ProgramZSolver` lets a solver be written as a plain generator that ``yield``s
@@ -50,7 +51,7 @@ def fidelity_levels(
         Training rows at full fidelity. ``None`` (unknown) gives full fidelity only, unless a
         ``fidelity`` range is given: then the levels are ``hi·η^-k`` down to ``lo``.
     b, eta : float
-        First level in rows and growth factor (seed 000: 100 and 2).
+        First level in rows and growth factor (Kishimoto et al., 2021: 100 and 2).
     fidelity : (lo, hi), optional
         Admissible range of fractions (``ZProblem.fidelity``); the last level is ``hi``.
 
@@ -117,7 +118,11 @@ class Ladder:
         return len(self.fractions) - 1
 
     def cumulative(self, k: int) -> float:
-        """D_k: rows consumed by the first k+1 trainings (actual, capped sizes; spec G3)."""
+        """D_k: rows consumed by the first k+1 trainings.
+
+        Our choice where the paper is silent: the sum of the sizes actually used (the last one
+        capped at the training-set size), not the nominal geometric sum.
+        """
         return float(sum(self.rows[: k + 1]))
 
 
@@ -137,7 +142,11 @@ def all_pipelines(n_choices: Sequence[int]) -> np.ndarray:
 
 
 def pipeline_index(z: Sequence[int], n_choices: Sequence[int]) -> int:
-    """Lexicographic index of a pipeline (used to break ties deterministically, spec G13)."""
+    """Lexicographic index of a pipeline.
+
+    Used to break ties deterministically (our choice where the paper is silent), so runs are
+    reproducible.
+    """
     return int(np.ravel_multi_index(tuple(int(j) for j in z), tuple(n_choices)))
 
 
@@ -151,7 +160,8 @@ class ProgramZSolver(BaseZSolver):
 space ends the call). After ``update_problem`` the program may re-traverse pipelines whose θ did not
 change at no cost. ``best()`` only considers observations at the top
     fidelity level (and ``problem.history`` entries at full fidelity): a partially trained loss is
-    not comparable with a full one (spec 000 G11), and ADMM's z-min must return a full-data choice.
+    not comparable with a full one (the paper leaves "best so far" open; we count fully trained
+    pipelines only), and ADMM's z-min must return a full-data choice.
     Returns ``None`` when there is none yet, so the ADMM driver keeps its current z.
     """
 

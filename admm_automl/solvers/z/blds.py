@@ -1,4 +1,4 @@
-"""Bandit Limited Discrepancy Search (seed 000; spec 000 §2)."""
+"""Bandit Limited Discrepancy Search (Kishimoto et al., BLDS, 2021)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,20 @@ BOUNDS = ("reconstructed", "literal_ucb")
 
 
 def reconstructed_radius(d: float, cl_over_delta: float) -> float:
-    """sqrt(ln((cL/δ)·D²) / D), clamped to 0 when the log is negative (spec 000 §2.3, G1)."""
+    """sqrt(ln((cL/δ)·D²) / D), clamped to 0 when the log is negative.
+
+    Our reconstruction of the confidence radius of Kishimoto et al. (2021), Section 3.2: the
+    printed formula is garbled (read literally, the interval widens as data grows, and the LCB takes
+    the square root of a negative number while (cL/δ)·D < 1). This reading uses the same symbols
+    and is the successive-elimination radius sqrt(ln(c·n·t²/δ)/t) of Even-Dar, Mannor and Mansour
+    with n = L pipelines and t = D.
+    """
     arg = cl_over_delta * d * d
     return math.sqrt(math.log(arg) / d) if arg > 1.0 and d > 0 else 0.0
 
 
 def literal_ucb_radius(d: float, cl_over_delta: float) -> float:
-    """sqrt((cL/δ)·D): the paper's printed UCB term, used symmetrically (spec 000 §2.3)."""
+    """sqrt((cL/δ)·D): the UCB term as printed in Kishimoto et al. (2021), used symmetrically."""
     return math.sqrt(max(cl_over_delta * d, 0.0))
 
 
@@ -36,7 +43,7 @@ class _Record:
     value: float
     lcb: float
     ucb: float
-    done: bool  # trained on full data, or failed (never refined again, spec G12)
+    done: bool  # trained on full data, or failed (our choice: a failure is never refined again)
 
 
 @Z_SOLVERS.register("blds")
@@ -44,13 +51,14 @@ class BLDSZSolver(ProgramZSolver):
     """Bandit Limited Discrepancy Search: multi-fidelity local search around the incumbent.
 
     First-improvement search over the pipelines that differ from the incumbent in at most
-    ``disc`` modules, enumerated as limited discrepancy search does (Algorithm 1 of seed 000).
-    The k-th training of a pipeline uses b·η^(k-1) training rows (the last level is the whole
-    training split). Every trained pipeline carries an interval ``value ± radius(D_k)`` where D_k is
-    the number of rows it has consumed. A candidate whose UCB is below the incumbent's LCB replaces
-    it; an overlapping candidate is trained once more and replaces the incumbent if its new UCB is
-    below the incumbent's UCB. The incumbent moves up one level before each neighbourhood search;
-    when it reaches full data the search restarts from a random pipeline not yet fully trained.
+    ``disc`` modules, enumerated as limited discrepancy search does (Algorithm 1 of Kishimoto
+    et al., 2021). The k-th training of a pipeline uses b·η^(k-1) training rows (the last level is
+    the whole training split). Every trained pipeline carries an interval ``value ± radius(D_k)``
+    where D_k is the number of rows it has consumed. A candidate whose UCB is below the
+    incumbent's LCB replaces it; an overlapping candidate is trained once more and replaces the
+    incumbent if its new UCB is below the incumbent's UCB. The incumbent moves up one level before
+    each neighbourhood search; when it reaches full data the search restarts from a random
+    pipeline not yet fully trained.
 
     Parameters
     ----------
@@ -61,31 +69,43 @@ class BLDSZSolver(ProgramZSolver):
     eta : float, default=2
         Growth factor of the training-set size.
     cl_over_delta : float, default=1/9600
-        The constant cL/δ of the confidence radius (seed 000's experiments).
+        The constant cL/δ of the confidence radius (the value used in Kishimoto et al.'s
+        experiments).
     bound : {"reconstructed", "literal_ucb"} or callable, default="reconstructed"
-        Confidence radius as a function of D_k: spec 000's reconstruction
-        sqrt(ln((cL/δ)·D²)/D), the paper's printed UCB term sqrt((cL/δ)·D) used symmetrically,
-        or a callable ``radius(D, cl_over_delta) -> float``.
+        Confidence radius as a function of D_k: our reconstruction sqrt(ln((cL/δ)·D²)/D) of the
+        paper's garbled formula (see :func:`reconstructed_radius`), the paper's printed UCB term
+        sqrt((cL/δ)·D) used symmetrically, or a callable ``radius(D, cl_over_delta) -> float``.
     order : {"random", "fixed"}, default="random"
         Order of the alternatives at each module: shuffled per visit with the solver's rng, or
-        the space's order. Both try the incumbent's own algorithm last (spec G7).
+        the space's order. Both try the incumbent's own algorithm last, as the paper's worked
+        example (Appendix B) implies.
 
     Notes
     -----
-    Choices made where the paper is silent (spec 000 §6):
+    Choices made where the paper is silent or inconsistent:
 
-    * G1: radius = the reconstruction by default, pluggable by ``bound``; a non-positive log
-      argument gives radius 0. G2: the first training uses b rows. G3: D_k sums the rows actually
-      used (the last level is capped at the training-set size).
-    * G4: subsets are the objective's nested stratified prefixes; validation is always full.
-    * G5: the incumbent is never a candidate of its own neighbourhood. G6: a pass with limit θ
-      visits every pipeline within distance ≤ θ (as printed).
-    * G7: ``order="random"`` is the default, unlike the spec's fixed order: inside ADMM each z-min
-      call restarts the search (below), and a fixed order would revisit the same first neighbours
-      at every call; it also makes the seed matter when the start is given.
-    * G9: restarts draw uniformly among pipelines not yet fully trained; the cache persists
-      across restarts. G12: a failed evaluation gets radius 0 and is never refined. G14: raising an
-      already-full pipeline returns its cached bounds.
+    * Confidence radius: the printed formula is garbled, so the default is our reconstruction
+      (``bound="reconstructed"``), pluggable by ``bound``; a non-positive log argument gives
+      radius 0.
+    * Fidelity schedule: the paper writes both "bη^k" and "the first training uses b samples";
+      we follow the latter, so the k-th training uses b·η^(k-1) rows and the first uses b. D_k
+      sums the rows actually used (the last level is capped at the training-set size), not the
+      nominal geometric sum.
+    * Training subsets (unspecified in the paper) are the objective's nested stratified
+      prefixes; validation is always on the full validation split.
+    * The incumbent is never a candidate of its own neighbourhood (Algorithm 1, read literally,
+      reaches the incumbent as a leaf and could retrain it and "accept" it as its own
+      improvement). A pass with limit θ visits every pipeline within distance ≤ θ, as printed,
+      not exactly θ.
+    * ``order="random"`` is the default rather than the space's fixed order (the paper fixes
+      none): inside ADMM each z-min call restarts the search (below), and a fixed order would
+      revisit the same first neighbours at every call; it also makes the seed matter when the
+      start is given.
+    * Restarts draw uniformly among pipelines not yet fully trained (so a restart is never
+      wasted on a finished pipeline); the cache persists across restarts, as the paper states.
+    * A failed evaluation (the paper does not say how failures are scored) gets radius 0 and
+      is never refined. Raising an already-full pipeline returns its cached bounds without
+      training.
     * Values are ``problem.augment(z, observation)`` (the z-min objective; the loss in plain
       algorithm selection); a non-finite value counts as +inf.
     * Inside ADMM, θ changes between z-min calls, so cached values are no longer valid: the
@@ -191,7 +211,7 @@ class BLDSZSolver(ProgramZSolver):
         self, p: tuple[int, ...], p0: tuple[int, ...], lcb: float, ucb: float, i: int, theta: int
     ) -> Program:
         if theta == 0 or i >= len(p):
-            if p == p0:  # G5
+            if p == p0:  # the incumbent is not its own candidate
                 return None
             l, u = yield from self._current_performance(p)
             if u < lcb:
@@ -210,7 +230,7 @@ class BLDSZSolver(ProgramZSolver):
         return None
 
     def _initial_pipeline(self) -> tuple[int, ...] | None:
-        """A uniform random pipeline not yet fully trained (G9); None when there is none."""
+        """A uniform random pipeline not yet fully trained (our choice for restarts), or None."""
         n_choices = self.problem_.n_choices
         for _ in range(64):
             z = random_z(self.rng_, n_choices)

@@ -1,4 +1,4 @@
-"""Bayesian optimisation over the algorithm choices (seed 001's AdADMM(BO, BO) z-solver)."""
+"""Bayesian optimisation over the algorithm choices (AdADMM(BO, BO)'s z-solver, Liu et al. 2020)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Thompson-sampling combinatorial bandit for z-min (seed 001, Appendix 4, Algorithm A1)."""
+"""Thompson-sampling combinatorial bandit for z-min (Liu et al. 2020, Appendix 4, Algorithm A1)."""
 
 from __future__ import annotations
 
@@ -25,21 +25,22 @@ class ThompsonSamplingZSolver(BaseZSolver):
     Parameters
     ----------
     alpha0, delta0 : float, default=10
-        Beta prior parameters of every arm (seed 001 uses 10 and 10).
+        Beta prior parameters of every arm (Liu et al. 2020 use 10 and 10).
     loss_bound : float, default=0.7
-        f̂, the loss upper bound that maps the value to a reward (seed 001 studies 0.3–0.7).
+        f̂, the loss upper bound that maps the value to a reward (Liu et al. 2020 study 0.3–0.7).
     binarize : bool, default=True
         Bernoulli binarisation of the reward (Algorithm A1 step 10); False adds r̃ itself.
 
     Notes
     -----
     * Arm statistics live in ``counts_`` and ``rewards_`` and persist across ADMM iterations
-      (``update_problem`` keeps them), as seed 001 prescribes; only the trials of the current
-      θ count for ``best()``.
+      (``update_problem`` keeps them), as Liu et al. (2020) prescribe; only the trials of the
+      current θ count for ``best()``.
     * The value is ``problem.augment(z, observation)`` (the z-min objective); a failed or
       non-finite value gives reward 0. Every evaluation uses full data (no fidelity).
     * A repeated pipeline is asked again (the objective's cache answers it for free) and still
-      updates the posteriors (spec 000 §3.1).
+      updates the posteriors (our choice: neither Liu et al. nor Kishimoto et al. say whether a
+      repeated pipeline is re-fitted; Algorithm A1 updates the arms at every pull).
     * Batch-capable: several asks before their tells draw independent samples.
 
     References

@@ -1,4 +1,4 @@
-"""DAUB (Data Allocation using Upper Bounds) adapted to pipelines (seed 000, Appendix C)."""
+"""DAUB (Data Allocation using Upper Bounds) for pipelines (Kishimoto et al., 2021, Appendix C)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class DAUBZSolver(ProgramZSolver):
     the latest value minus the rate of improvement (least-squares slope over the last
     ``window`` levels) times the rows still to come. The top pipeline gets the next level
     (η times more rows); a pipeline trained on the whole training split leaves the queue, and the
-    search goes on until the queue is empty (seed 000 App. C).
+    search goes on until the queue is empty (Kishimoto et al., 2021, Appendix C).
 
     Parameters
     ----------
@@ -38,12 +38,13 @@ class DAUBZSolver(ProgramZSolver):
 
     Notes
     -----
-    Choices (spec 000 §3.2, G20): bootstrap at the two lowest levels; regression window 3; no
+    Choices made where neither Kishimoto et al. nor Sabharwal et al. fix the details: bootstrap at
+    the two lowest levels (two points are needed for a slope); regression window 3; no
     training-loss cap (the objective reports validation values only); the projection is clamped
     at ``min(0, latest value)``; failed pipelines leave the queue. Pipelines not yet bootstrapped
-    come first, in an order drawn once from the solver's rng (ties are broken by that rank,
-    G13), so an interrupted bootstrap is a uniform sample of the space rather than its first
-    corner. Values are ``problem.augment``.
+    come first, in an order drawn once from the solver's rng (ties are broken by that rank, so
+    runs are reproducible), so an interrupted bootstrap is a uniform sample of the space rather
+    than its first corner. Values are ``problem.augment``.
 
     Inside ADMM (θ changes between z-min calls), the learning curves measured under the old θ
     are **dropped in update_problem**, but the queue order is kept as a prior: when a pipeline is

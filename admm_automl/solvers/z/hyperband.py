@@ -1,4 +1,4 @@
-"""Hyperband adapted to algorithm selection (seed 000, Appendix C; Li et al. 2018)."""
+"""Hyperband adapted to algorithm selection (Kishimoto et al., 2021, Appendix C; Li et al. 2018)."""
 
 from __future__ import annotations
 
@@ -33,10 +33,12 @@ class HyperbandZSolver(ProgramZSolver):
 
     Notes
     -----
-    * Spec 000 G19: rungs are the shared b·η^k levels (not R·η^-k), so Hyperband, BLDS and DAUB
-      train the same nested subsets and share the objective's cache; a cache keyed by
-      (pipeline, level) reuses results within and across iterations (seed 000 App. C). Ties in
-      the top-k are broken by pipeline index (G13). Brackets draw without replacement.
+    * Our choice where the paper leaves the rung sizes open: rungs are the shared b·η^k levels
+      (not Li et al.'s R·η^-k), so Hyperband, BLDS and DAUB train the same nested subsets, as the
+      paper's "same growth strategy" suggests, and share the objective's cache; a cache keyed by
+      (pipeline, level) reuses results within and across iterations (Kishimoto et al., 2021,
+      Appendix C). Ties in the top-k are broken by pipeline index, so runs are reproducible.
+      Brackets draw without replacement (the paper does not say).
     * Values are ``problem.augment``; failed or non-finite values rank last.
     * Inside ADMM, θ changes between z-min calls: the cache is **cleared in update_problem** and
       the next call starts the *next* bracket afresh under the new θ (brackets rotate across

@@ -1,4 +1,4 @@
-"""Uniform random algorithm selection (seed 001's randomized z-min baseline)."""
+"""Uniform random algorithm selection (the randomized z-min baseline of Liu et al., 2020)."""
 
 from __future__ import annotations
 
