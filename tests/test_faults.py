@@ -1,5 +1,6 @@
 """Fault injection into the process pool: workers killed (SIGKILL) while starting, mid-trial and
-idle, crashing, failing to load, too little memory, scripts without a main guard or on standard input.
+idle, crashing, failing to load, too little memory; scripts without a main guard or on standard
+input.
 
 Every run must end within its deadline, return every completed evaluation, and record a killed trial
 as failed with an error that says what happened. The executor is driven directly with a task that
@@ -22,7 +23,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from admm_automl.evaluation import ProcessExecutor, SerialExecutor
@@ -74,12 +74,11 @@ class Killer(threading.Thread):
 
 
 def alive(pid):
+    """Whether process ``pid`` runs (a zombie is dead too)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
         return False
-    # a zombie is dead too
-    return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
 
 
 # ---------------------------------------------------------------------------- results
@@ -87,8 +86,8 @@ def alive(pid):
 def test_results_come_in_order_with_each_trials_own_duration(pool):
     executor = pool(2)
     pids = set(executor.worker_pids())
-    results = executor.run([job(OK, 0.4, 0.1), job(OK, 0.0, 0.2), job(OK, 0.4, 0.3), job(OK, 0.0, 0.4)],
-                           [None] * 4)
+    jobs = [job(OK, 0.4, 0.1), job(OK, 0.0, 0.2), job(OK, 0.4, 0.3), job(OK, 0.0, 0.4)]
+    results = executor.run(jobs, [None] * 4)
     assert [r["loss"] for r in results] == [0.1, 0.2, 0.3, 0.4]
     assert {r["constraints"]["pid"] for r in results} <= pids
     # the duration is the trial's own wall time, not the time since the batch began
@@ -103,10 +102,13 @@ def test_a_raising_task_and_a_segfault_are_recorded_and_the_pool_goes_on(pool):
     assert raised["status"] == "failed" and raised["error"] == "RuntimeError: probe failure"
     assert "fault_probe.py" in raised["traceback"]
     assert crashed["status"] == "failed"
-    assert crashed["error"] == (
-        f"the worker process (pid {first}) died during this trial: killed by signal 11 (SIGSEGV)"
+    assert crashed["error"].startswith(
+        f"the worker process (pid {first}) died during this trial: killed by signal 11 (SIGSEGV); "
+        "its output: Fatal Python error: Segmentation fault"
     )
-    assert "Fatal Python error: Segmentation fault" in crashed["traceback"]  # its own crash report
+    # its crash report, where it happened first
+    assert re.search(r"most recent call first\):\n  File .*fault_probe.py.* in run",
+                     crashed["traceback"])
     assert fine["status"] == "ok" and fine["loss"] == 0.7 and fine["constraints"]["pid"] != first
     # the serial executor answers a raising task the same way
     serial = SerialExecutor()
@@ -201,8 +203,9 @@ def test_start_gives_up_clearly_when_every_worker_is_killed_while_starting():
     killer = Killer(executor, ("starting",), count=ProcessExecutor.max_start_failures)
     killer.start()
     started = time.monotonic()
-    with pytest.raises(WorkerError, match=r"worker processes cannot start: 3 worker processes in a "
-                       r"row died while starting \(the last one was killed by signal 9 \(SIGKILL\)\)"):
+    with pytest.raises(WorkerError, match=r"worker processes cannot start: 3 worker processes in "
+                       r"a row died while starting \(the last one was killed by signal 9 "
+                       r"\(SIGKILL\)\)"):
         executor.start(ProbeTask())
     assert time.monotonic() - started < 10
     assert executor.worker_pids() == {}
@@ -355,7 +358,7 @@ def kill_workers(journal, at_start, mid_trial):
         time.sleep(0.1)
         os.kill(next(pid for pid in order if pid in living), 9)
 
-threading.Thread(target=kill_workers, args=(os.path.join({out!r}, "journal.jsonl"), 2, 5),
+threading.Thread(target=kill_workers, args=(os.path.join({out!r}, "journal.jsonl"), 2, 3),
                  daemon=True).start()
 """
 
@@ -367,7 +370,8 @@ def run_script(tmp_path, *, guard=True, stdin=False, killer="", estimators=GNB, 
     tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))
     out = tmp_path / "out"
     call = "if __name__ == '__main__':\n    main()" if guard else "main()"
-    code = SCRIPT.format(killer=killer.replace("{out!r}", repr(str(out))), estimators=estimators, evals=evals, n_jobs=n_jobs,
+    killer = killer.replace("{out!r}", repr(str(out)))
+    code = SCRIPT.format(killer=killer, estimators=estimators, evals=evals, n_jobs=n_jobs,
                          memory_limit=memory_limit, out=str(out), call=call)
     script = tmp_path / "search.py"
     script.write_text(code)
@@ -381,7 +385,8 @@ def run_script(tmp_path, *, guard=True, stdin=False, killer="", estimators=GNB, 
                               timeout=deadline, cwd=tmp_path)
     elapsed = time.monotonic() - started
     journal = out / "journal.jsonl"
-    records = [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
+    lines = journal.read_text().splitlines() if journal.exists() else []
+    records = [json.loads(line) for line in lines]
     return proc, records, elapsed
 
 
@@ -402,7 +407,7 @@ def test_fit_in_a_script_read_from_standard_input(tmp_path):
 
 
 @pytest.mark.timeout(60)
-def test_fit_with_a_class_of_the_script_in_the_space_loads_the_main_module_only_if_guarded(tmp_path):
+def test_fit_with_a_class_of_the_script_in_the_space_imports_the_script_only_if_guarded(tmp_path):
     mine = {"mine": {"class": "__main__.MainClassifier",
                      "hyperparameters": {"alpha": {"type": "float", "low": 0.0, "high": 1.0,
                                                        "default": 0.5}}}}
@@ -437,10 +442,10 @@ def test_fit_with_a_memory_limit_too_low_to_start_says_so(tmp_path):
 def test_fit_goes_on_when_workers_are_killed_at_start_up_and_mid_trial(tmp_path):
     sleepy = {"sleeper": {"class": "admm_automl.testing.SleepingClassifier", "hyperparameters": {
         "seconds": {"type": "float", "low": 0.25, "high": 0.35, "default": 0.3}}}}
-    proc, records, _ = run_script(tmp_path, killer=KILLER, estimators=sleepy, evals=16, n_jobs=2)
+    proc, records, _ = run_script(tmp_path, killer=KILLER, estimators=sleepy, evals=12, n_jobs=2)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout.splitlines()[-1])["n_evals"] == 16
-    assert len(records) == 16  # every evaluation is in the journal
+    assert json.loads(proc.stdout.splitlines()[-1])["n_evals"] == 12
+    assert len(records) == 12  # every evaluation is in the journal
     failed = [r for r in records if r["status"] != "ok"]
     assert all(r["status"] == "failed" and SIGKILLED in r["error"] for r in failed)
-    assert 1 <= len(failed) <= 5
+    assert 1 <= len(failed) <= 3  # of the 3 kills after start-up

@@ -33,17 +33,20 @@ pool, failing every pending trial. What a search needs is narrower and easy to m
   is checked with ``waitpid`` at every wake-up), every socket operation has a timeout, and nothing
   else blocks.
 
-Faults: a trial that overruns its timeout has its worker SIGKILLed (status ``timeout``). A worker that
-dies during a trial (killed, segfault, ``os._exit``) gives that trial status ``failed`` with the
-error ``"the worker process (pid …) died during this trial: killed by signal 9 (SIGKILL)"`` and the
-end of its output; the trial is **not retried** (a trial that kills its worker would kill the next
-one too). Either way a replacement worker starts at once, while the others go on. A worker that
-reports an error while starting (it cannot import or unpickle the task, the memory limit is below
-what it already uses, the main module it must import fails) stops the pool with that error; a worker
-killed by a signal while starting is replaced, up to :attr:`ProcessExecutor.max_start_failures` in a
-row. ``start`` raises :class:`~admm_automl.exceptions.WorkerError` with the workers' own reason; if
-no worker is left during ``run``, the jobs not yet run come back ``failed`` ("not evaluated: …") and
-the next ``run`` raises. The memory limit is ``RLIMIT_AS`` in each worker (status ``memout``); BLAS and
+Faults: a trial that overruns its timeout has its worker SIGKILLed (status ``timeout``). A worker
+acknowledges each job as it begins the trial. If it dies in a trial (killed, segfault,
+``os._exit``), that trial is ``failed`` with the error ``"the worker process (pid …) died during this
+trial: killed by signal 9 (SIGKILL)"`` (and the start of its crash report, if it wrote one); it is
+**not retried**,
+as a trial that kills its worker would kill the next one too. If it dies before it began the trial
+(idle, or with the job on its way), the job goes to another worker. Either way a replacement starts
+at once while the others go on. A worker that reports an error while starting (it cannot import or
+unpickle the task, the memory limit is below what it already uses, the main module it must import
+fails) or exits by itself stops the pool with that error; one killed by a signal while starting is
+replaced, up to :attr:`ProcessExecutor.max_start_failures` in a row. ``start`` raises
+:class:`~admm_automl.exceptions.WorkerError` with the workers' own reason; if no worker is left
+during ``run``, the jobs not yet run come back ``failed`` (``"not evaluated: …"``) and the next
+``run`` raises. The memory limit is ``RLIMIT_AS`` in each worker (status ``memout``); BLAS and
 OpenMP threads are capped per worker through the environment, before numpy loads. POSIX only.
 """
 
@@ -53,13 +56,16 @@ import os
 import time
 import weakref
 from collections import deque
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ..exceptions import InvalidParameterError, WorkerError
 from . import worker_main
 from .worker import error_result, executor_result
+
+if TYPE_CHECKING:
+    from .worker_process import WorkerProcess
 
 Job = tuple[tuple[int, ...], np.ndarray, float]
 #: longest sleep of the pool between checks that its workers are alive (seconds)
@@ -140,8 +146,8 @@ class ProcessExecutor:
         self.memory_limit_mb = memory_limit_mb
         self.threads = threads
         self.start_timeout = start_timeout
-        self._workers: list[Any] = []  # WorkerProcess; shared with the finalizer, never rebound
-        self._task_fd: int | None = None
+        self._workers: list[WorkerProcess] = []  # shared with the finalizer, never rebound
+        self._task_fd = -1  # the task file, once started
         self._finalizer: weakref.finalize | None = None
         self._broken: str | None = None  # why no worker can start any more
         self._start_failures = 0  # workers killed while starting, in a row
@@ -159,9 +165,10 @@ class ProcessExecutor:
             Workers cannot start; the message gives their own reason.
         """
         _refuse_nested_search()
-        if self._task_fd is not None:
+        if self._task_fd >= 0:
             raise WorkerError("this executor has already been started")
         self._task_fd = worker_main.write_task_file(task)
+        self._broken, self._start_failures = None, 0
         self._finalizer = weakref.finalize(self, _shut_down, self._workers, self._task_fd)
         try:
             for _ in range(self.n_workers):
@@ -177,7 +184,7 @@ class ProcessExecutor:
             raise WorkerError(f"worker processes cannot start: {cause}")
 
     def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> list[dict[str, Any]]:
-        if self._task_fd is None:
+        if self._task_fd < 0:
             raise WorkerError("start the executor before running trials")
         if self._broken is not None and not self._live():
             raise WorkerError(f"no worker process is left and none can start: {self._broken}")
@@ -202,7 +209,7 @@ class ProcessExecutor:
         """Kill the workers and release the task file (also done when the executor is collected)."""
         if self._finalizer is not None:
             self._finalizer()
-        self._task_fd = None
+        self._task_fd = -1
 
     def worker_pids(self) -> dict[int, str]:
         """Process id -> state of the current workers: ``"starting"`` (loading the task),
@@ -210,14 +217,14 @@ class ProcessExecutor:
         return {w.pid: w.state for w in list(self._workers)}
 
     # ------------------------------------------------------------------ the pool
-    def _live(self) -> list[Any]:
+    def _live(self) -> list[WorkerProcess]:
         return [w for w in self._workers if w.state != "dead"]
 
     def _spawn(self) -> None:
         from .worker_process import WorkerProcess
 
         try:
-            worker = WorkerProcess(self._task_fd, self.memory_limit_mb, self.threads)  # type: ignore[arg-type]
+            worker = WorkerProcess(self._task_fd, self.memory_limit_mb, self.threads)
         except OSError as err:
             self._broken = f"a worker process could not be created: {err}"
             return
@@ -227,7 +234,7 @@ class ProcessExecutor:
     def _in_trial(self) -> bool:
         return any(w.state in ("sent", "busy") for w in self._workers)
 
-    def _dispatch(self, worker: Any) -> None:
+    def _dispatch(self, worker: WorkerProcess) -> None:
         batch = self._batch
         i = batch.queue.popleft()
         try:
@@ -240,7 +247,7 @@ class ProcessExecutor:
         self._set_deadline(worker, batch.timeouts[i])
 
     @staticmethod
-    def _set_deadline(worker: Any, timeout: float | None) -> None:
+    def _set_deadline(worker: WorkerProcess, timeout: float | None) -> None:
         worker.trial_start = time.monotonic()
         worker.deadline = None if timeout is None else worker.trial_start + timeout
 
@@ -266,7 +273,7 @@ class ProcessExecutor:
                 else:
                     self._lost(worker)
 
-    def _receive(self, worker: Any) -> None:
+    def _receive(self, worker: WorkerProcess) -> None:
         try:
             message = worker.recv()
         except (EOFError, OSError):
@@ -290,7 +297,7 @@ class ProcessExecutor:
             self._batch.results[worker.job] = message
             worker.state, worker.job, worker.deadline = "idle", None, None
 
-    def _expire(self, worker: Any, now: float) -> None:
+    def _expire(self, worker: WorkerProcess, now: float) -> None:
         if worker.state in ("sent", "busy"):
             seconds = worker.deadline - worker.trial_start
             result = executor_result("timeout", f"stopped after {seconds:.3g} s")
@@ -302,15 +309,17 @@ class ProcessExecutor:
             )
         self._retire(worker)
 
-    def _lost(self, worker: Any) -> None:
+    def _lost(self, worker: WorkerProcess) -> None:
         how = worker.death()
         if worker.state == "sent":  # it died before it began the trial: run it elsewhere
             self._batch.queue.appendleft(worker.job)
         elif worker.state == "busy":
-            result = executor_result(
-                "failed", f"the worker process (pid {worker.pid}) died during this trial: {how}"
-            )
-            result["traceback"] = worker.output_tail()
+            output = worker.output_tail()
+            error = f"the worker process (pid {worker.pid}) died during this trial: {how}"
+            if output:  # a crash report says where it happened; the start of it, on one line
+                error += f"; its output: {' '.join(output.split())[:300]}"
+            result = executor_result("failed", error)
+            result["traceback"] = output
             result["duration"] = time.monotonic() - worker.trial_start
             self._batch.results[worker.job] = result
         elif worker.state == "starting":
@@ -326,7 +335,7 @@ class ProcessExecutor:
                     )
         self._retire(worker)
 
-    def _retire(self, worker: Any) -> None:
+    def _retire(self, worker: WorkerProcess) -> None:
         """Drop a dead (or failed) worker and start its replacement unless the pool is broken."""
         worker.close()
         self._workers.remove(worker)
@@ -343,12 +352,12 @@ class _Batch:
         self.queue = deque(range(len(jobs)))
 
 
-def _with_output(text: str, worker: Any) -> str:
+def _with_output(text: str, worker: WorkerProcess) -> str:
     tail = worker.output_tail()
     return f"{text}; its last output: {tail}" if tail else text
 
 
-def _shut_down(workers: list[Any], task_fd: int) -> None:
+def _shut_down(workers: list[WorkerProcess], task_fd: int) -> None:
     for worker in workers:
         worker.kill()
     for worker in workers:

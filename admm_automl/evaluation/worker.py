@@ -1,16 +1,17 @@
 """What runs inside an evaluation: build the pipeline, fit it on each split, score it.
 
-The :class:`TrialContext` (data, splits, space, metric) reaches a worker process once per run; each
-trial then sends only ``(z, θ, fidelity)``. The same function runs in-process for the serial executor.
+The :class:`TrialContext` (data, splits, space, metric) reaches a worker process once per run;
+each trial then sends only ``(z, θ, fidelity)``. The same function runs in-process for the serial
+executor.
 
 Executors only need a *task*: an object with a ``space`` and ``run(z, θ, fidelity) -> result dict``
 (``status``, ``loss``, ``error``, ``traceback`` (optional), ``fit_time``, ``predict_time``,
-``constraints``, ``n_train``; the executor adds ``duration``). :class:`TrialContext` is the task of a
-pipeline on data; a benchmark function such as :class:`admm_automl.benchmarks.ArtificialObjective` is
-another, evaluated through the same path. A task may have a ``warm_up()`` method, which a worker
-process calls once after loading it, before its first trial. A task's ``run`` that raises is
-answered by :func:`error_result` (status ``failed``, or ``memout`` for a ``MemoryError``) in every
-executor.
+``constraints``, ``n_train``; the executor adds ``duration``). :class:`TrialContext` is the task of
+a pipeline on data; a benchmark function such as
+:class:`admm_automl.benchmarks.ArtificialObjective` is another, evaluated through the same path. A
+task may have a ``warm_up()`` method, which a worker process calls once after loading it, before
+its first trial. A task's ``run`` that raises is answered by :func:`error_result` (status
+``failed``, or ``memout`` for a ``MemoryError``) in every executor.
 """
 
 from __future__ import annotations
@@ -101,7 +102,9 @@ def run_trial(
     except MemoryError:
         result.update(status="memout", error="MemoryError: the trial hit the memory limit")
     except Exception as err:  # one failing pipeline never ends a run
-        result.update(status="failed", error=f"{type(err).__name__}: {err}", traceback=_last_frames(err))
+        result.update(
+            status="failed", error=f"{type(err).__name__}: {err}", traceback=_last_frames(err)
+        )
     result["constraints"] = {k: float(np.mean(v)) for k, v in measured.items() if v}
     result["n_train"] = int(len(ctx.splits[0].train_rows(fidelity))) if ctx.splits else 0
     return result

@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError, WorkerError
 
 #: first message of a worker: loaded and waiting for jobs, or could not start (with the reason)
 READY, ERROR = "ready", "error"
@@ -61,6 +61,8 @@ def write_task_file(task: Any) -> int:
     InvalidParameterError
         ``task`` cannot be pickled, or it names an object of a main module that workers cannot
         import (a script read from standard input, an interactive session).
+    WorkerError
+        The temporary file cannot be written.
     """
     import tempfile
 
@@ -75,11 +77,17 @@ def write_task_file(task: Any) -> int:
         ) from None
     names = sorted({m.decode() for m in re.findall(rb"__main__\.[A-Za-z_][\w.]*", body)})
     header = pickle.dumps(_boot_header(names))
-    with tempfile.TemporaryFile() as handle:
-        handle.write(len(header).to_bytes(8, "little") + header)
-        handle.write(body)
-        handle.flush()
-        return os.dup(handle.fileno())
+    try:
+        with tempfile.TemporaryFile() as handle:
+            handle.write(len(header).to_bytes(8, "little") + header)
+            handle.write(body)
+            handle.flush()
+            return os.dup(handle.fileno())
+    except OSError as err:
+        raise WorkerError(
+            f"cannot write the task ({len(body) / 2**20:.1f} MiB) for the worker processes to a "
+            f"temporary file in {tempfile.gettempdir()} (set TMPDIR to change it): {err}"
+        ) from None
 
 
 def _boot_header(main_names: list[str]) -> dict[str, Any]:
@@ -107,9 +115,9 @@ def _boot_header(main_names: list[str]) -> dict[str, Any]:
     else:
         source = "standard input" if path == "<stdin>" else "a command line or interactive session"
         raise InvalidParameterError(
-            f"the task names {', '.join(map(repr, main_names))}, defined in a main module read from "
-            f"{source}, which worker processes cannot import: move it to an importable module (a "
-            ".py file on sys.path) and name it by that module's path"
+            f"the task names {', '.join(map(repr, main_names))}, defined in a main module read "
+            f"from {source}, which worker processes cannot import: move it to an importable module "
+            "(a .py file on sys.path) and name it by that module's path"
         )
     header["main_names"] = main_names
     return header

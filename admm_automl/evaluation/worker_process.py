@@ -2,7 +2,7 @@
 
 Nothing here can block without bound: the socket to the worker has send and receive timeouts
 (:data:`IO_TIMEOUT`), the parent only reads when :func:`multiprocessing.connection.wait` says a
-message (or end of file: the worker died) is there, and reaping a killed worker waits a bounded time.
+message (or end of file: the worker died) is there, and reaping a worker waits a bounded time.
 """
 
 from __future__ import annotations
@@ -127,16 +127,21 @@ class WorkerProcess:
         return f"killed by signal {-code} ({name})"
 
     def output_tail(self, size: int = 2000) -> str:
-        """The end of what the worker wrote to stdout/stderr during its current trial or start-up
-        (a crash report of :mod:`faulthandler` without its list of extension modules)."""
+        """What the worker wrote to stdout/stderr during its current trial or start-up: the start
+        of a crash report of :mod:`faulthandler` (without its list of extension modules), else the
+        end of the output; at most ``size`` characters."""
         try:
             fd = self._log.fileno()
             end = os.fstat(fd).st_size
-            text = os.pread(fd, 4 * size, max(0, end - 4 * size)).decode("utf-8", "replace")
+            text = os.pread(fd, 8 * size, max(0, end - 8 * size)).decode("utf-8", "replace")
         except (OSError, ValueError):
             return ""
-        lines = [line for line in text.splitlines() if not line.startswith("Extension modules:")]
-        return "\n".join(lines).strip()[-size:]
+        crash = text.rfind("Fatal Python error")
+        if crash >= 0:
+            lines = [line for line in text[crash:].splitlines()
+                     if not line.startswith("Extension modules:")]
+            return "\n".join(lines)[:size]
+        return text.strip()[-size:]
 
     def close(self, wait: float = 2.0) -> None:
         """Kill the worker, reap it (bounded wait) and release its socket and log."""
