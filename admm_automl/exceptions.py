@@ -42,6 +42,10 @@ class SolverError(ADMMAutoMLError, RuntimeError):
     """A solver was used outside its protocol."""
 
 
+class WorkerError(ADMMAutoMLError, RuntimeError):
+    """Worker processes cannot start (the message gives their own reason), or none is left."""
+
+
 class UnknownSuggestionError(SolverError):
     """``tell`` received a suggestion the solver never asked."""
 

@@ -1,27 +1,83 @@
 """Where trials run: in this process, or in a pool of worker processes that can be stopped.
 
-The process pool is Pebble's ``ProcessPool``: a trial that overruns its timeout has its worker
-process terminated and replaced, so a runaway fit really stops; the memory limit is an address-space
-rlimit set in each worker, so an oversized allocation fails inside that trial alone.
+The executor contract (what :class:`~admm_automl.evaluation.PipelineObjective` uses)::
+
+    executor.start(task)           # task: has .space and .run(z, θ, fidelity) -> result dict
+    executor.run(jobs, timeouts)   # jobs [(z, θ, fidelity)], timeouts [seconds | None] -> results
+    executor.close()
+    executor.name, executor.enforces_timeout
+
+``run`` returns one result dict per job, in order (see :mod:`.worker`), with ``duration``: the wall
+time of that trial alone (measured around ``task.run`` where it ran; for a trial stopped at its
+timeout or lost with its worker, from the moment the worker began it to its end).
+
+Why our own pool
+----------------
+:class:`ProcessExecutor` is a small pool of our own, not Pebble, ``concurrent.futures`` or loky.
+Pebble 5 starts workers with :mod:`multiprocessing` ``spawn``: the parent writes the start-up data
+(the task, with X) into the new worker's pipe and blocks there for ever if that worker dies while
+starting; its management thread can also fail on a worker killed mid-trial ("Unexpected error within
+the Pool"); and every worker re-imports the user's main module, which hangs or fails for a script
+without a main guard or read from standard input. ``concurrent.futures.ProcessPoolExecutor`` and
+loky cannot stop one runaway trial (no per-task timeout), and a worker that dies breaks the whole
+pool, failing every pending trial. What a search needs is narrower and easy to make robust:
+
+* each worker is ``python -c <bootstrap>`` (see :mod:`.worker_main`) started by :mod:`subprocess`
+  with one socket to the parent; it never imports the user's script (unless the task names an
+  object by a ``"__main__."`` path, and then only the way ``spawn`` does);
+* the task is pickled once per run (cloudpickle, so functions and classes of ``__main__`` travel by
+  value) into an unlinked temporary file whose descriptor every worker, replacements included,
+  inherits and reads; a trial sends only ``(z, θ, fidelity)`` and receives a small dict;
+* the parent waits on all sockets at once with a deadline (the next trial timeout or start-up
+  deadline, at most :data:`POLL_INTERVAL`); a worker's death shows as end of file on its socket (and
+  is checked with ``waitpid`` at every wake-up), every socket operation has a timeout, and nothing
+  else blocks.
+
+Faults: a trial that overruns its timeout has its worker SIGKILLed (status ``timeout``). A worker
+acknowledges each job as it begins the trial. If it dies in a trial (killed, segfault,
+``os._exit``), that trial is ``failed`` with the error ``"the worker process (pid …) died during this
+trial: killed by signal 9 (SIGKILL)"`` (and the start of its crash report, if it wrote one); it is
+**not retried**,
+as a trial that kills its worker would kill the next one too. If it dies before it began the trial
+(idle, or with the job on its way), the job goes to another worker. Either way a replacement starts
+at once while the others go on. A worker that reports an error while starting (it cannot import or
+unpickle the task, the memory limit is below what it already uses, the main module it must import
+fails) or exits by itself stops the pool with that error; one killed by a signal while starting is
+replaced, up to :attr:`ProcessExecutor.max_start_failures` in a row. ``start`` raises
+:class:`~admm_automl.exceptions.WorkerError` with the workers' own reason; if no worker is left
+during ``run``, the jobs not yet run come back ``failed`` (``"not evaluated: …"``) and the next
+``run`` raises. The memory limit is ``RLIMIT_AS`` in each worker (status ``memout``); BLAS and
+OpenMP threads are capped per worker through the environment, before numpy loads. POSIX only.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import os
 import time
-from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Sequence
+import weakref
+from collections import deque
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..exceptions import InvalidParameterError
-from .worker import TrialContext, init_worker, run_in_worker
+from ..exceptions import InvalidParameterError, WorkerError
+from . import worker_main
+from .worker import error_result, executor_result
+
+if TYPE_CHECKING:
+    from .worker_process import WorkerProcess
 
 Job = tuple[tuple[int, ...], np.ndarray, float]
-_MAIN_GUARD_HINT = (
-    "Worker processes are started with 'spawn' and import your main module again: in a script, "
-    "put the code that calls fit under `if __name__ == '__main__':`."
-)
+#: longest sleep of the pool between checks that its workers are alive (seconds)
+POLL_INTERVAL = 1.0
+
+
+def _refuse_nested_search() -> None:
+    if worker_main.LOADING_MAIN:
+        raise WorkerError(
+            "the main module started a search when a worker process imported it: "
+            f"{worker_main.MAIN_GUARD_HINT}"
+        )
 
 
 class SerialExecutor:
@@ -30,118 +86,284 @@ class SerialExecutor:
     name = "serial"
     enforces_timeout = False
 
-    def start(self, ctx: TrialContext) -> None:
-        self.ctx = ctx
+    def start(self, task: Any) -> None:
+        _refuse_nested_search()
+        self.task = task
 
     def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> list[dict[str, Any]]:
         results = []
         for z, theta, fidelity in jobs:
             start = time.perf_counter()
-            result = self.ctx.run(z, theta, fidelity)
+            try:
+                result = self.task.run(z, theta, fidelity)
+            except Exception as err:  # the same answer as a worker process gives
+                result = error_result(err)
             result["duration"] = time.perf_counter() - start
             results.append(result)
         return results
 
     def close(self) -> None:
-        self.ctx = None  # type: ignore[assignment]
+        self.task = None
 
 
 class ProcessExecutor:
-    """Run trials in ``n_workers`` worker processes with per-trial timeouts and a memory limit.
+    """Run trials in ``n_workers`` worker processes, with per-trial timeouts and a memory limit.
 
     Parameters
     ----------
     n_workers : int
-        Worker processes (trials of one batch run concurrently).
+        Worker processes (trials of one batch run concurrently). They stay up between batches.
     memory_limit_mb : int, optional
-        Address-space limit of each worker in MiB.
+        Address-space limit of each worker in MiB, set once it has loaded the task.
     threads : int, optional
-        BLAS/OpenMP threads per worker (1 keeps workers from competing for cores).
-    start_method : str
-        ``"spawn"`` (safe with threaded BLAS) or ``"fork"``/``"forkserver"``.
+        BLAS/OpenMP threads per worker (1 keeps workers from competing for cores); None leaves
+        the environment alone.
+    start_timeout : float
+        Seconds a worker may take to load the task before the pool gives up.
+
+    Notes
+    -----
+    :meth:`worker_pids` tells which processes are the workers and what they do (for tests and
+    monitoring). On Linux a worker is killed by the kernel when the thread that started it exits,
+    so call ``start`` and ``run`` from a thread that outlives the executor (as ``fit`` does).
     """
 
     name = "process"
     enforces_timeout = True
+    #: workers in a row that may be killed by a signal while starting before ``start`` gives up
+    max_start_failures = 3
 
     def __init__(
         self,
         n_workers: int = 1,
         memory_limit_mb: int | None = None,
         threads: int | None = 1,
-        start_method: str = "spawn",
+        start_timeout: float = 60.0,
     ) -> None:
         if n_workers < 1:
             raise InvalidParameterError(f"n_workers must be >= 1, got {n_workers!r}")
         self.n_workers = n_workers
         self.memory_limit_mb = memory_limit_mb
         self.threads = threads
-        self.start_method = start_method
-        self.pool: Any = None
+        self.start_timeout = start_timeout
+        self._workers: list[WorkerProcess] = []  # shared with the finalizer, never rebound
+        self._task_fd = -1  # the task file, once started
+        self._finalizer: weakref.finalize | None = None
+        self._broken: str | None = None  # why no worker can start any more
+        self._start_failures = 0  # workers killed while starting, in a row
+        self._batch: _Batch | None = None  # the batch being run
 
-    #: seconds a new worker may take to start before the pool is declared broken
-    start_timeout = 120.0
+    # ------------------------------------------------------------------ contract
+    def start(self, task: Any) -> None:
+        """Write the task once and start the workers; return when all have loaded it.
 
-    def start(self, ctx: TrialContext) -> None:
-        import os
-        import pickle
-
-        from pebble import ProcessPool
-
-        if getattr(multiprocessing.current_process(), "_inheriting", False):
-            raise RuntimeError(_MAIN_GUARD_HINT)
+        Raises
+        ------
+        InvalidParameterError
+            The task cannot be pickled, or names an object workers cannot import.
+        WorkerError
+            Workers cannot start; the message gives their own reason.
+        """
+        _refuse_nested_search()
+        if self._task_fd >= 0:
+            raise WorkerError("this executor has already been started")
+        self._task_fd = worker_main.write_task_file(task)
+        self._broken, self._start_failures = None, 0
+        self._finalizer = weakref.finalize(self, _shut_down, self._workers, self._task_fd)
         try:
-            pickle.dumps(ctx)
-        except Exception as err:
-            raise InvalidParameterError(
-                "the data, metric and constraints must be picklable to run trials in worker "
-                f"processes (use module-level functions, not lambdas): {err}"
-            ) from None
-        self.pool = ProcessPool(
-            max_workers=self.n_workers,
-            initializer=init_worker,
-            initargs=(ctx, self.memory_limit_mb, self.threads),
-            context=multiprocessing.get_context(self.start_method),
-        )
-        # A worker that dies while starting (typically: a script without a main guard, re-run by
-        # every spawned worker) would be restarted forever; fail clearly instead.
-        try:
-            self.pool.schedule(os.getpid).result(timeout=self.start_timeout)
-        except Exception as err:
+            for _ in range(self.n_workers):
+                self._spawn()
+            while self._broken is None and any(w.state == "starting" for w in self._workers):
+                self._step()
+        except BaseException:
             self.close()
-            raise RuntimeError(f"worker processes could not start ({err!r}). {_MAIN_GUARD_HINT}") from None
+            raise
+        if self._broken is not None:
+            cause = self._broken
+            self.close()
+            raise WorkerError(f"worker processes cannot start: {cause}")
 
     def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> list[dict[str, Any]]:
-        from pebble import ProcessExpired
-
-        started = time.perf_counter()
-        futures = [
-            self.pool.schedule(run_in_worker, args=job, timeout=t) for job, t in zip(jobs, timeouts)
-        ]
-        results = []
-        for future, timeout in zip(futures, timeouts):
-            try:
-                result = future.result()
-            except FutureTimeout:
-                result = {"status": "timeout", "error": f"stopped after {timeout:.3g} s"}
-            except ProcessExpired as err:
-                result = {
-                    "status": "failed",
-                    "error": f"worker process died (exit code {err.exitcode}): {err}",
-                }
-            except MemoryError:
-                result = {"status": "memout", "error": "MemoryError in the worker"}
-            except Exception as err:  # e.g. the result could not be pickled back
-                result = {"status": "failed", "error": f"{type(err).__name__}: {err}"}
-            result["duration"] = time.perf_counter() - started
-            results.append(result)
-        return results
+        if self._task_fd < 0:
+            raise WorkerError("start the executor before running trials")
+        if self._broken is not None and not self._live():
+            raise WorkerError(f"no worker process is left and none can start: {self._broken}")
+        self._batch = batch = _Batch(jobs, timeouts)
+        while batch.queue or self._in_trial():
+            for worker in [w for w in self._workers if w.state == "idle"]:
+                if batch.queue:
+                    self._dispatch(worker)
+            if batch.queue and not self._live():  # broken: nothing can run what is left
+                for i in batch.queue:
+                    batch.results[i] = executor_result(
+                        "failed", f"not evaluated: no worker process is left ({self._broken})"
+                    )
+                    batch.results[i]["duration"] = 0.0
+                break
+            if batch.queue or self._in_trial():
+                self._step()
+        self._batch = None
+        return batch.results  # type: ignore[return-value]
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.stop()
-            self.pool.join()
-            self.pool = None
+        """Kill the workers and release the task file (also done when the executor is collected)."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._task_fd = -1
+
+    def worker_pids(self) -> dict[int, str]:
+        """Process id -> state of the current workers: ``"starting"`` (loading the task),
+        ``"idle"``, ``"sent"`` (a job is on its way) or ``"busy"`` (in a trial)."""
+        return {w.pid: w.state for w in list(self._workers)}
+
+    # ------------------------------------------------------------------ the pool
+    def _live(self) -> list[WorkerProcess]:
+        return [w for w in self._workers if w.state != "dead"]
+
+    def _spawn(self) -> None:
+        from .worker_process import WorkerProcess
+
+        try:
+            worker = WorkerProcess(self._task_fd, self.memory_limit_mb, self.threads)
+        except OSError as err:
+            self._broken = f"a worker process could not be created: {err}"
+            return
+        worker.deadline = time.monotonic() + self.start_timeout
+        self._workers.append(worker)
+
+    def _in_trial(self) -> bool:
+        return any(w.state in ("sent", "busy") for w in self._workers)
+
+    def _dispatch(self, worker: WorkerProcess) -> None:
+        batch = self._batch
+        i = batch.queue.popleft()
+        try:
+            worker.send(batch.jobs[i])
+        except OSError:  # it died while idle: the job never reached it
+            batch.queue.appendleft(i)
+            self._lost(worker)
+            return
+        worker.state, worker.job = "sent", i
+        self._set_deadline(worker, batch.timeouts[i])
+
+    @staticmethod
+    def _set_deadline(worker: WorkerProcess, timeout: float | None) -> None:
+        worker.trial_start = time.monotonic()
+        worker.deadline = None if timeout is None else worker.trial_start + timeout
+
+    def _step(self) -> None:
+        """Wait for the next message, death or deadline (at most POLL_INTERVAL) and handle it."""
+        from multiprocessing.connection import wait
+
+        now = time.monotonic()
+        deadlines = [w.deadline - now for w in self._workers if w.deadline is not None]
+        timeout = min([POLL_INTERVAL, *deadlines])
+        ready = wait(list(self._workers), max(timeout, 0.0))
+        for worker in ready:
+            self._receive(worker)
+            while worker.state == "busy" and worker.conn.poll():  # its result came too
+                self._receive(worker)
+        now = time.monotonic()
+        for worker in list(self._workers):
+            if worker.deadline is not None and now >= worker.deadline:
+                self._expire(worker, now)
+            elif worker not in ready and worker.exited():  # dead, its socket held elsewhere
+                if worker.conn.poll(0):  # what it sent before dying (or end of file)
+                    self._receive(worker)
+                else:
+                    self._lost(worker)
+
+    def _receive(self, worker: WorkerProcess) -> None:
+        try:
+            message = worker.recv()
+        except (EOFError, OSError):
+            self._lost(worker)
+            return
+        except Exception as err:  # a message that arrived whole but cannot be unpickled here
+            message = error_result(err)
+            message["error"] = f"the result could not be read: {message['error']}"
+        if worker.state == "starting":
+            tag, payload = message if isinstance(message, tuple) else (None, message)
+            if tag == worker_main.READY:
+                worker.state, worker.deadline = "idle", None
+                self._start_failures = 0
+            else:
+                self._broken = str(payload)
+                self._retire(worker)
+        elif worker.state == "sent" and message == worker_main.STARTED:
+            worker.state = "busy"  # the trial's own time (and timeout) begins
+            self._set_deadline(worker, self._batch.timeouts[worker.job])
+        elif worker.state in ("sent", "busy"):  # its result, with the trial's duration
+            self._batch.results[worker.job] = message
+            worker.state, worker.job, worker.deadline = "idle", None, None
+
+    def _expire(self, worker: WorkerProcess, now: float) -> None:
+        if worker.state in ("sent", "busy"):
+            seconds = worker.deadline - worker.trial_start
+            result = executor_result("timeout", f"stopped after {seconds:.3g} s")
+            result["duration"] = now - worker.trial_start
+            self._batch.results[worker.job] = result
+        else:
+            self._broken = _with_output(
+                f"a worker process did not load the task within {self.start_timeout:g} s", worker
+            )
+        self._retire(worker)
+
+    def _lost(self, worker: WorkerProcess) -> None:
+        how = worker.death()
+        if worker.state == "sent":  # it died before it began the trial: run it elsewhere
+            self._batch.queue.appendleft(worker.job)
+        elif worker.state == "busy":
+            output = worker.output_tail()
+            error = f"the worker process (pid {worker.pid}) died during this trial: {how}"
+            if output:  # a crash report says where it happened; the start of it, on one line
+                error += f"; its output: {' '.join(output.split())[:300]}"
+            result = executor_result("failed", error)
+            result["traceback"] = output
+            result["duration"] = time.monotonic() - worker.trial_start
+            self._batch.results[worker.job] = result
+        elif worker.state == "starting":
+            if worker.proc.returncode is not None and worker.proc.returncode >= 0:
+                # it ended by itself, so would the next one
+                self._broken = _with_output(f"a worker process {how}", worker)
+            else:
+                self._start_failures += 1
+                if self._start_failures >= self.max_start_failures:
+                    self._broken = _with_output(
+                        f"{self._start_failures} worker processes in a row died while starting "
+                        f"(the last one was {how})", worker
+                    )
+        self._retire(worker)
+
+    def _retire(self, worker: WorkerProcess) -> None:
+        """Drop a dead (or failed) worker and start its replacement unless the pool is broken."""
+        worker.close()
+        self._workers.remove(worker)
+        if self._broken is None and len(self._live()) < self.n_workers:
+            self._spawn()
+
+
+class _Batch:
+    """The jobs of one ``run``: what is left to send, and the results so far."""
+
+    def __init__(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> None:
+        self.jobs, self.timeouts = jobs, timeouts
+        self.results: list[dict[str, Any] | None] = [None] * len(jobs)
+        self.queue = deque(range(len(jobs)))
+
+
+def _with_output(text: str, worker: WorkerProcess) -> str:
+    tail = worker.output_tail()
+    return f"{text}; its last output: {tail}" if tail else text
+
+
+def _shut_down(workers: list[WorkerProcess], task_fd: int) -> None:
+    for worker in workers:
+        worker.kill()
+    for worker in workers:
+        worker.close()
+    workers.clear()
+    os.close(task_fd)
 
 
 def make_executor(

@@ -1,12 +1,17 @@
 """What runs inside an evaluation: build the pipeline, fit it on each split, score it.
 
-The :class:`TrialContext` (data, splits, space, metric) is sent to a worker process once; each trial
-then sends only ``(z, θ, fidelity)``. The same function runs in-process for the serial executor.
+The :class:`TrialContext` (data, splits, space, metric) reaches a worker process once per run;
+each trial then sends only ``(z, θ, fidelity)``. The same function runs in-process for the serial
+executor.
 
 Executors only need a *task*: an object with a ``space`` and ``run(z, θ, fidelity) -> result dict``
-(``status``, ``loss``, ``error``, ``fit_time``, ``predict_time``, ``constraints``, ``n_train``).
-:class:`TrialContext` is the task of a pipeline on data; a benchmark function such as
-:class:`admm_automl.benchmarks.ArtificialObjective` is another, evaluated through the same path.
+(``status``, ``loss``, ``error``, ``traceback`` (optional), ``fit_time``, ``predict_time``,
+``constraints``, ``n_train``; the executor adds ``duration``). :class:`TrialContext` is the task of
+a pipeline on data; a benchmark function such as
+:class:`admm_automl.benchmarks.ArtificialObjective` is another, evaluated through the same path. A
+task may have a ``warm_up()`` method, which a worker process calls once after loading it, before
+its first trial. A task's ``run`` that raises is answered by :func:`error_result` (status
+``failed``, or ``memout`` for a ``MemoryError``) in every executor.
 """
 
 from __future__ import annotations
@@ -50,6 +55,13 @@ class TrialContext:
     def run(self, z: tuple[int, ...], theta: np.ndarray, fidelity: float) -> dict[str, Any]:
         return run_trial(self, z, theta, fidelity)
 
+    def warm_up(self) -> None:
+        """Import what every trial uses (scikit-learn's pipeline and the metric's scorer), so that a
+        worker's first trial is not charged ~2 s of imports against its timeout."""
+        import sklearn.pipeline  # noqa: F401
+
+        self.metric.make_scorer(self.labels)
+
 
 def run_trial(
     ctx: TrialContext, z: tuple[int, ...], theta: np.ndarray, fidelity: float
@@ -90,38 +102,29 @@ def run_trial(
     except MemoryError:
         result.update(status="memout", error="MemoryError: the trial hit the memory limit")
     except Exception as err:  # one failing pipeline never ends a run
-        tb = traceback.format_exception(type(err), err, err.__traceback__)
-        result.update(status="failed", error=f"{type(err).__name__}: {err}", traceback="".join(tb[-3:]))
+        result.update(
+            status="failed", error=f"{type(err).__name__}: {err}", traceback=_last_frames(err)
+        )
     result["constraints"] = {k: float(np.mean(v)) for k, v in measured.items() if v}
     result["n_train"] = int(len(ctx.splits[0].train_rows(fidelity))) if ctx.splits else 0
     return result
 
 
-# ---------------------------------------------------------------------- process-pool side
-_CONTEXT: Any = None  # the task of this worker process
+def executor_result(status: str, error: str) -> dict[str, Any]:
+    """The result of a trial that the executor ended or lost (timeout, dead worker, not run)."""
+    return {
+        "status": status, "loss": math.nan, "error": error, "fit_time": 0.0, "predict_time": 0.0,
+        "constraints": {}, "n_train": None,
+    }
 
 
-def init_worker(ctx: Any, memory_limit_mb: int | None, threads: int | None) -> None:
-    """Pool initializer: keep the context, cap the address space and the BLAS/OpenMP threads."""
-    global _CONTEXT
-    import signal
-
-    # Pebble's SIGTERM handler runs only between Python bytecodes, so a worker inside a long C call
-    # (a BLAS product, liblinear) would outlive its timeout by Pebble's 3 s grace period before
-    # SIGKILL; the default disposition ends it at once.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _CONTEXT = ctx
-    if memory_limit_mb:
-        import resource
-
-        limit = int(memory_limit_mb) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    if threads:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(threads)
+def error_result(err: BaseException) -> dict[str, Any]:
+    """The result of a task whose ``run`` raised ``err`` (``memout`` for a ``MemoryError``)."""
+    status = "memout" if isinstance(err, MemoryError) else "failed"
+    result = executor_result(status, f"{type(err).__name__}: {err}")
+    result["traceback"] = _last_frames(err)
+    return result
 
 
-def run_in_worker(z: tuple[int, ...], theta: np.ndarray, fidelity: float) -> dict[str, Any]:
-    assert _CONTEXT is not None, "worker not initialised"
-    return _CONTEXT.run(z, theta, fidelity)
+def _last_frames(err: BaseException) -> str:
+    return "".join(traceback.format_exception(type(err), err, err.__traceback__)[-3:])
