@@ -25,7 +25,7 @@ from .._recorder import Result, Schedule
 from ..exceptions import DataError, InvalidParameterError
 from ..journal import Journal
 from .data import fingerprint, make_preprocessor
-from .executors import make_executor
+from .executors import make_executor, refuse_nested_search
 from .metrics import Metric, get_metric
 from .objective import PipelineObjective
 from .splits import make_splits
@@ -248,6 +248,7 @@ def run_search(
     sensitive_features: Any = None, start_time: float | None = None,
 ) -> SearchOutcome:
     """One search as the estimator runs it (the time budget runs from ``start_time``)."""
+    refuse_nested_search()  # before anything touches the output directory
     start_time = time.monotonic() if start_time is None else start_time
     s = settings
     seeds = derive_seeds(s.random_state)
