@@ -34,8 +34,9 @@ logger = logging.getLogger(__name__)
 
 #: ``engine(requests, time_left=seconds | None, tags=dict) -> observations``
 Engine = Callable[..., list[Observation]]
-#: a point to evaluate: ``(z, θ (relaxed), fidelity)``
-Point = tuple[tuple[int, ...], np.ndarray, float]
+#: a point to evaluate: ``(z, θ (relaxed), fidelity)``, or ``(z, θ, fidelity, iterations)`` with a
+#: training length (the second fidelity of an iterative learner)
+Point = tuple
 
 
 @dataclass(frozen=True)
@@ -224,10 +225,10 @@ class Recorder:
         time_left = budget.time_left()
         if time_left is not None and time_left <= max(self.fastest, 1e-3):
             raise BudgetExhausted("time_budget")
-        requests = [Request(z, self.encoding.project(theta), f) for z, theta, f in points]
+        requests = [Request(p[0], self.encoding.project(p[1]), *p[2:]) for p in points]
         tags = {"phase": phase, "admm_iter": self.iteration, **self.tags}
         observations = self.engine(requests, time_left=time_left, tags=tags)
-        for (z, theta, _), obs in zip(points, observations):
+        for (z, theta, *_), obs in zip(points, observations):
             item = Evaluated(z, np.array(theta), obs, phase, self.iteration)
             self.evaluated.append(item)
             if not obs.cached:

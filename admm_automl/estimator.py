@@ -198,6 +198,9 @@ class ADMM(BaseEstimator):
         The best configuration refitted on all of X, y (a plain scikit-learn object).
     best_params_ : dict
         Its configuration, ``{"module": choice, "module__param": value}``.
+    best_iterations_ : int or None
+        The training length it was evaluated at, when the search chose one (``theta_solver="bapi"``
+        on learners that declare ``iterations``); it is in ``best_params_`` and the refit uses it.
     best_loss_, best_score_ : float
         Its validation loss and score (``offset − loss``; higher is better).
     history_ : pandas.DataFrame
@@ -299,7 +302,8 @@ class ADMM(BaseEstimator):
         ctx = outcome.task.context
         pipeline = space.to_pipeline(self.best_z_, self.best_theta_,
                                      preprocessor=clone(ctx.preprocessor),
-                                     random_state=ctx.random_state)
+                                     random_state=ctx.random_state,
+                                     iterations=self.best_iterations_)
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -28,21 +28,27 @@ class Request:
 
     ``theta`` lives in the unit box; discrete coordinates may be relaxed (the objective evaluates at
     their projection: the surrogate loss f̃ of Liu et al. 2020). ``fidelity`` is the fraction of
-    training rows used, in (0, 1].
+    training rows used, in (0, 1]. ``iterations`` is the second fidelity, the training length t of
+    the pipeline's iterative learner (its ``Iterations`` in the space): ``None`` fits the pipeline
+    as configured; an int trains it for t iterations, records its learning curve and may continue a
+    partly trained model (:mod:`admm_automl.evaluation.iterative`).
     """
 
     z: tuple[int, ...]
     theta: np.ndarray
     fidelity: float = 1.0
+    iterations: int | None = None
 
 
 @dataclass(frozen=True)
 class Suggestion:
-    """A configuration proposed by a solver: a θ vector (unit box) or a z tuple, and a fidelity."""
+    """A configuration proposed by a solver: a θ vector (unit box) or a z tuple, a fidelity (data
+    fraction) and, for a learner with a training length, the number of iterations to train."""
 
     id: int
     config: "np.ndarray | tuple[int, ...]"
     fidelity: float | None = None
+    iterations: int | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,12 @@ class Observation:
     caller chose NaN as the failure loss (the artificial benchmark objective, which never fails).
     ``constraints`` holds raw constraint values by name. ``budget_stop`` marks an evaluation that
     the end of the time budget interrupted: it is recorded, but never cached or reused.
+
+    With a training length (``iterations``, the request's): ``curve`` is the learning curve,
+    ``((t, loss), ...)`` at the checkpoints of :func:`admm_automl.evaluation.iterative.checkpoints`
+    up to ``iterations`` (the last entry is ``loss``); ``continued_from`` is the length a held,
+    partly trained model was continued from (0: trained from scratch), so ``fit_time`` covers only
+    ``iterations − continued_from`` iterations.
     """
 
     loss: float
@@ -67,6 +79,9 @@ class Observation:
     cached: bool = False
     eval_id: int = -1
     budget_stop: bool = False
+    iterations: int | None = None
+    curve: tuple[tuple[int, float], ...] = ()
+    continued_from: int = 0
 
     @property
     def ok(self) -> bool:

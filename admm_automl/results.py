@@ -27,6 +27,9 @@ def observation_of(record: dict[str, Any], *, cached: bool = False) -> Observati
         cached=cached,
         eval_id=int(record["eval_id"]),
         budget_stop=bool(record.get("budget_stop", False)),
+        iterations=record.get("iterations"),
+        curve=tuple((int(t), float(v)) for t, v in record.get("curve") or ()),
+        continued_from=int(record.get("continued_from") or 0),
     )
 
 
@@ -142,7 +145,8 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "best_eval_id_": obs.eval_id,
         "best_z_": z,
         "best_theta_": theta,
-        "best_params_": space.decode(z, theta),
+        "best_params_": space.decode(z, theta, obs.iterations),
+        "best_iterations_": obs.iterations,
         "best_loss_": obs.loss,
         "best_score_": metric.offset - obs.loss,
     }

@@ -3,7 +3,7 @@
 The executor contract (what :class:`~admm_automl.evaluation.PipelineObjective` uses)::
 
     executor.start(task)           # task: has .space and .run(z, θ, fidelity) -> result dict
-    executor.run(jobs, timeouts)   # jobs [(z, θ, fidelity)], timeouts [seconds | None] -> results
+    executor.run(jobs, timeouts)   # jobs [(z, θ, fidelity[, iterations])], timeouts -> results
     executor.close()
     executor.name, executor.enforces_timeout
 
@@ -67,7 +67,9 @@ from .worker import error_result, executor_result
 if TYPE_CHECKING:
     from .worker_process import WorkerProcess
 
-Job = tuple[tuple[int, ...], np.ndarray, float]
+#: ``(z, θ, fidelity)``, or ``(z, θ, fidelity, iterations)`` with a training length;
+#: ``task.run(*job)`` runs it
+Job = tuple
 #: longest sleep of the pool between checks that its workers are alive (seconds)
 POLL_INTERVAL = 1.0
 
@@ -94,10 +96,10 @@ class SerialExecutor:
 
     def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> list[dict[str, Any]]:
         results = []
-        for z, theta, fidelity in jobs:
+        for job in jobs:
             start = time.perf_counter()
             try:
-                result = self.task.run(z, theta, fidelity)
+                result = self.task.run(*job)
             except Exception as err:  # the same answer as a worker process gives
                 result = error_result(err)
             result["duration"] = time.perf_counter() - start

@@ -85,8 +85,7 @@ class PipelineObjective:
         time_left: float | None = None,
         tags: dict[str, Any] | None = None,
     ) -> list[Observation]:
-        space = self.ctx.space
-        keys = [f"{space.key(r.z, r.theta)}|fidelity={r.fidelity:.6g}" for r in requests]
+        keys = [self._key(r) for r in requests]
         todo: dict[str, Request] = {}
         fresh: dict[str, Observation] = {}
         for key, request in zip(keys, requests):
@@ -98,7 +97,8 @@ class PipelineObjective:
             timeout, budget_stop = self.trial_timeout, False
             if time_left is not None and (timeout is None or time_left < timeout):
                 timeout, budget_stop = max(time_left, 1e-3), True
-            jobs = [(r.z, r.theta, r.fidelity) for r in todo.values()]
+            jobs = [(r.z, r.theta, r.fidelity) + (() if r.iterations is None else (r.iterations,))
+                    for r in todo.values()]
             results = self.executor.run(jobs, [timeout] * len(jobs))
             for (key, request), result in zip(todo.items(), results):
                 stopped = budget_stop and result["status"] == "timeout"
@@ -116,6 +116,11 @@ class PipelineObjective:
                 out.append(replace(source, cached=True))
         return out
 
+    def _key(self, request: Request) -> str:
+        """The cache key: the pipeline, the data fidelity and, if given, the training length."""
+        key = f"{self.ctx.space.key(request.z, request.theta)}|fidelity={request.fidelity:.6g}"
+        return key if request.iterations is None else f"{key}|iterations={request.iterations}"
+
     def _record(
         self, key: str, request: Request, result: dict[str, Any], tags: dict[str, Any], stopped: bool
     ) -> dict[str, Any]:
@@ -125,7 +130,7 @@ class PipelineObjective:
             logger.debug("trial failed (%s): %s", status, result.get("error"))
             loss = self.worst_loss
         space = self.ctx.space
-        config = space.decode(request.z, request.theta)
+        config = space.decode(request.z, request.theta, request.iterations)
         record = {
             "eval_id": self.journal.next_id(),
             **tags,
@@ -144,6 +149,10 @@ class PipelineObjective:
             "time": time.monotonic() - self._t0,
             "key": key,
         }
+        if request.iterations is not None:  # the training-length fidelity
+            record["iterations"] = request.iterations
+            record["curve"] = result.get("curve", [])
+            record["continued_from"] = result.get("continued_from", 0)
         if result.get("traceback"):
             record["traceback"] = result["traceback"]
         if stopped:

@@ -4,7 +4,8 @@ The :class:`TrialContext` (data, splits, space, metric) reaches a worker process
 each trial then sends only ``(z, θ, fidelity)``. The same function runs in-process for the serial
 executor.
 
-Executors only need a *task*: an object with a ``space`` and ``run(z, θ, fidelity) -> result dict``
+Executors only need a *task*: an object with a ``space`` and ``run(z, θ, fidelity[, iterations])
+-> result dict``
 (``status``, ``loss``, ``error``, ``traceback`` (optional), ``fit_time``, ``predict_time``,
 ``constraints``, ``n_train``; the executor adds ``duration``). :class:`TrialContext` is the task of
 a pipeline on data; a benchmark function such as
@@ -52,7 +53,13 @@ class TrialContext:
     #: ``measure(pipeline, X_valid, y_valid, valid_rows) -> float``
     measures: dict[str, Any] = field(default_factory=dict)
 
-    def run(self, z: tuple[int, ...], theta: np.ndarray, fidelity: float) -> dict[str, Any]:
+    def run(
+        self, z: tuple[int, ...], theta: np.ndarray, fidelity: float, iterations: int | None = None
+    ) -> dict[str, Any]:
+        if iterations is not None:  # the training-length fidelity (learning curve, continuation)
+            from .iterative import run_iterative_trial
+
+            return run_iterative_trial(self, z, theta, fidelity, iterations)
         return run_trial(self, z, theta, fidelity)
 
     def warm_up(self) -> None:

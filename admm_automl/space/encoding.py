@@ -10,7 +10,7 @@ AAAI 2021; Wang et al., ICLR 2021) in the same unit coordinates.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -35,6 +35,9 @@ class Encoding:
     low_cost
         Per θ coordinate, the unit value of its declared low-cost point, NaN where it declares none
         (default: NaN everywhere).
+    lengths
+        ``lengths[i][j]``: the training length (an :class:`~admm_automl.space.Iterations`) of
+        choice ``j`` of module ``i``, or ``None`` (default: no choice declares one).
 
     Attributes
     ----------
@@ -50,6 +53,7 @@ class Encoding:
     initial_z: tuple[int, ...]
     initial_theta: np.ndarray
     low_cost: np.ndarray | None = None
+    lengths: tuple[tuple[Any, ...], ...] = ()
 
     def __post_init__(self) -> None:
         discrete = np.array([g is not None for g in self.grids], dtype=bool)
@@ -70,6 +74,24 @@ class Encoding:
         idx = np.arange(self.theta_dim) if indices is None else np.asarray(indices, dtype=int)
         theta = np.asarray(theta, dtype=float)
         return np.where(self.has_low_cost[idx], self.low_cost[idx], theta)
+
+    def training_length(self, z: Sequence[int]) -> Any:
+        """The :class:`~admm_automl.space.Iterations` of the algorithm of ``z`` that declares a
+        training length, or ``None``; a ``ValueError`` when several chosen algorithms declare one
+        (the training-length fidelity is one number per pipeline)."""
+        if not self.lengths:
+            return None
+        found = [
+            (self.module_names[i], self.lengths[i][int(j)])
+            for i, j in enumerate(z)
+            if self.lengths[i][int(j)] is not None
+        ]
+        if len(found) > 1:
+            raise ValueError(
+                "the training-length fidelity applies to one iterative algorithm per pipeline, "
+                f"but modules {', '.join(m for m, _ in found)} all declare `iterations`"
+            )
+        return found[0][1] if found else None
 
     @property
     def theta_dim(self) -> int:

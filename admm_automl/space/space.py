@@ -350,6 +350,7 @@ class PipelineSpace:
             initial_z=self._initial_z(),
             initial_theta=theta0,
             low_cost=low_cost,
+            lengths=tuple(tuple(a.iterations for a in m.choices) for m in self.modules),
         )
 
     def _initial_z(self) -> tuple[int, ...]:
@@ -358,11 +359,18 @@ class PipelineSpace:
         return tuple(m.index(chosen[m.name]) if m.name in chosen else 0 for m in self.modules)
 
     # ------------------------------------------------------------------ (z, θ) <-> params
-    def decode(self, z: Sequence[int], theta: np.ndarray) -> dict[str, Any]:
-        """Readable flat configuration of ``(z, θ)``; discrete coordinates are projected."""
+    def decode(
+        self, z: Sequence[int], theta: np.ndarray, iterations: int | None = None
+    ) -> dict[str, Any]:
+        """Readable flat configuration of ``(z, θ)``; discrete coordinates are projected.
+
+        ``iterations`` (the training-length fidelity) sets the training-length parameter of the
+        chosen iterative algorithm to that many iterations, ``1 <= iterations <= t_max``.
+        """
         enc = self.encoding
         z = enc.check_z(z)
         theta = enc.check_theta(theta)
+        length = None if iterations is None else self._check_iterations(z, iterations)
         config: dict[str, Any] = {}
         for i, (module, j) in enumerate(zip(self.modules, z)):
             algo = module.choices[j]
@@ -370,13 +378,35 @@ class PipelineSpace:
             units = theta[enc.slots[i][j]]
             for key, value in algo.params_from_unit(units).items():
                 config[f"{module.name}__{key}"] = value
+            if length is not None and algo.iterations is length:
+                config[f"{module.name}__{length.parameter}"] = int(iterations)
         return config
+
+    def _check_iterations(self, z: tuple[int, ...], iterations: int) -> Iterations:
+        """The :class:`Iterations` that ``iterations`` applies to, after checking its range."""
+        try:
+            length = self.encoding.training_length(z)
+        except ValueError as err:
+            raise InvalidParameterError(str(err)) from None
+        if length is None:
+            chosen = ", ".join(m.choices[j].name for m, j in zip(self.modules, z))
+            raise InvalidParameterError(
+                f"a training length (iterations={iterations!r}) was asked for the pipeline "
+                f"{chosen}, but none of its algorithms declares `iterations`"
+            )
+        if not _is_int(iterations) or not 1 <= iterations <= length.t_max:
+            raise InvalidParameterError(
+                f"iterations must be an integer in [1, {length.t_max}] (t_max of "
+                f"{length.parameter!r}), got {iterations!r}"
+            )
+        return length
 
     def encode(
         self, config: Mapping[str, Any], theta: np.ndarray | None = None
     ) -> tuple[tuple[int, ...], np.ndarray]:
         """``(z, θ)`` of a flat configuration; coordinates it does not mention come from ``theta``
-        (default: every algorithm at its defaults)."""
+        (default: every algorithm at its defaults). A fixed training-length parameter may hold any
+        length in ``[1, t_max]`` (what :meth:`decode` writes for ``iterations``)."""
         enc = self.encoding
         theta = (enc.initial_theta if theta is None else np.asarray(theta, dtype=float)).copy()
         unknown = set(config) - {m.name for m in self.modules} - {
@@ -400,7 +430,12 @@ class PipelineSpace:
                 if hp_name in by_name:
                     theta[slot[by_name[hp_name]]] = algo.tunable[by_name[hp_name]].to_unit(value)
                 elif hp_name in fixed:
-                    if fixed[hp_name].value != value:
+                    length = algo.iterations
+                    a_length = (  # a trained length (the fidelity of an evaluation, not θ)
+                        length is not None and hp_name == length.parameter and _is_int(value)
+                        and 1 <= value <= length.t_max
+                    )
+                    if fixed[hp_name].value != value and not a_length:
                         raise InvalidParameterError(
                             f"{algo.name!r} in module {module.name!r}: hyperparameter "
                             f"{hp_name!r} is fixed to {fixed[hp_name].value!r}, got {value!r}"
@@ -420,10 +455,12 @@ class PipelineSpace:
 
     # ------------------------------------------------------------------ scikit-learn
     def steps(
-        self, z: Sequence[int], theta: np.ndarray, random_state: int | None = None
+        self, z: Sequence[int], theta: np.ndarray, random_state: int | None = None,
+        iterations: int | None = None,
     ) -> list[tuple[str, Any]]:
-        """``(name, estimator | "passthrough")`` per module for ``(z, θ)``."""
-        config = self.decode(z, theta)
+        """``(name, estimator | "passthrough")`` per module for ``(z, θ)`` (and a training length,
+        as :meth:`decode`)."""
+        config = self.decode(z, theta, iterations)
         steps = []
         for module, j in zip(self.modules, z):
             prefix = f"{module.name}__"
@@ -438,11 +475,13 @@ class PipelineSpace:
         *,
         preprocessor: Any = None,
         random_state: int | None = None,
+        iterations: int | None = None,
     ) -> Any:
-        """A plain scikit-learn ``Pipeline`` (``preprocessor`` first when given)."""
+        """A plain scikit-learn ``Pipeline`` (``preprocessor`` first when given; ``iterations`` as
+        :meth:`decode`)."""
         from sklearn.pipeline import Pipeline
 
-        steps = self.steps(z, theta, random_state)
+        steps = self.steps(z, theta, random_state, iterations)
         if preprocessor is not None:
             steps.insert(0, ("preprocess", preprocessor))
         return Pipeline(steps)
