@@ -114,7 +114,7 @@ class JointOptimizer(_SingleSolverMethod):
 
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
             points = [(*joint_decode(enc, s.config), 1.0 if s.fidelity is None else s.fidelity)
-                      for s in suggestions]
+                      + (() if s.iterations is None else (s.iterations,)) for s in suggestions]
             return recorder.evaluate(points, "joint")
 
         problem = ThetaProblem(
@@ -122,6 +122,9 @@ class JointOptimizer(_SingleSolverMethod):
             discrete=np.concatenate([np.ones(len(enc.n_choices), dtype=bool), enc.discrete]),
             names=tuple(f"module:{m}" for m in enc.module_names) + tuple(enc.theta_names),
             history=[(x0, first)], start=x0.copy(), batch_size=self.options.batch_size,
+            training_length=(lambda x: enc.training_length(joint_decode(enc, x)[0]))
+            if enc.has_training_length else None,
+            time_left=recorder.budget.time_left,
         )
         solver = self.theta_solver()
         solver.setup(problem, np.random.default_rng(self.options.solver_seeds()[0]))

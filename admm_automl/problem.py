@@ -9,7 +9,7 @@ valid when the duals change, and solvers can be warm-started with ``problem.hist
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -26,6 +26,12 @@ class ThetaProblem:
     value f̃ + (ρ/2)‖x_d − b‖² (+ constraint terms); ``penalty(x)`` is its analytic part alone.
     ``history`` holds earlier ``(x, observation)`` pairs of the same selection; ``start`` is the
     current iterate.
+
+    ``training_length(x)`` is the :class:`~admm_automl.space.Iterations` of the iterative learner
+    that point ``x`` trains, or ``None`` (``None`` for the field: no point has one); a solver that
+    chooses training lengths (``bapi``) sets ``Suggestion.iterations`` for such points.
+    ``time_left()``, when given, is the wall-clock time left in the run (seconds, ``None`` without
+    a time budget): set by the whole-problem methods (JOPT), whose θ-solver plans over the run.
     """
 
     dim: int
@@ -38,6 +44,8 @@ class ThetaProblem:
     start: np.ndarray | None = None
     #: suggestions a batch-capable solver should ask at once (the number of parallel workers)
     batch_size: int = 1
+    training_length: Callable[[np.ndarray], Any] | None = None
+    time_left: Callable[[], float | None] | None = None
 
 
 @dataclass

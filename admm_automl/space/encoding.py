@@ -75,6 +75,11 @@ class Encoding:
         theta = np.asarray(theta, dtype=float)
         return np.where(self.has_low_cost[idx], self.low_cost[idx], theta)
 
+    @property
+    def has_training_length(self) -> bool:
+        """Whether some choice declares a training length."""
+        return any(length is not None for module in self.lengths for length in module)
+
     def training_length(self, z: Sequence[int]) -> Any:
         """The :class:`~admm_automl.space.Iterations` of the algorithm of ``z`` that declares a
         training length, or ``None``; a ``ValueError`` when several chosen algorithms declare one

@@ -1,8 +1,9 @@
 """θ-min solvers (continuous HPO on the active set)."""
 
+from .bapi import BAPIThetaSolver
 from .bo import GPBayesOptThetaSolver
 from .random import RandomThetaSolver
 from .rbfopt import RBFOptThetaSolver
 from .skopt import SkoptThetaSolver
 
-__all__ = ["GPBayesOptThetaSolver", "RBFOptThetaSolver", "RandomThetaSolver", "SkoptThetaSolver"]
+__all__ = ["BAPIThetaSolver", "GPBayesOptThetaSolver", "RBFOptThetaSolver", "RandomThetaSolver", "SkoptThetaSolver"]

@@ -1,0 +1,432 @@
+"""``bapi``: budget-aware planning for iterative learners (Belakaria, Doppa, Fusi and Sheth, 2022).
+
+The solver of the θ-problem of a learner that declares a training length (``iterations`` in the
+space): it chooses configurations *and* how long to train them, stops poor ones early and
+continues promising ones later. The numerics are :mod:`._bapi`; this module is the loop of the
+paper's Algorithm 2 on the ask/tell protocol, over the evaluation engine's training-length
+fidelity (learning curves and continuation, :mod:`admm_automl.evaluation.iterative`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...exceptions import InvalidParameterError, SolverFallbackWarning
+from ...records import Observation, Suggestion
+from .. import _gp
+from ..registry import THETA_SOLVERS
+from . import _bapi
+from ._bapi import defaults
+from .bo import GPBayesOptThetaSolver
+
+#: cost units: measured training seconds, or trained iterations (deterministic)
+COSTS = ("time", "iterations")
+
+
+class _Curve:
+    """What is known of one configuration: its learning curve (lengths in iterations), the cost
+    spent training it so far, the value offset of the constraint terms and its training length."""
+
+    def __init__(self, x: np.ndarray, length: Any) -> None:
+        self.x = x
+        self.length = length
+        self.points: dict[int, float] = {}
+        self.cost = 0.0
+        self.trained = 0  # the longest training length evaluated (the model the engine may hold)
+        self.offset = 0.0
+
+    @property
+    def t_max(self) -> int:
+        return self.length.t_max if self.length is not None else 1
+
+    def curve(self) -> tuple[np.ndarray, np.ndarray]:
+        """Training fractions and running-best values (loss + offset), increasing in t."""
+        t = np.array(sorted(self.points), dtype=float)
+        y = np.array([self.points[int(k)] for k in t], dtype=float)
+        return t / self.t_max, _bapi.running_best(y) + self.offset
+
+
+@THETA_SOLVERS.register("bapi")
+class BAPIThetaSolver(GPBayesOptThetaSolver):
+    """BAPI-4 (Belakaria et al. 2022) for the θ-problem of an iterative learner.
+
+    **Models** (:mod:`._bapi`): GP_f over ``(x, t)`` (``t`` the training fraction ``iterations /
+    t_max``) with the product kernel ``K_x·K_t`` (ARD Matérn-5/2 × exponential decay) and the
+    monotonicity of the best-so-far loss in ``t`` imposed at virtual derivative points
+    (``monotone=False`` is the paper's ablation BAPI-NM, the plain GP); GP_c, the cost, linear in
+    ``t`` with a configuration-dependent rate. The GP models the black-box part of the ADMM
+    sub-problem: every curve point's value is the loss plus the constraint terms of its
+    configuration's latest observation; the known penalty ``problem.penalty(x)`` does not depend on
+    ``t`` and is added analytically to every prediction (EI, q-EI, early termination).
+
+    **Loop** (the paper's Algorithm 2), inside ``run(n)``:
+
+    1. an initial design of ``max(3, d + 1)`` configurations (the problem's start first, then
+       Sobol' points; configurations already observed count), each trained by step 3 (early
+       termination once a model and an incumbent exist);
+    2. NMO: a horizon of up to ``h_max`` configurations chosen greedily by Monte Carlo q-EI at
+       ``t_max``, each charged the predicted cost of training it to its conservative stopping
+       length (the first length whose predicted loss is within ``epsilon`` of the prediction at
+       ``t_max``; only the extra iterations for a configuration trained before), while that fits
+       in the remaining budget; the member run is the one with the largest EI at its stopping
+       length per unit of predicted cost;
+    3. Evaluate (Algorithm 5): train to ``p`` iterations (``p = check_fraction · t_max``; a
+       configuration trained before is continued from where it stopped), then every ``p`` more,
+       re-estimating the stopping length on the model conditioned on the new curve (hyperparameters
+       fixed); stop when it is reached, or when the prediction there cannot beat the incumbent (the
+       best value of the *other* configurations) and the model is within ``tau`` times as sure of it
+       as of the length just observed;
+    4. the curve's points (at most ``pts_per_curve``, by maximum variance, the last always) join the
+       data, the hyperparameters of both GPs are refitted, and the cost of the new iterations is
+       deducted.
+
+    Each training step is one evaluation of the engine (one journal record, counted by
+    ``max_evals``), at ``Suggestion.iterations`` iterations; the engine continues the model it
+    holds, so a step costs only its new iterations.
+
+    **Budget.** ``run(n)`` spends the cost of ``n`` full trainings: ``n`` times the median over the
+    observed configurations of the predicted cost of training to ``t_max`` (before any is observed,
+    the first evaluation sets it). Inside ADMM this turns the θ-step's ``I_t`` evaluations into
+    seconds, so a θ-step with ``bapi`` costs about as much as ``I_t`` evaluations of ``bo``. The
+    horizon is planned against what is left of it, or, when the problem gives ``time_left`` (JOPT
+    under a time budget, where one solver runs the whole search), against the time left in the
+    run. ``run`` always makes at least one evaluation. Cost is the measured training time
+    (``fit_time``, ``cost="time"``, the paper's choice: scoring and overhead are not charged), or
+    the number of trained iterations (``cost="iterations"``: then the run is deterministic for a
+    seed and an evaluation budget; with measured times the horizon and the member chosen depend on
+    the timings).
+
+    **Learners without a training length.** On a problem whose points declare no training length
+    (an algorithm selection without an iterative learner, the synthetic problems of the protocol
+    checks) the solver is the ``bo`` solver it extends: EI at the configured length, ``t_max``
+    (``n_initial_points``, ``xi``, ``n_candidates``, ``n_restarts``, ``gp_restarts`` are ``bo``'s).
+    Over the joint space of JOPT, a point whose algorithm has no training length is trained as
+    configured and enters the model at ``t = 1``. ``ask``/``tell`` from outside ``run`` also give
+    ``bo``'s suggestions. The ADMM loop keeps one instance per algorithm selection
+    (``keeps_state``), so the fitted GP hyperparameters carry over; the data are rebuilt from the
+    problem's history, re-scored with the current duals.
+
+    Parameters
+    ----------
+    h_max : int, default=4
+        Longest planning horizon (BAPI-4; 8 gives BAPI-8).
+    monotone : bool, default=True
+        Monotone GP in ``t`` (False: the ablation BAPI-NM).
+    epsilon : float, default=0.01
+        Tolerance of conservative stopping, in loss units.
+    tau : float, default=2.0
+        Uncertainty ratio of early termination.
+    check_fraction : float, default=0.2
+        ``p`` as a fraction of ``t_max``.
+    pts_per_curve : int, default=3
+        Points of a learning curve that enter GP_f (1 gives BAPI-4-L).
+    cost : {"time", "iterations"}, default="time"
+        What the budget counts (above).
+    n_initial_points, xi, n_candidates, n_restarts, gp_restarts
+        ``bo``'s parameters, for the learners without a training length; ``n_candidates`` (Sobol'
+        candidates per greedy step) and ``gp_restarts`` (extra random starts of each
+        hyperparameter fit) also apply to BAPI's own models.
+
+    References
+    ----------
+    Belakaria, Doppa, Fusi, Sheth, "Bayesian Optimization over Iterative Learners with Structured
+    Responses: A Budget-aware Planning Approach", arXiv 2206.12708 (2022; AISTATS 2023).
+    """
+
+    supports_batch = False
+    keeps_state: ClassVar[bool] = True
+    #: the run set-up refuses a search space where no algorithm declares a training length
+    needs_training_length: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        h_max: int = defaults.H_MAX,
+        monotone: bool = True,
+        epsilon: float = defaults.EPSILON,
+        tau: float = defaults.TAU,
+        check_fraction: float = defaults.CHECK_FRACTION,
+        pts_per_curve: int = defaults.PTS_PER_CURVE,
+        cost: str = "time",
+        n_initial_points: int = 10,
+        xi: float = 0.0,
+        n_candidates: int = defaults.N_CANDIDATES,
+        n_restarts: int = 5,
+        gp_restarts: int = 0,
+    ) -> None:
+        super().__init__(n_initial_points=n_initial_points, xi=xi, n_candidates=n_candidates,
+                         n_restarts=n_restarts, gp_restarts=gp_restarts)
+        self.h_max = h_max
+        self.monotone = monotone
+        self.epsilon = epsilon
+        self.tau = tau
+        self.check_fraction = check_fraction
+        self.pts_per_curve = pts_per_curve
+        self.cost = cost
+
+    # ------------------------------------------------------------------ set-up
+    def _validate(self) -> None:
+        super()._validate()
+        defaults.check_int(self.h_max, "bapi: h_max", low=1)
+        defaults.check_int(self.pts_per_curve, "bapi: pts_per_curve", low=1)
+        defaults.check_real(self.epsilon, "bapi: epsilon", low=0.0)
+        defaults.check_real(self.tau, "bapi: tau", low=1.0)
+        defaults.check_real(self.check_fraction, "bapi: check_fraction", low=0.0, high=1.0,
+                            low_open=True)
+        if not isinstance(self.monotone, (bool, np.bool_)):
+            raise InvalidParameterError(f"bapi: monotone must be True or False, got "
+                                        f"{self.monotone!r}")
+        if self.cost not in COSTS:
+            raise InvalidParameterError(f"bapi: cost must be one of {COSTS}, got {self.cost!r}")
+
+    def _setup(self) -> None:
+        super()._setup()
+        self.curve_model_ = None
+        self.cost_model_ = None
+        self.hyper_n_configs_ = -1  # configurations at the last hyperparameter fit
+        self.fitted_n_obs_ = -1  # observations the models were last conditioned on
+
+    def update_problem(self, problem: Any) -> None:
+        """Back at this algorithm selection: the data are rebuilt from the new history with the
+        new duals; the fitted hyperparameters stay as the warm start of the next fit."""
+        super().update_problem(problem)
+        self.fitted_n_obs_ = -1
+
+    def _length(self, x: np.ndarray) -> Any:
+        find = self.problem_.training_length
+        return None if find is None else find(np.asarray(x, dtype=float))
+
+    # ------------------------------------------------------------------ the loop
+    def _run(self) -> None:
+        if self.problem_.training_length is None:
+            super()._run()  # no training length: EI at t_max, the bo solver
+            return
+        with _gp.single_threaded_blas():
+            self._plan_and_train()
+
+    def _plan_and_train(self) -> None:
+        """``run(n)`` with a training length: Algorithm 2 until the call's budget is spent."""
+        n_calls = self.fresh_left_
+        spent, budget = 0.0, None
+        design = self._initial_design()
+        while True:
+            curves = self._curves()
+            if budget is None and curves:
+                budget = n_calls * self._full_cost(curves)
+            if budget is not None and spent >= budget and spent > 0:
+                return
+            if self.cached_left_ <= 0:
+                return
+            left = math.inf if budget is None else budget - spent
+            if design:
+                x, goal = design.pop(0), 1.0
+            else:
+                x, goal = self._plan_or_fallback(curves, left)
+            spent += self._train(x, goal, curves, left)
+
+    def _plan_or_fallback(self, curves: list[_Curve], left: float) -> tuple[np.ndarray, float]:
+        """:meth:`_plan`, or a uniform random configuration to ``t_max`` if the models fail (with a
+        :class:`SolverFallbackWarning` once per ``setup``)."""
+        try:
+            return self._plan(curves, left)
+        except Exception as err:  # a broken model must not end the run
+            if not self.fallback_warned_:
+                self.fallback_warned_ = True
+                warnings.warn(
+                    f"bapi: planning failed ({type(err).__name__}: {err}); training random "
+                    "configurations instead", SolverFallbackWarning, stacklevel=4,
+                )
+            return self.rng_.uniform(0.0, 1.0, size=self.problem_.dim), 1.0
+
+    def _initial_design(self) -> list[np.ndarray]:
+        """The configurations still missing from the initial design of ``max(3, d + 1)``."""
+        dim = int(self.problem_.dim)
+        have = len(self._curves())
+        missing = max(0, defaults.n_initial(dim) - have)
+        start = self._start_point()
+        design = [] if start is None else [start]
+        seed = int(self.rng_.integers(2**32 - 1))
+        design.extend(_gp.sobol_points(max(0, missing - len(design)), dim, seed))
+        return design[:missing]
+
+    # ------------------------------------------------------------------ data
+    def _curves(self) -> list[_Curve]:
+        """Every configuration observed (history and trials), with its merged learning curve."""
+        problem = self.problem_
+        curves: list[_Curve] = []
+        for x, obs in list(problem.history) + list(self.trials_):
+            x = np.asarray(x, dtype=float)
+            curve = self._find(curves, x)
+            if curve is None:
+                curve = _Curve(x, self._length(x))
+                curves.append(curve)
+            self._add(curve, x, obs)
+        return curves
+
+    @staticmethod
+    def _find(curves: list[_Curve], x: np.ndarray) -> _Curve | None:
+        for curve in curves:
+            if np.linalg.norm(curve.x - x) <= 1e-9:
+                return curve
+        return None
+
+    def _add(self, curve: _Curve, x: np.ndarray, obs: Observation) -> None:
+        problem = self.problem_
+        value = problem.augment(x, obs)
+        offset = value - problem.penalty(x) - obs.loss
+        curve.offset = offset if math.isfinite(offset) else 0.0
+        t = obs.iterations if obs.iterations is not None else curve.t_max
+        if obs.cached:
+            return
+        points = obs.curve if obs.curve and obs.ok else ((t, obs.loss),)
+        for length, loss in points:
+            curve.points[int(length)] = float(loss)
+        cost = float(obs.fit_time) if self.cost == "time" else float(t - obs.continued_from)
+        curve.cost = (curve.cost if obs.continued_from else 0.0) + max(cost, 0.0)
+        curve.trained = max(curve.trained, int(t)) if obs.ok else curve.trained
+
+    def _dataset(self, curves: list[_Curve], model: Any) -> tuple[np.ndarray, ...]:
+        """GP_f's data: at most ``pts_per_curve`` points of every curve."""
+        X, T, Y = [], [], []
+        for curve in curves:
+            t, y = curve.curve()
+            keep = _bapi.select_curve_points(model, curve.x, t, int(self.pts_per_curve))
+            X.extend([curve.x] * len(keep))
+            T.extend(t[keep])
+            Y.extend(y[keep])
+        return np.array(X), np.array(T), np.array(Y)
+
+    def _fit(self, curves: list[_Curve]) -> None:
+        """Condition GP_f and GP_c on the data; refit their hyperparameters only when the
+        number of configurations changed (the expensive part)."""
+        n_obs = len(self.problem_.history) + len(self.trials_)
+        if n_obs == self.fitted_n_obs_ and self.curve_model_ is not None:
+            return  # nothing new since the last fit
+        self.fitted_n_obs_ = n_obs
+        optimize = len(curves) != self.hyper_n_configs_ or self.curve_model_ is None
+        model = self.curve_model_
+        if model is None:
+            model = _bapi.LearningCurveGP(monotone=bool(self.monotone), t_min=self._t_min(),
+                                          n_restarts=int(self.gp_restarts))
+        X, T, Y = self._dataset(curves, self.curve_model_)
+        model.fit(X, T, Y, rng=self.rng_, optimize=optimize)
+        self.curve_model_ = model
+        rows = [c for c in curves if c.trained > 0 or c.cost > 0]
+        cost_model = self.cost_model_ or _bapi.CostGP(n_restarts=int(self.gp_restarts))
+        if rows and (optimize or self.cost_model_ is None):
+            cost_model.fit(np.array([c.x for c in rows]),
+                           np.array([max(c.trained, 1) / c.t_max for c in rows]),
+                           np.array([c.cost for c in rows]), rng=self.rng_)
+            self.cost_model_ = cost_model
+        if optimize:
+            self.hyper_n_configs_ = len(curves)
+
+    def _t_min(self) -> float:
+        return float(self.check_fraction)
+
+    def _grid(self, t_max: int) -> np.ndarray:
+        p = defaults.check_interval(t_max, float(self.check_fraction))
+        return defaults.length_grid(t_max, p / t_max)
+
+    def _full_cost(self, curves: list[_Curve]) -> float:
+        """The median predicted cost of training an observed configuration to ``t_max``."""
+        rows = [c for c in curves if c.cost > 0 and c.trained > 0]
+        if not rows:
+            return 1.0 if self.cost == "iterations" else 1e-3
+        rates = [c.cost / (c.trained / c.t_max) for c in rows]
+        return float(np.median(rates))
+
+    def _penalty(self, X: np.ndarray) -> np.ndarray:
+        penalty = self.problem_.penalty
+        return np.array([penalty(x) for x in np.atleast_2d(X)], dtype=float)
+
+    def _incumbent(self, curves: list[_Curve], exclude: _Curve | None = None) -> float | None:
+        """Best observed value (loss + constraint terms + penalty) of the other configurations."""
+        values = [float(c.curve()[1].min()) + float(self._penalty(c.x)[0])
+                  for c in curves if c is not exclude and c.points]
+        values = [v for v in values if math.isfinite(v)]
+        return min(values) if values else None
+
+    # ------------------------------------------------------------------ NMO and selection
+    def _plan(self, curves: list[_Curve], left: float) -> tuple[np.ndarray, float]:
+        """The configuration to train next and its conservative stopping fraction."""
+        self._fit(curves)
+        model, cost_model = self.curve_model_, self.cost_model_
+        t_max = max(c.t_max for c in curves)
+        time_left = self.problem_.time_left() if (
+            self.problem_.time_left is not None and self.cost == "time") else None
+        budget = left if time_left is None else max(time_left, 0.0)
+        incumbent = self._incumbent(curves)
+        resumable = [c for c in curves if 0 < c.trained < c.t_max]
+        horizon = _bapi.plan_horizon(
+            model, cost_model, budget if math.isfinite(budget) else math.inf,
+            incumbent=incumbent if incumbent is not None else float(np.max(model.y_)),
+            t_grid=self._grid(t_max), rng=self.rng_, epsilon=float(self.epsilon),
+            penalty=self._penalty,
+            resumable_X=np.array([c.x for c in resumable]) if resumable else None,
+            resumable_t=np.array([c.trained / c.t_max for c in resumable]) if resumable else None,
+            h_max=int(self.h_max), n_candidates=int(self.n_candidates),
+        )
+        self.last_horizon_ = horizon
+        member = _bapi.select_member(model, cost_model, horizon, penalty=self._penalty,
+                                     incumbent=incumbent if incumbent is not None else math.inf)
+        x = np.clip(horizon.X[member], 0.0, 1.0)
+        known = self._find(curves, x) or next(
+            (c for c in curves if np.linalg.norm(c.x - x) <= 1e-6), None)
+        if known is not None:
+            if known.trained >= known.t_max:  # nothing left to train: explore instead
+                return self.rng_.uniform(0.0, 1.0, size=self.problem_.dim), 1.0
+            x = known.x
+        return x, float(horizon.t_stop[member])
+
+    # ------------------------------------------------------------------ Evaluate (Alg. 5)
+    def _suggest(self, x: np.ndarray, iterations: int | None) -> Suggestion:
+        suggestion = Suggestion(self.n_asked_, np.array(x, dtype=float), None, iterations)
+        self.n_asked_ += 1
+        self.pending_[suggestion.id] = suggestion
+        return suggestion
+
+    def _train(self, x: np.ndarray, goal: float, curves: list[_Curve], left: float) -> float:
+        """Train ``x`` towards the fraction ``goal`` with early termination; returns the cost.
+
+        Without data yet there is no model to check against: the first configuration is trained
+        to ``goal`` in one step. Otherwise training goes ``p`` iterations at a time from where
+        ``x`` stopped, with the termination check after each step."""
+        length = self._length(x)
+        if length is None:  # a point without a training length (JOPT): trained as configured
+            (obs,) = self._evaluate([self._suggest(x, None)])
+            return float(obs.fit_time) if self.cost == "time" else 1.0
+        t_max = length.t_max
+        p = defaults.check_interval(t_max, float(self.check_fraction))
+        known = self._find(curves, x)
+        curve = known or _Curve(np.array(x, dtype=float), length)
+        began = curve.trained
+        model = None
+        if curves:
+            self._fit(curves)  # the model before this curve, for the termination checks
+            model = self.curve_model_
+        target = min(t_max, began + p) if model is not None else max(
+            began + 1, min(t_max, int(round(goal * t_max))))
+        spent = 0.0
+        while True:
+            (obs,) = self._evaluate([self._suggest(curve.x, int(target))])
+            self._add(curve, curve.x, obs)
+            spent += float(obs.fit_time) if self.cost == "time" else float(
+                target - obs.continued_from)
+            if obs.cached or not obs.ok or target >= t_max or model is None or spent >= left:
+                return spent
+            t_all, y_all = curve.curve()
+            new = t_all > began / t_max
+            check = _bapi.check_termination(
+                model, curve.x, t_all[new], y_all[new], t_grid=self._grid(t_max),
+                incumbent=self._incumbent(curves, exclude=known),
+                epsilon=float(self.epsilon), tau=float(self.tau),
+                check_every=p / t_max, pts_per_curve=int(self.pts_per_curve),
+                penalty=self._penalty,
+            )
+            if check.stop:
+                return spent
+            target = min(t_max, max(int(target) + 1, int(round(check.t_next * t_max))))
