@@ -31,7 +31,7 @@ from ._recorder import Schedule
 from .constraints import make_constraints
 from .evaluation import get_metric
 from .evaluation.data import as_frame_if_mixed, check_no_inf
-from .evaluation.setup import METHODS, SearchSettings, run_search
+from .evaluation.setup import METHODS, SearchSettings, check_training_length, run_search
 from .exceptions import DataError, InvalidParameterError
 from .results import fitted_attributes
 from .solvers import THETA_SOLVERS, Z_SOLVERS
@@ -266,8 +266,10 @@ class ADMM(BaseEstimator):
                 "apply: use 'penalty' or 'filter' (or 'auto')"
             )
         make_constraints(self.constraints)
-        load_space(self.search_space)
+        space = load_space(self.search_space)
         THETA_SOLVERS.create(self.theta_solver)
+        if self.method != "select":
+            check_training_length(self.theta_solver, space.encoding, space.name)
         Z_SOLVERS.create(self.z_solver)
 
     def fit(self, X: Any, y: Any, *, sensitive_features: Any = None) -> "ADMM":

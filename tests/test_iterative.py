@@ -166,7 +166,7 @@ def test_journal_records_the_curve_and_the_cache_keys_the_length(breast_cancer, 
     assert again.cached and short.iterations == 6 and len(short.curve) == 6
     assert full.continued_from == 6 and full.curve[-1] == (20, full.loss)
     assert plain.iterations is None and plain.curve == ()  # a plain fit, not a cache hit of t=20
-    records = Journal(tmp_path / "journal.jsonl", {}, resume=True).records
+    records = Journal.read(tmp_path / "journal.jsonl")
     assert [r.get("iterations") for r in records] == [6, 20, None]
     assert records[0]["config"]["estimator__max_iter"] == 6
     assert records[1]["continued_from"] == 6 and records[1]["curve"][-1] == [20, full.loss]

@@ -168,6 +168,22 @@ def open_objective(
                              trial_timeout=trial_timeout, start_time=start_time)
 
 
+def check_training_length(theta_solver: Any, encoding: Any, space_name: str = "") -> None:
+    """Refuse a θ-solver that chooses training lengths (``needs_training_length``, ``bapi``) on a
+    space where no algorithm declares one."""
+    from ..solvers import THETA_SOLVERS
+
+    solver = THETA_SOLVERS.create(theta_solver)
+    if getattr(solver, "needs_training_length", False) and not encoding.has_training_length:
+        where = f"search space {space_name!r}" if space_name else "the search space"
+        raise InvalidParameterError(
+            f"theta_solver={solver.name!r} chooses how many iterations to train each learner, but "
+            f"no algorithm of {where} declares a training length: use search_space='iterative' "
+            "or declare `iterations: {parameter, t_min, t_max, method}` on the iterative learners "
+            "(docs/search_space.md)"
+        )
+
+
 def make_optimizer(
     method: str, encoding: Any, engine: Any, *, theta_solver: Any = "bo", z_solver: Any = "cmab",
     rho: float = 1.0, schedule: Schedule = Schedule(), constraints: Any = (),
@@ -186,6 +202,8 @@ def make_optimizer(
         raise InvalidParameterError(f"method must be one of {METHODS!r}, got {method!r}")
     common.update(schedule=schedule, constraints=constraints, penalty_weight=penalty_weight,
                   constraint_mode=None if constraint_mode == "auto" else constraint_mode)
+    if method != "select":
+        check_training_length(theta_solver, encoding)
     theta = lambda: THETA_SOLVERS.create(theta_solver)  # noqa: E731
     z = lambda: Z_SOLVERS.create(z_solver)  # noqa: E731
     if method == "admm":

@@ -224,6 +224,8 @@ def value_and_central_difference(
     """Value and central-difference gradient at ``x`` of a function vectorised over rows.
 
     One batched call on 2d+1 rows; one-sided at the faces of the unit box (no row leaves it).
+    Where both sides are the same infinity (a log acquisition of −inf on a flat region) the
+    gradient is 0, not NaN.
     """
     x = np.asarray(x, dtype=float)
     d = x.size
@@ -232,8 +234,9 @@ def value_and_central_difference(
     minus = np.clip(x - eye, 0.0, 1.0)
     values = function(np.vstack([x[None, :], plus, minus]))
     width = np.diag(plus - minus)
-    grad = (values[1 : d + 1] - values[d + 1 :]) / np.where(width > 0, width, 1.0)
-    return float(values[0]), grad
+    with np.errstate(invalid="ignore"):
+        grad = (values[1 : d + 1] - values[d + 1 :]) / np.where(width > 0, width, 1.0)
+    return float(values[0]), np.where(np.isnan(grad), 0.0, grad)
 
 
 # ----------------------------------------------------------------------------- design + search

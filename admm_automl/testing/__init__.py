@@ -2,7 +2,9 @@
 
 * :mod:`.solver_checks` — the ask/tell protocol checks every solver must pass
   (:func:`check_theta_solver`, :func:`check_z_solver`), like scikit-learn's estimator checks.
-* :mod:`.problems` — synthetic sub-problems and a cached toy black box for the optimisers.
+* :mod:`.problems` — synthetic sub-problems (one with learning curves) and a cached toy black box
+  for the optimisers.
+* :mod:`.iterative` — learners that count the iterations they train (imported by class path).
 * :mod:`.estimators` — misbehaving estimators (raising, NaN, sleeping, busy in C, memory hog).
 * :mod:`.spaces` — small pipeline spaces.
 """
@@ -20,6 +22,8 @@ from .problems import (
     FakeClock,
     ToyEngine,
     bad_observation,
+    curve_loss,
+    make_curve_problem,
     make_theta_problem,
     make_z_problem,
 )
@@ -40,6 +44,8 @@ __all__ = [
     "SleepingClassifier",
     "ToyEngine",
     "bad_observation",
+    "curve_loss",
+    "make_curve_problem",
     "check_theta_solver",
     "check_z_solver",
     "make_theta_problem",

@@ -132,6 +132,65 @@ def make_z_problem(
     return problem, log
 
 
+def curve_loss(x: np.ndarray, t: float) -> float:
+    """The learning curve of :func:`make_curve_problem`: ``‖x − 0.3‖² + 0.5·exp(−t / τ(x))`` with
+    ``τ(x) = 5 + 20·x_0`` iterations (non-increasing in t, slower for larger ``x_0``)."""
+    x = np.asarray(x, dtype=float)
+    return float(np.sum((x - 0.3) ** 2) + 0.5 * math.exp(-t / (5.0 + 20.0 * x[0])))
+
+
+def make_curve_problem(
+    dim: int = 2, *, t_max: int = 100, rho: float = 2.0, history: Sequence = (),
+) -> tuple[ThetaProblem, CallLog]:
+    """The θ-problem of an iterative learner with a known learning curve (:func:`curve_loss`).
+
+    Every point has the training length ``Iterations("max_iter", 1, t_max, "partial_fit")``. A
+    suggestion with ``iterations = t`` is answered like the real engine: the curve at the
+    checkpoints of :func:`admm_automl.evaluation.iterative.checkpoints`, a configuration trained
+    before continued from its longest length (``continued_from``), and the deterministic
+    ``fit_time = (t − continued_from)·(1 + x_1)/100`` (the cost of the new iterations). Without
+    ``iterations`` the point is trained to ``t_max``. The penalty is that of
+    :func:`make_theta_problem`. The log records ``(x, iterations)``.
+    """
+    from ..evaluation.iterative import checkpoints
+    from ..space import Iterations
+
+    log = CallLog()
+    length = Iterations("max_iter", 1, t_max, "partial_fit")
+    trained: dict[bytes, int] = {}
+    b = np.full(dim, 0.8)
+
+    def evaluate(suggestions):
+        log.batches.append(len(suggestions))
+        out = []
+        for s in suggestions:
+            x = np.array(s.config, dtype=float, copy=True)
+            t = t_max if s.iterations is None else int(s.iterations)
+            key = np.round(x, 12).tobytes()
+            held = trained.get(key, 0)
+            start = held if held <= t and s.iterations is not None else 0
+            log.configs.append((x, s.iterations))
+            curve = tuple((c, curve_loss(x, c)) for c in checkpoints(t_max, start, t))
+            cost = (t - start) * (1.0 + x[min(1, dim - 1)]) / 100.0
+            out.append(Observation(
+                loss=curve_loss(x, t), eval_id=len(log.configs) - 1, fit_time=cost,
+                duration=cost, iterations=s.iterations, continued_from=start,
+                curve=curve if s.iterations is not None else (),
+            ))
+            trained[key] = max(held, t)
+        return out
+
+    def penalty(x):
+        return 0.5 * rho * float(np.sum((np.asarray(x, dtype=float) - b) ** 2))
+
+    problem = ThetaProblem(
+        dim=dim, evaluate=evaluate, augment=lambda x, obs: obs.loss + penalty(x), penalty=penalty,
+        discrete=np.zeros(dim, dtype=bool), names=tuple(f"x{i}" for i in range(dim)),
+        history=list(history), start=np.full(dim, 0.5), training_length=lambda x: length,
+    )
+    return problem, log
+
+
 class ToyEngine:
     """A cached black box over ``space``: ``loss(config)`` of the readable configuration, repeats
     answered with ``cached=True``, like the real engine. Logs every new request in ``calls`` as

@@ -188,6 +188,7 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         self.cost_model_ = None
         self.hyper_n_configs_ = -1  # configurations at the last hyperparameter fit
         self.fitted_n_obs_ = -1  # observations the models were last conditioned on
+        self.last_horizon_: _bapi.Horizon | None = None
 
     def update_problem(self, problem: Any) -> None:
         """Back at this algorithm selection: the data are rebuilt from the new history with the
@@ -351,19 +352,36 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         return min(values) if values else None
 
     # ------------------------------------------------------------------ NMO and selection
-    def _plan(self, curves: list[_Curve], left: float) -> tuple[np.ndarray, float]:
-        """The configuration to train next and its conservative stopping fraction."""
+    def plan(self, budget: float) -> _bapi.Horizon:
+        """NMO on the data so far: the greedy q-EI horizon that ``budget`` (cost units) allows.
+
+        Needs a setup solver on a problem with a training length and at least one observation.
+        """
+        curves = self._curves()
+        if self.problem_.training_length is None or not curves:
+            raise InvalidParameterError("bapi: plan needs observations of a learner with a "
+                                        "training length")
+        with _gp.single_threaded_blas():
+            return self._horizon(curves, budget)
+
+    def stopping_length(self, x: np.ndarray) -> int:
+        """The conservative stopping length of ``x`` in iterations under the current model: the
+        first length whose predicted loss is within ``epsilon`` of the prediction at ``t_max``."""
+        x = np.asarray(x, dtype=float)
+        t_max = self._length(x).t_max
+        with _gp.single_threaded_blas():
+            self._fit(self._curves())
+            frac = _bapi.stopping_lengths(self.curve_model_, x[None], self._grid(t_max),
+                                          float(self.epsilon))[0]
+        return int(round(frac * t_max))
+
+    def _horizon(self, curves: list[_Curve], budget: float) -> _bapi.Horizon:
         self._fit(curves)
-        model, cost_model = self.curve_model_, self.cost_model_
+        model = self.curve_model_
         t_max = max(c.t_max for c in curves)
-        time_left = self.problem_.time_left() if (
-            self.problem_.time_left is not None and self.cost == "time") else None
-        budget = left if time_left is None else max(time_left, 0.0)
-        incumbent = self._incumbent(curves)
         resumable = [c for c in curves if 0 < c.trained < c.t_max]
         horizon = _bapi.plan_horizon(
-            model, cost_model, budget if math.isfinite(budget) else math.inf,
-            incumbent=incumbent if incumbent is not None else float(np.max(model.y_)),
+            model, self.cost_model_, budget, incumbent=self._incumbent_or_worst(curves),
             t_grid=self._grid(t_max), rng=self.rng_, epsilon=float(self.epsilon),
             penalty=self._penalty,
             resumable_X=np.array([c.x for c in resumable]) if resumable else None,
@@ -371,11 +389,24 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
             h_max=int(self.h_max), n_candidates=int(self.n_candidates),
         )
         self.last_horizon_ = horizon
-        member = _bapi.select_member(model, cost_model, horizon, penalty=self._penalty,
-                                     incumbent=incumbent if incumbent is not None else math.inf)
+        return horizon
+
+    def _incumbent_or_worst(self, curves: list[_Curve]) -> float:
+        incumbent = self._incumbent(curves)
+        return incumbent if incumbent is not None else float(np.max(self.curve_model_.y_))
+
+    def _plan(self, curves: list[_Curve], left: float) -> tuple[np.ndarray, float]:
+        """The configuration to train next and its conservative stopping fraction: the member of
+        the horizon with the largest EI per unit of cost (the paper's Sec. 3.4)."""
+        time_left = self.problem_.time_left() if (
+            self.problem_.time_left is not None and self.cost == "time") else None
+        budget = left if time_left is None else max(time_left, 0.0)
+        horizon = self._horizon(curves, budget)
+        member = _bapi.select_member(self.curve_model_, self.cost_model_, horizon,
+                                     incumbent=self._incumbent_or_worst(curves),
+                                     penalty=self._penalty)
         x = np.clip(horizon.X[member], 0.0, 1.0)
-        known = self._find(curves, x) or next(
-            (c for c in curves if np.linalg.norm(c.x - x) <= 1e-6), None)
+        known = next((c for c in curves if np.linalg.norm(c.x - x) <= 1e-6), None)
         if known is not None:
             if known.trained >= known.t_max:  # nothing left to train: explore instead
                 return self.rng_.uniform(0.0, 1.0, size=self.problem_.dim), 1.0
