@@ -220,7 +220,7 @@ def run(
                 method.kind, problem.space.encoding, objective, theta_solver=method.theta_solver,
                 z_solver=method.z_solver, rho=method.rho, schedule=method.schedule,
                 max_evals=max_evals, time_budget=time_budget, seed=seed, n_train=problem.n_train,
-                start_time=start,
+                start_time=start, space=problem.space,
             )
             result = optimizer.run()
             n_evals, stop_reason = result.n_evals, result.stop_reason
