@@ -6,7 +6,8 @@ terms; each is turned into the ``(z, θ)`` of :class:`~admm_automl.space.Pipelin
 evaluated through the engine every ADMM run uses (cache, executor, time budget, journal). So the
 comparison differs only in the search, not in how a pipeline is trained, scored or timed.
 
-Both libraries are optional (``pip install 'admm-automl[experiments]'``).
+Both libraries are dependencies of the package (FLAML's searchers are also the ``cfo`` and
+``blendsearch`` θ-solvers).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def run_optuna(
         import optuna
     except ImportError:
         raise MissingDependencyError(
-            "the Optuna peer needs optuna: pip install 'admm-automl[experiments]'"
+            "the Optuna peer needs optuna: pip install 'optuna>=3.6'"
         ) from None
     if sampler not in OPTUNA_SAMPLERS:
         raise InvalidParameterError(f"Optuna sampler must be one of {OPTUNA_SAMPLERS!r}, got {sampler!r}")
@@ -143,7 +144,7 @@ def run_flaml(
             from flaml import CFO, BlendSearch, tune
     except ImportError:
         raise MissingDependencyError(
-            "the FLAML peer needs flaml[blendsearch]: pip install 'admm-automl[experiments]'"
+            "the FLAML peer needs FLAML: pip install 'flaml[blendsearch]'"
         ) from None
     if searcher not in FLAML_SEARCHERS:
         raise InvalidParameterError(f"FLAML searcher must be one of {FLAML_SEARCHERS!r}, got {searcher!r}")

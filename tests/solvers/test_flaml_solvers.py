@@ -274,3 +274,36 @@ def test_jopt_searches_flaml_s_conditional_space(make_engine, name):
             for e in result.evaluated)
 
     assert inactive_moved(nested) == 0 and inactive_moved(flat) > 10
+
+
+# ----------------------------------------------------------------------------- Python, YAML, CLI
+@pytest.mark.parametrize("method", ["admm", "jopt"])
+@pytest.mark.parametrize("name", SOLVERS)
+def test_the_estimator_runs_both_solvers(breast_cancer, method, name):
+    from admm_automl import ADMM
+
+    X, y = breast_cancer
+    model = ADMM(search_space="paper_small", method=method, theta_solver=name, max_evals=6,
+                 inner_iter=2, inner_iter_step=0, executor="serial", random_state=0).fit(X, y)
+    assert len(model.history_) >= 6 and 0.5 < model.best_score_ <= 1.0
+
+
+def test_yaml_and_command_line_select_them(tmp_path):
+    import yaml
+
+    from admm_automl import load_config
+    from admm_automl.cli import main
+
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({
+        "estimator": {"search_space": "paper_small", "method": "jopt", "max_evals": 4,
+                      "theta_solver": {"name": "blendsearch", "params": {"cost": "evaluations"}},
+                      "executor": "serial", "random_state": 0},
+        "data": {"dataset": "breast_cancer"},
+    }), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["fit", "--config", str(path), "--output", str(out)]) == 0
+    resolved = load_config(out / "config.resolved.yaml").estimator
+    assert resolved["theta_solver"] == {"name": "blendsearch", "params": {"cost": "evaluations"}}
+    assert main(["fit", "--dataset", "breast_cancer", "--search-space", "paper_small",
+                 "--theta-solver", "cfo", "--max-evals", "4", "--seed", "0"]) == 0
