@@ -53,9 +53,12 @@ def _solver(name, problem, seed=0, **params):
 # ----------------------------------------------------------------------------- the low-cost start
 @pytest.mark.parametrize("name", SOLVERS)
 def test_the_first_configuration_is_the_low_cost_point(name):
-    """Declared coordinates at their low-cost values, the others at the start (the defaults)."""
+    """Declared coordinates at their low-cost values, the others at the start (the defaults),
+    even when the history already holds a better point (the initial pipeline at its defaults)."""
     low_cost = [0.2, np.nan, 0.8, np.nan]
-    problem, log = _problem(lambda x: float(np.sum(x)), 4, low_cost=low_cost, start=np.full(4, 0.5))
+    history = [(np.full(4, 0.5), Observation(loss=0.0))]
+    problem, log = _problem(lambda x: float(np.sum(x)), 4, low_cost=low_cost,
+                            start=np.full(4, 0.5), history=history)
     _solver(name, problem).run(3)
     np.testing.assert_allclose(log[0], [0.2, 0.5, 0.8, 0.5])
 
@@ -146,7 +149,8 @@ def test_update_problem_rescores_the_history_with_the_new_duals(name):
         return lambda x, obs: obs.loss + float(np.sum((np.asarray(x) - centre) ** 2))
 
     problem, log = _problem(lambda x: 0.5, 2, history=history, start=a, augment=near(a))
-    solver = _solver(name, problem)
+    solver = _solver(name, problem)  # a z's first θ-step starts fresh (here: at random) ...
+    solver.update_problem(problem)  # ... ADMM's return to z warm-starts from the history
     solver.run(1)
     def local_start():  # the incumbent of FLAML's first local-search thread
         threads = solver.searcher_._search_thread_pool

@@ -90,19 +90,21 @@ class FlamlThetaSolver(BaseThetaSolver):
 
     **Low-cost point.** ``low_cost_partial_config`` is the problem's declared low-cost coordinates
     (the controlled dimensions, which also span BlendSearch's admissible region); for the joint
-    space, every algorithm's declared values and the initial pipeline's choices. When nothing of
-    the problem has been evaluated yet, the first configuration is that point with its other
-    coordinates at ``problem.start`` (the ADMM iterate: the defaults at a first visit); without a
-    start, FLAML samples them at random (FLAML's own rule; the paper leaves them to the global
-    search). ``low_cost=False`` is the "agnostic" mode of the paper's ablation (its Fig. 11): no
+    space, every algorithm's declared values. At the solver's first problem (a z's first θ-step,
+    or JOPT's whole run) the search starts there, as the paper's does, even when the history holds
+    other points (the initial pipeline at its defaults): the first configuration is the low-cost
+    point with its other coordinates at ``problem.start`` (the ADMM iterate: the defaults at a
+    first visit); without a start, and in the joint space, FLAML completes it at random (FLAML's
+    own rule; the paper leaves them to the global search). ``low_cost=False`` is the "agnostic" mode of the paper's ablation (its Fig. 11): no
     controlled dimension, and a random first configuration; a problem that declares no low-cost
     coordinate runs in that mode too (the paper's rule: no controlled dimension, random start).
 
-    **Warm start and the duals.** Every point of ``problem.history`` (and of earlier trials) is
-    handed to FLAML as ``points_to_evaluate`` with ``evaluated_rewards`` = its value under the
-    *current* ``problem.augment``: FLAML starts its local search at the best of them (the previous
-    θ* when ADMM returns to a z), and BlendSearch's global search (Optuna's TPE, built here so
-    that it can take them) learns from all of them. Because FLAML cannot change a value it has
+    **Warm start and the duals.** From the second problem on (ADMM back at a z), every point of
+    ``problem.history`` is handed to FLAML as ``points_to_evaluate`` with ``evaluated_rewards`` =
+    its value under the *current* ``problem.augment``: FLAML starts its local search at the best of
+    them, the previous θ* re-scored. BlendSearch's global search (Optuna's TPE, built here so that
+    it can take them) learns from the whole history from the first problem on (FLAML's own
+    global search over the joint space is define-by-run and cannot). Because FLAML cannot change a value it has
     been told, a new problem (``update_problem``: new duals) rebuilds the searcher from the
     re-scored history; what does not depend on the objective — BlendSearch's admissible region
     F.R, which only grows — is carried over. ``keeps_state`` is set, so the ADMM loop keeps one
@@ -161,6 +163,7 @@ class FlamlThetaSolver(BaseThetaSolver):
         self._validate()
         self.flaml_ = _flaml()
         logging.getLogger("flaml").setLevel(logging.WARNING)
+        logging.getLogger("optuna").setLevel(logging.WARNING)  # a line per study and trial
         # BlendSearch answers a global proposal that repeats a known configuration by telling the
         # global search that result, then proposes a random point under the same trial id, whose
         # completion the global search then refuses with a warning: FLAML's own bookkeeping
@@ -178,18 +181,20 @@ class FlamlThetaSolver(BaseThetaSolver):
         self._build()
 
     def _build(self) -> None:
-        """A FLAML searcher warm-started with the history under the current ``augment``."""
+        """A FLAML searcher: at the first problem, started at the low-cost point (or at random);
+        at later ones, warm-started with the history under the current ``augment``."""
         flaml, problem = self.flaml_, self.problem_
         known = list(problem.history) + list(self.trials_)
-        points = [self._config(x) for x, _ in known]
+        history = [self._config(x) for x, _ in known]
         self.worst_ = None  # the worst value under the previous duals no longer applies
-        rewards = self._finite([problem.augment(x, obs) for x, obs in known])
-        self.worst_ = max(rewards, default=None)
+        values = self._finite([problem.augment(x, obs) for x, obs in known])
+        self.worst_ = max(values, default=None)
         space = self._space()
         init = self._low_cost_config() if self.low_cost else {}
-        if not known and self.low_cost and getattr(problem, "start", None) is not None \
-                and init and not self.joint_:
-            points, rewards = [self._config(self._first_point())], []
+        points, rewards = history, values
+        if self.searcher_ is None:  # first problem: a cost-frugal (or random) start, not θ*
+            first = init and not self.joint_ and getattr(problem, "start", None) is not None
+            points, rewards = ([self._config(self._first_point())] if first else []), []
         seed = int(self.rng_.integers(11, 2**31 - 1))  # FLAML's global search seed is seed - 10
         kwargs: dict[str, Any] = dict(
             metric=_METRIC, mode="min", space=space, low_cost_partial_config=init or None,
@@ -197,7 +202,7 @@ class FlamlThetaSolver(BaseThetaSolver):
             cost_attr=_COST,
         )
         if self.searcher == "BlendSearch" and not self.joint_:
-            kwargs["global_search_alg"] = self._global_search(space, seed - 10, points, rewards)
+            kwargs["global_search_alg"] = self._global_search(space, seed - 10, history, values)
         cls = flaml[self.searcher]
         if not self.joint_:  # FLOW² with the step lower bound of the relaxed discrete coordinates
             local = _grid_flow2(flaml["FLOW2"], *self._discrete())
@@ -214,7 +219,6 @@ class FlamlThetaSolver(BaseThetaSolver):
         (FLAML's own, define-by-run, cannot)."""
         import optuna
 
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
         distributions = {k: optuna.distributions.FloatDistribution(0.0, 1.0) for k in space}
         told = len(rewards)
         search = self.flaml_["OptunaSearch"](
