@@ -35,10 +35,8 @@ import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -131,19 +129,17 @@ def run_all(args: argparse.Namespace) -> None:
                         jobs.append((problem, method, seed, budget))
     print(f"{len(jobs)} runs, {args.parallel} at a time, on {platform.node()} ({os.cpu_count()} "
           f"cores, load {os.getloadavg()[0]:.2f}), results in {root}", flush=True)
-    running: list[subprocess.Popen] = []
+    from admm_automl.benchmarks.runner import run_processes
+
+    commands = []
     for problem, method, seed, budget in jobs:
-        while len(running) >= args.parallel:
-            time.sleep(0.2)
-            running = [p for p in running if p.poll() is None]
         cmd = [sys.executable, __file__, "--run-one", "--problem", problem, "--method", method,
                "--seed", str(seed), "--budget", str(budget), "--root", str(root)]
         cmd += ["--data-dir", args.data_dir] if args.data_dir else []
         cmd += ["--rows", str(args.rows)] if args.rows else []
         cmd += ["--max-evals", str(args.max_evals)] if args.max_evals else []
-        running.append(subprocess.Popen(cmd))
-    for p in running:
-        p.wait()
+        commands.append(cmd)
+    run_processes(commands, args.parallel)
 
 
 def analyze(args: argparse.Namespace) -> str:
