@@ -194,7 +194,8 @@ class _ADMMRun:
             dim=len(active), evaluate=evaluate, augment=augment, penalty=penalty,
             discrete=is_d, names=tuple(enc.theta_names[i] for i in active),
             history=list(self.theta_history.get(z, [])), start=theta[active].copy(),
-            batch_size=self.options.batch_size,
+            batch_size=self.options.batch_size, low_cost=enc.low_cost[active].copy(),
+            grids=tuple(enc.grids[i] for i in active),
             training_length=None if length is None else lambda x: length,
         )
         solver = self.theta_solvers.get(z)

@@ -27,6 +27,14 @@ class ThetaProblem:
     ``history`` holds earlier ``(x, observation)`` pairs of the same selection; ``start`` is the
     current iterate.
 
+    What cost-frugal solvers (CFO, BlendSearch) also read: ``low_cost``, the unit value of each
+    coordinate's declared low-cost point (NaN where it declares none; ``None``: no coordinate
+    does); ``grids``, the admissible unit values of each relaxed discrete coordinate (``None`` for a
+    continuous one; empty when unknown), whose spacing is the resolution the δ-step projects to;
+    and, for a joint problem (JOPT), ``pipeline_space``, the
+    :class:`~admm_automl.space.PipelineSpace` whose :func:`~admm_automl.baselines.joint_encode`
+    points ``x`` are, so a solver can search its conditional structure natively.
+
     ``training_length(x)`` is the :class:`~admm_automl.space.Iterations` of the iterative learner
     that point ``x`` trains, or ``None`` (``None`` for the field: no point has one); a solver that
     chooses training lengths (``bapi``) sets ``Suggestion.iterations`` for such points.
@@ -44,6 +52,9 @@ class ThetaProblem:
     start: np.ndarray | None = None
     #: suggestions a batch-capable solver should ask at once (the number of parallel workers)
     batch_size: int = 1
+    low_cost: np.ndarray | None = None
+    grids: tuple[np.ndarray | None, ...] = ()
+    pipeline_space: Any = None
     training_length: Callable[[np.ndarray], Any] | None = None
     time_left: Callable[[], float | None] | None = None
 

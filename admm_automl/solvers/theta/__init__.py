@@ -2,8 +2,12 @@
 
 from .bapi import BAPIThetaSolver
 from .bo import GPBayesOptThetaSolver
+from .flaml import BlendSearchThetaSolver, CFOThetaSolver
 from .random import RandomThetaSolver
 from .rbfopt import RBFOptThetaSolver
 from .skopt import SkoptThetaSolver
 
-__all__ = ["BAPIThetaSolver", "GPBayesOptThetaSolver", "RBFOptThetaSolver", "RandomThetaSolver", "SkoptThetaSolver"]
+__all__ = [
+    "BAPIThetaSolver", "BlendSearchThetaSolver", "CFOThetaSolver", "GPBayesOptThetaSolver",
+    "RBFOptThetaSolver", "RandomThetaSolver", "SkoptThetaSolver",
+]
