@@ -196,9 +196,14 @@ def data_problem(
 def run(
     problem: Problem, method: "str | Method", *, seed: int, time_budget: float | None = None,
     max_evals: int | None = None, out_dir: "str | Path | None" = None,
+    peer: Callable[..., tuple[int, str]] | None = None,
 ) -> dict[str, Any]:
     """One search of ``problem`` by ``method``; returns (and writes to ``out_dir/run.json``) a
-    summary. The journal goes to ``out_dir/journal.jsonl``; an existing run there is replaced."""
+    summary. The journal goes to ``out_dir/journal.jsonl``; an existing run there is replaced.
+
+    ``peer``, when given, is the search instead of the method's (which then only names the run):
+    ``peer(space, engine, budget, seed=seed) -> (n_evals, stop_reason)``, as the Optuna and FLAML
+    peers are called."""
     from ..evaluation import ProcessExecutor, SerialExecutor
     from ..evaluation.setup import make_optimizer, open_objective
 
@@ -216,7 +221,10 @@ def run(
                                worst_loss=problem.worst_loss, output_dir=out, start_time=start)
     journal = objective.journal
     try:
-        if method.kind in ("admm", "jopt"):
+        if peer is not None:
+            n_evals, stop_reason = peer(problem.space, objective,
+                                        Budget(max_evals, time_budget, start_time=start), seed=seed)
+        elif method.kind in ("admm", "jopt"):
             optimizer = make_optimizer(
                 method.kind, problem.space.encoding, objective, theta_solver=method.theta_solver,
                 z_solver=method.z_solver, rho=method.rho, schedule=method.schedule,
