@@ -37,6 +37,7 @@ class _Curve:
         self.points: dict[int, float] = {}
         self.cost = 0.0
         self.trained = 0  # the longest training length evaluated (the model the engine may hold)
+        self.failed = False  # a training failed: not continued, not a cost example
         self.offset = 0.0
 
     @property
@@ -211,6 +212,8 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
     def _plan_and_train(self) -> None:
         """``run(n)`` with a training length: Algorithm 2 until the call's budget is spent."""
         n_calls = self.fresh_left_
+        if n_calls <= 0:
+            return
         spent, budget = 0.0, None
         design = self._initial_design()
         while True:
@@ -285,9 +288,12 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         points = obs.curve if obs.curve and obs.ok else ((t, obs.loss),)
         for length, loss in points:
             curve.points[int(length)] = float(loss)
+        if not obs.ok:
+            curve.failed = True
+            return
         cost = float(obs.fit_time) if self.cost == "time" else float(t - obs.continued_from)
         curve.cost = (curve.cost if obs.continued_from else 0.0) + max(cost, 0.0)
-        curve.trained = max(curve.trained, int(t)) if obs.ok else curve.trained
+        curve.trained = max(curve.trained, int(t))
 
     def _dataset(self, curves: list[_Curve], model: Any) -> tuple[np.ndarray, ...]:
         """GP_f's data: at most ``pts_per_curve`` points of every curve."""
@@ -301,8 +307,9 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         return np.array(X), np.array(T), np.array(Y)
 
     def _fit(self, curves: list[_Curve]) -> None:
-        """Condition GP_f and GP_c on the data; refit their hyperparameters only when the
-        number of configurations changed (the expensive part)."""
+        """Condition GP_f on the data, refitting its hyperparameters only when the number of
+        configurations changed (the expensive part: a continued curve is conditioned on with the
+        hyperparameters it had); refit GP_c (small and cheap)."""
         n_obs = len(self.problem_.history) + len(self.trials_)
         if n_obs == self.fitted_n_obs_ and self.curve_model_ is not None:
             return  # nothing new since the last fit
@@ -310,14 +317,15 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         optimize = len(curves) != self.hyper_n_configs_ or self.curve_model_ is None
         model = self.curve_model_
         if model is None:
-            model = _bapi.LearningCurveGP(monotone=bool(self.monotone), t_min=self._t_min(),
+            model = _bapi.LearningCurveGP(monotone=bool(self.monotone),
+                                          t_min=float(self.check_fraction),
                                           n_restarts=int(self.gp_restarts))
         X, T, Y = self._dataset(curves, self.curve_model_)
         model.fit(X, T, Y, rng=self.rng_, optimize=optimize)
         self.curve_model_ = model
-        rows = [c for c in curves if c.trained > 0 or c.cost > 0]
+        rows = [c for c in curves if c.trained > 0 and not c.failed]
         cost_model = self.cost_model_ or _bapi.CostGP(n_restarts=int(self.gp_restarts))
-        if rows and (optimize or self.cost_model_ is None):
+        if rows:
             cost_model.fit(np.array([c.x for c in rows]),
                            np.array([max(c.trained, 1) / c.t_max for c in rows]),
                            np.array([c.cost for c in rows]), rng=self.rng_)
@@ -325,16 +333,13 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         if optimize:
             self.hyper_n_configs_ = len(curves)
 
-    def _t_min(self) -> float:
-        return float(self.check_fraction)
-
     def _grid(self, t_max: int) -> np.ndarray:
         p = defaults.check_interval(t_max, float(self.check_fraction))
         return defaults.length_grid(t_max, p / t_max)
 
     def _full_cost(self, curves: list[_Curve]) -> float:
         """The median predicted cost of training an observed configuration to ``t_max``."""
-        rows = [c for c in curves if c.cost > 0 and c.trained > 0]
+        rows = [c for c in curves if c.cost > 0 and c.trained > 0 and not c.failed]
         if not rows:
             return 1.0 if self.cost == "iterations" else 1e-3
         rates = [c.cost / (c.trained / c.t_max) for c in rows]
@@ -379,7 +384,7 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         self._fit(curves)
         model = self.curve_model_
         t_max = max(c.t_max for c in curves)
-        resumable = [c for c in curves if 0 < c.trained < c.t_max]
+        resumable = [c for c in curves if 0 < c.trained < c.t_max and not c.failed]
         horizon = _bapi.plan_horizon(
             model, self.cost_model_, budget, incumbent=self._incumbent_or_worst(curves),
             t_grid=self._grid(t_max), rng=self.rng_, epsilon=float(self.epsilon),
@@ -408,7 +413,7 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         x = np.clip(horizon.X[member], 0.0, 1.0)
         known = next((c for c in curves if np.linalg.norm(c.x - x) <= 1e-6), None)
         if known is not None:
-            if known.trained >= known.t_max:  # nothing left to train: explore instead
+            if known.trained >= known.t_max or known.failed:  # nothing to train: explore
                 return self.rng_.uniform(0.0, 1.0, size=self.problem_.dim), 1.0
             x = known.x
         return x, float(horizon.t_stop[member])
