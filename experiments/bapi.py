@@ -21,7 +21,7 @@ promotions are continued as BAPI's are), and a wall-clock budget counted from th
 run, set-up included. The loss is the validation error, 1 − accuracy, the paper's metric (so
 BAPI's ε = 0.01 is the paper's "1 % of accuracy"). Printed: median best validation error at
 fractions of the budget, the average rank over tasks at those fractions (Table 1's statistic at
-the end), and PNG curves of the best validation error against time in the results folder.
+the end), and PNG figures of the best validation error and of the average rank against time.
 
     python experiments/bapi.py --data-dir ../shared/data          # full: runs, then tables
     python experiments/bapi.py --smoke --data-dir ../shared/data  # CI: digits only, 6 evaluations
@@ -156,6 +156,7 @@ def analyze(args: argparse.Namespace) -> str:
         report = analysis.Report(mine, methods=args.methods, problems=problems(args))
         (Path(args.root) / "figures").mkdir(parents=True, exist_ok=True)
         figures = report.plot_curves(Path(args.root) / "figures" / "curves.png")
+        figures += report.plot_ranks(Path(args.root) / "figures" / "ranks.png")
         text = "\n\n".join([
             f"machine: {platform.node()}, {os.cpu_count()} cores, {platform.python_version()}",
             report.header(), report.final_table(), report.anytime_table(FRACTIONS),
