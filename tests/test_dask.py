@@ -52,6 +52,9 @@ SPACE = tiny_space({
     "hog": {"class": "admm_automl.testing.MemoryHogClassifier"},
 }).for_task("classification")
 THETA = SPACE.encoding.initial_theta
+#: a space whose pipelines fit in milliseconds (scaler x Gaussian NB with its smoothing), for fits
+GNB = tiny_space({"gnb": {"class": "sklearn.naive_bayes.GaussianNB", "hyperparameters": {
+    "var_smoothing": {"type": "float", "low": 1e-10, "high": 1e-6, "log": True, "default": 1e-9}}}})
 
 
 def z_of(name, scaler=0):
@@ -136,7 +139,7 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
 @pytest.mark.timeout(180)
 def test_a_seeded_search_on_a_scheduler_address_has_the_process_pools_history(client):
     def search(**executor):
-        model = ADMM(search_space=tiny_space(), theta_solver="random", z_solver="random",
+        model = ADMM(search_space=GNB, theta_solver="random", z_solver="random",
                      max_evals=8, inner_iter=2, inner_iter_step=0, random_state=0, **executor)
         return model.fit(X, Y).history_
 
@@ -256,7 +259,7 @@ def test_an_address_with_no_scheduler_is_a_clear_error():
 def test_fit_starts_a_local_cluster_of_n_jobs_workers_and_closes_it():
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
-    model = ADMM(search_space=tiny_space(), theta_solver="random", z_solver="random",
+    model = ADMM(search_space=GNB, theta_solver="random", z_solver="random",
                  max_evals=3, inner_iter=1, inner_iter_step=0, executor="dask", n_jobs=1,
                  random_state=0).fit(X, Y)
     assert model.n_evals_ == 3 and set(model.history_["status"]) == {"ok"}

@@ -169,24 +169,33 @@ class DaskExecutor:
         if self.client.status not in ("running", "connecting"):
             raise WorkerError(f"the Dask client is {self.client.status}: its scheduler is lost")
         submitted = time.monotonic()
-        futures = [
-            self.client.submit(dask_worker.run_trial, self._plugin, job, timeout,
-                               key=f"trial-{uuid.uuid4().hex}")
-            for job, timeout in zip(jobs, timeouts)
-        ]
+        futures = self.client.map(
+            dask_worker.run_trial, [self._plugin] * len(jobs), jobs, timeouts,
+            key=[f"trial-{uuid.uuid4().hex}" for _ in jobs],
+        )
         deadlines = [None if t is None else submitted + t + self.grace for t in timeouts]
-        results: list[dict[str, Any] | None] = [None] * len(jobs)
+        late: dict[int, float] = {}  # job -> seconds it was waited for
         with contextlib.closing(_as_finished(futures, deadlines)) as finished:
             for i, in_time in finished:
-                if in_time:
-                    results[i] = _answer(futures[i])
-                else:
-                    results[i] = executor_result(
-                        "timeout", f"no answer from the Dask cluster {timeouts[i]:.3g} s + "
-                        f"{self.grace:g} s after the trial was sent; cancelled"
-                    )
-                    results[i]["duration"] = time.monotonic() - submitted
-        return results  # type: ignore[return-value]
+                if not in_time:
+                    late[i] = time.monotonic() - submitted
+        results: list[dict[str, Any]] = []
+        for i, future in enumerate(futures):
+            if i in late:
+                result = executor_result(
+                    "timeout", f"no answer from the Dask cluster {timeouts[i]:.3g} s + "
+                    f"{self.grace:g} s after the trial was sent; cancelled"
+                )
+                result["duration"] = late[i]
+            elif future.status == "finished":
+                result = None  # gathered below, all in one round trip
+            else:
+                result = _failure(future)
+            results.append(result)
+        done = [i for i, result in enumerate(results) if result is None]
+        for i, result in zip(done, self.client.gather([futures[i] for i in done])):
+            results[i] = result
+        return results
 
     def close(self) -> None:
         """Remove the task from the workers (their trial processes end) and close what this
@@ -307,17 +316,16 @@ def _as_finished(
             futures[i].cancel()
 
 
-def _answer(future: Any) -> dict[str, Any]:
-    """The result dict of a finished trial future (a failure when Dask could not run it)."""
-    if future.status == "finished":
-        return future.result()
+def _failure(future: Any) -> dict[str, Any]:
+    """The result of a trial future that erred or was cancelled: Dask could not run it."""
     if future.status == "cancelled":
         result = executor_result("failed", "the Dask trial was cancelled (its scheduler lost it)")
     else:
         error = future.exception()
         if isinstance(error, WorkerError):  # trial processes can no longer start there
-            raise WorkerError(f"trial processes cannot start: {error}")
-        result = executor_result("failed", f"Dask could not run the trial: "
-                                           f"{type(error).__name__}: {error}")
+            raise WorkerError(str(error))
+        result = executor_result(
+            "failed", f"Dask could not run the trial: {type(error).__name__}: {error}"
+        )
     result["duration"] = 0.0
     return result
