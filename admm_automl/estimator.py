@@ -234,8 +234,8 @@ class ADMM(BaseEstimator):
         constraint_mode: str = "auto", penalty_weight: float = 1.0, scoring: Any = None,
         cv: int | None = None, validation_size: float = 0.2, executor: str = "auto",
         n_jobs: int = 1, dask_address: str | None = None, trial_timeout: float | None = None,
-        memory_limit: int | None = None, output_dir: Any = None, resume: bool = True, random_state: Any = None, verbose: int = 0,
-        task: str = "auto",
+        memory_limit: int | None = None, output_dir: Any = None, resume: bool = True,
+        random_state: Any = None, verbose: int = 0, task: str = "auto",
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver

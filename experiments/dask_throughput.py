@@ -23,7 +23,7 @@ and a Markdown table is printed.
 
 Usage (single-threaded BLAS is set below before numpy is imported)::
 
-    .venv/bin/python experiments/dask_throughput.py           # full: about 6-8 min on 2 quiet cores
+    .venv/bin/python experiments/dask_throughput.py           # full: about 5 min on 2 quiet cores
     .venv/bin/python experiments/dask_throughput.py --smoke   # CI: tiny trials, one repeat
 """
 

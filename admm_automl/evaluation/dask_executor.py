@@ -10,9 +10,9 @@ Where the cluster comes from
 address such as ``"tcp://10.0.0.5:8786"``: a client of our own, closed by :meth:`close`), else the
 current Dask client if the caller has one (``Client(...)`` makes itself current, as Dask's joblib
 backend and dask-ml expect), else a local cluster of ``n_workers`` single-threaded worker processes
-bound to 127.0.0.1 that the executor starts and closes. Trials are spread over the cluster's threads:
-:attr:`DaskExecutor.n_workers` is their number once started, and the search asks for batches of that
-size.
+bound to 127.0.0.1 that the executor starts and closes. Trials are spread over the cluster's
+threads: :attr:`DaskExecutor.n_workers` is their number once started, and the search asks for
+batches of that size.
 
 How the semantics are kept
 --------------------------
