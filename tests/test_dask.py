@@ -33,6 +33,7 @@ from admm_automl.evaluation import (  # noqa: E402
     get_metric,
     make_splits,
 )
+from admm_automl.evaluation.dask_executor import restore_environ  # noqa: E402
 from admm_automl.exceptions import (  # noqa: E402
     InvalidParameterError,
     MissingDependencyError,
@@ -70,6 +71,7 @@ def context():
 def client():
     """A client of a loopback cluster of two single-threaded worker processes (not made the
     default client, so that the tests that start a cluster of their own get one)."""
+    environ = dict(os.environ)
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
         dashboard_address="127.0.0.1:0",
@@ -78,6 +80,7 @@ def client():
     yield client
     client.close()
     cluster.close()
+    restore_environ(environ)  # what the nannies wrote into it (OMP_NUM_THREADS=1, ...)
 
 
 @pytest.fixture
@@ -117,8 +120,11 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
     try:
         observed = objective(requests)
         (again,) = objective([requests[0]])
+        # the time budget's end stops a trial as a timeout would, marked as a budget stop
+        (stopped,) = objective([Request(z_of("sleeper", scaler=1), THETA)], time_left=1.0)
     finally:
         objective.close()
+    assert stopped.status is Status.TIMEOUT and stopped.budget_stop
     good, scaled, raised, nan, sleeper, hog = observed
     assert [o.status for o in observed] == [Status.OK, Status.OK, Status.FAILED, Status.FAILED,
                                             Status.TIMEOUT, Status.MEMOUT]
@@ -132,8 +138,9 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
     # the repeat came from the cache; the driver's journal has every evaluation, in order
     assert again.cached and again.loss == good.loss
     records = Journal.read(tmp_path / "journal.jsonl")
-    assert [r["status"] for r in records] == ["ok", "ok", "failed", "failed", "timeout", "memout"]
-    assert [r["eval_id"] for r in records] == list(range(6))
+    assert [r["status"] for r in records] == ["ok", "ok", "failed", "failed", "timeout", "memout",
+                                              "timeout"]
+    assert [r["eval_id"] for r in records] == list(range(7))
 
 
 @pytest.mark.timeout(180)
@@ -231,8 +238,11 @@ def test_a_dask_worker_killed_mid_trial_has_its_trial_run_again_elsewhere(client
     pid = before[killed["address"]]
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
     assert all(parent(r["constraints"]["pid"]) != pid for r in results)
-    # the nanny replaced the worker; the run goes on with both
+    # the nanny replaced the worker; the task reached the new one too; the run goes on with both
     client.wait_for_workers(2, timeout=30)
+    has_task = client.run(lambda dask_worker: any(
+        name.startswith("admm-automl-task-") for name in dask_worker.plugins))
+    assert list(has_task.values()) == [True, True]
     results = executor.run([job(OK, 0.0, 0.3), job(OK, 0.0, 0.4)], [None, None])
     assert [(r["status"], r["loss"]) for r in results] == [("ok", 0.3), ("ok", 0.4)]
 
@@ -259,10 +269,12 @@ def test_an_address_with_no_scheduler_is_a_clear_error():
 def test_fit_starts_a_local_cluster_of_n_jobs_workers_and_closes_it():
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
+    environ = dict(os.environ)
     model = ADMM(search_space=GNB, theta_solver="random", z_solver="random",
                  max_evals=3, inner_iter=1, inner_iter_step=0, executor="dask", n_jobs=1,
                  random_state=0).fit(X, Y)
     assert model.n_evals_ == 3 and set(model.history_["status"]) == {"ok"}
+    assert dict(os.environ) == environ  # not OMP_NUM_THREADS=1 for every later process
     deadline = time.monotonic() + 10
     while {p.pid for p in me.children(recursive=True)} - before:
         assert time.monotonic() < deadline, "the local cluster's processes outlived fit"

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import queue
 import time
 import uuid
@@ -75,6 +76,21 @@ def import_distributed() -> Any:
             f"executor='dask' needs Dask's distributed scheduler: {INSTALL_HINT} ({err})"
         ) from None
     return distributed
+
+
+def restore_environ(saved: dict[str, str]) -> None:
+    """Put back the variables of ``os.environ`` that differ from ``saved``.
+
+    A Dask nanny writes into *this* process's environment before it spawns a worker
+    (``distributed.nanny.pre-spawn-environ``: ``OMP_NUM_THREADS=1`` and the like, and
+    ``PYTHONHASHSEED``) and leaves them there, so every process the user started after ``fit``
+    would inherit single-threaded BLAS and a fixed hash seed. The executor undoes that once its
+    local cluster has started and again when it is closed (a nanny restarting a dead worker writes
+    them again in between).
+    """
+    for key in [k for k in os.environ if k not in saved]:
+        del os.environ[key]
+    os.environ.update({k: v for k, v in saved.items() if os.environ.get(k) != v})
 
 
 class DaskExecutor:
@@ -132,6 +148,7 @@ class DaskExecutor:
         self.start_timeout = start_timeout
         self.client: Any = None
         self._cluster: Any = None  # the local cluster we started, if any
+        self._environ: dict[str, str] = {}  # os.environ before it started
         self._own_client = False
         self._plugin: str | None = None  # name of the run's worker plugin
 
@@ -212,6 +229,7 @@ class DaskExecutor:
         if cluster is not None:
             with contextlib.suppress(Exception):
                 cluster.close()
+            restore_environ(self._environ)
 
     # ------------------------------------------------------------------ set-up
     def _connect(self, distributed: Any) -> None:
@@ -236,6 +254,7 @@ class DaskExecutor:
                 "the main module started a search when a Dask worker process imported it: "
                 f"{MAIN_GUARD_HINT}"
             )
+        self._environ = dict(os.environ)
         try:
             self._cluster = distributed.LocalCluster(
                 n_workers=self.n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -246,6 +265,8 @@ class DaskExecutor:
                 f"the local Dask cluster cannot start: {type(err).__name__}: {err} (its workers "
                 f"import the main script: {MAIN_GUARD_HINT})"
             ) from err
+        finally:
+            restore_environ(self._environ)
         self.client = distributed.Client(self._cluster, set_as_default=False)
         self._own_client = True
 
