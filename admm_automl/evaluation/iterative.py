@@ -164,11 +164,11 @@ def run_iterative_trial(
     result: dict[str, Any] = {"status": "ok", "error": None, "fit_time": 0.0, "predict_time": 0.0}
     curves, starts = [], []
     measured: dict[str, list[float]] = {name: [] for name in ctx.measures}
-    for k, split in enumerate(ctx.splits):
+    for index, split in enumerate(ctx.splits):
         rows = split.train_rows(fidelity)
         X_train, y_train = take_rows(ctx.X, rows), ctx.y[rows]
         X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
-        key = model_key(space, z, theta, fidelity, k)
+        key = model_key(space, z, theta, fidelity, index)
         held = store.take(key, iterations)
         if held is None:
             start_t = 0

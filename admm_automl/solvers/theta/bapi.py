@@ -82,8 +82,10 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
        best value of the *other* configurations) and the model is within ``tau`` times as sure of it
        as of the length just observed;
     4. the curve's points (at most ``pts_per_curve``, by maximum variance, the last always) join the
-       data, the hyperparameters of both GPs are refitted, and the cost of the new iterations is
-       deducted.
+       data and the cost of the new iterations is deducted. GP_c is refitted after every
+       evaluation; GP_f's hyperparameters only when a new configuration has joined (the expensive
+       part: the paper refits after every evaluation; a continued curve is conditioned on with the
+       hyperparameters it had), warm-started from the previous fit, ``gp_restarts`` extra starts.
 
     Each training step is one evaluation of the engine (one journal record, counted by
     ``max_evals``), at ``Suggestion.iterations`` iterations; the engine continues the model it
@@ -118,7 +120,8 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
     monotone : bool, default=True
         Monotone GP in ``t`` (False: the ablation BAPI-NM).
     epsilon : float, default=0.01
-        Tolerance of conservative stopping, in loss units.
+        Tolerance of conservative stopping, in loss units: the paper's 1 % of accuracy, fit for
+        error rates and 1 − AUROC; for a loss on another scale (RMSE, log-loss) give one on it.
     tau : float, default=2.0
         Uncertainty ratio of early termination.
     check_fraction : float, default=0.2
