@@ -365,6 +365,8 @@ def _iterate(recorder: Recorder, schedule: Schedule, iterate: Callable[[int], An
 
     def done(row: dict[str, Any]) -> None:
         trace.append(row)
+        logger.info("%s iteration %d: best loss %.5g, %d evaluations", name, row["iteration"],
+                    row["best_loss"], row["n_evals"])
         for listener in recorder.listeners:
             listener.iteration_done(recorder, row)
 
@@ -376,12 +378,7 @@ def _iterate(recorder: Recorder, schedule: Schedule, iterate: Callable[[int], An
             n = schedule(recorder.iteration)
             before = recorder.n_evals
             iterate(n)
-            row = summarize(n)
-            done(row)
-            logger.info(
-                "%s iteration %d: best loss %.5g, %d evaluations", name, row["iteration"],
-                row["best_loss"], row["n_evals"],
-            )
+            done(row := summarize(n))
             if callback is not None and callback(row):
                 return trace, "callback"
             idle = idle + 1 if recorder.n_evals == before else 0

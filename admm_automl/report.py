@@ -310,12 +310,12 @@ def write_report(run: Any, path: "str | Path | None" = None, *, n_best: int = 10
             path = Path(run)
         else:
             path = Path(getattr(run, "output_dir", None) or ".")
-    run = as_run(run)
     path = Path(path)
     if path.is_dir() or not path.suffix:
         path = path / "report.html"
     if path.suffix.lower() not in (".html", ".htm"):
         raise InvalidParameterError(f"the report is an .html file; got {str(path)!r}")
+    run = as_run(run)
     path.parent.mkdir(parents=True, exist_ok=True)
     blocks = _blocks(run, n_best)
     path.write_text(_html(blocks), encoding="utf-8")
