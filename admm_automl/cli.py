@@ -244,7 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.traceback:
             traceback.print_exc()
         usage = isinstance(err, USAGE_ERRORS)
-        what = str(err) if usage or isinstance(err, ADMMAutoMLError) else f"{type(err).__name__}: {err}"
+        plain = isinstance(err, (ADMMAutoMLError, RuntimeError, OSError))  # messages for users
+        what = str(err) if plain and str(err) else f"{type(err).__name__}: {err}"
         print(f"admm-automl: error: {what}", file=sys.stderr)
         return 2 if usage else 1
 

@@ -76,9 +76,9 @@ def succeeded(history: Any) -> Any:
 
 
 def _maybe_log(ax: Any, values: np.ndarray, axis: str = "y") -> None:
-    """Log scale when the values are positive and span more than ~1.5 decades."""
+    """Log scale when the values are positive and span more than a decade."""
     values = values[np.isfinite(values)]
-    if len(values) and values.min() > 0 and values.max() / values.min() > 30:
+    if len(values) and values.min() > 0 and values.max() / values.min() > 10:
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
 
 
