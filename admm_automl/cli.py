@@ -118,7 +118,7 @@ def _fit(args: argparse.Namespace) -> int:
         "output_dir": args.output,
         "resume": args.resume,
         "verbose": args.verbose or None,
-        "progress": True if args.progress else False if args.quiet else None,
+        "progress": False if args.quiet else True if args.progress else None,
     }
     config.estimator.update({k: v for k, v in overrides.items() if v is not None})
     if args.dataset:

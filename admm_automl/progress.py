@@ -33,9 +33,6 @@ class _StderrHandler(logging.StreamHandler):
     library's last-resort handler does the same), so that lines go through rich's redirection
     while the display is up instead of tearing it."""
 
-    def __init__(self) -> None:
-        super().__init__()
-
     @property
     def stream(self):  # type: ignore[override]
         return sys.stderr

@@ -145,6 +145,16 @@ def test_when_the_display_is_wanted(progress, verbose, terminal, wanted):
     assert display_wanted(progress, verbose, console) is wanted
 
 
+def test_in_a_notebook_only_with_ipywidgets():
+    """rich draws into an ipywidgets output in Jupyter (and warns at every frame without it)."""
+    import importlib.util
+
+    console = Console(file=io.StringIO(), force_jupyter=True)
+    has_widgets = importlib.util.find_spec("ipywidgets") is not None
+    assert display_wanted(None, 1, console) is has_widgets
+    assert display_wanted(None, 0, console) is False
+
+
 def _wanted_in_child(queue):
     console = Console(file=io.StringIO(), force_terminal=True, force_jupyter=False)
     queue.put(display_wanted(True, 2, console))
