@@ -94,15 +94,21 @@ class JointOptimizer(_SingleSolverMethod):
     by every θ coordinate of every algorithm (the inactive ones included: that is the difficulty
     the ADMM split removes). It decodes to ``(z, θ)`` by rounding the module coordinates and is
     evaluated at full fidelity. The θ-solver (a factory) lives for the whole run; its history
-    starts with the initial pipeline. ``options`` as :class:`_SingleSolverMethod`.
+    starts with the initial pipeline. The problem also carries the low-cost point and the grids of
+    the joint coordinates (a module coordinate declares no low cost) and, when ``space`` (the
+    :class:`~admm_automl.space.PipelineSpace` of ``encoding``) is given, the space itself, so that a
+    solver which searches the conditional space natively (``cfo``, ``blendsearch``: FLAML's nested
+    choices, the setting of Wang et al., ICLR 2021) can. ``options`` as
+    :class:`_SingleSolverMethod`.
     """
 
     name = "JOPT"
 
-    def __init__(self, encoding: Encoding, engine: Engine, theta_solver: Callable[[], Any],
-                 **kwargs: Any) -> None:
+    def __init__(self, encoding: Encoding, engine: Engine, theta_solver: Callable[[], Any], *,
+                 space: Any = None, **kwargs: Any) -> None:
         super().__init__(encoding, engine, **kwargs)
         self.theta_solver = theta_solver
+        self.space = space
 
     @property
     def dim(self) -> int:
@@ -122,6 +128,10 @@ class JointOptimizer(_SingleSolverMethod):
             discrete=np.concatenate([np.ones(len(enc.n_choices), dtype=bool), enc.discrete]),
             names=tuple(f"module:{m}" for m in enc.module_names) + tuple(enc.theta_names),
             history=[(x0, first)], start=x0.copy(), batch_size=self.options.batch_size,
+            low_cost=np.concatenate([np.full(len(enc.n_choices), np.nan), enc.low_cost]),
+            grids=tuple(np.linspace(0.0, 1.0, k) if k > 1 else None for k in enc.n_choices)
+            + tuple(enc.grids),
+            pipeline_space=self.space,
         )
         solver = self.theta_solver()
         solver.setup(problem, np.random.default_rng(self.options.solver_seeds()[0]))

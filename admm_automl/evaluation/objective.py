@@ -144,6 +144,8 @@ class PipelineObjective:
             "time": time.monotonic() - self._t0,
             "key": key,
         }
+        if result.get("traceback"):
+            record["traceback"] = result["traceback"]
         if stopped:
             record["budget_stop"] = True
         return record
