@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .evaluation.metrics import LABELS
+from .evaluation.metrics import shown
 from .evaluation.setup import METHOD_SUMMARIES, METHODS
 from .exceptions import (
     ADMMAutoMLError,
@@ -153,8 +153,10 @@ def _fit(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", ADMMAutoMLWarning)
         model.fit(X_train, y_train)
     model.set_params(progress=asked)  # the resolved configuration records what was asked
-    label = LABELS.get(model.metric_, model.metric_)
     test_score = model.metric_score(X_test, y_test)
+    offset = model.best_score_ + model.best_loss_  # score = offset − loss
+    label, validation = shown(model.metric_, offset, model.best_loss_)
+    test = shown(model.metric_, offset, offset - test_score)[1]
     say("Best pipeline:")
     for name, step in model.best_pipeline_.steps:
         say(f"  {name}: {step}")
@@ -165,10 +167,10 @@ def _fit(args: argparse.Namespace) -> int:
         best = model.history_.loc[model.history_["eval_id"] == model.best_eval_id_].iloc[0]
         for c in model.constraints_:
             say(f"  {c}: validation value {best[f'constraint:{c.key}']:.4g}")
-    say(f"Validation {label}: {model.best_score_:.4f}")
-    say(f"Test {label}: {test_score:.4f}")
-    if args.output:
-        out = write_run(model, args.output, data=config.data, test_score=test_score)
+    say(f"Validation {label}: {validation:.4f}")
+    say(f"Test {label}: {test:.4f}")
+    if model.output_dir is not None:  # from --output or the configuration file
+        out = write_run(model, model.output_dir, data=config.data, test_score=test_score)
         say(f"Run directory: {out} (journal.jsonl, trace.csv, summary.json, "
             "config.resolved.yaml, best_pipeline.pkl)")
         say(_write_report(out, after_fit=True))

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import yaml
+
 from . import plots
 from .evaluation.metrics import shown
 from .exceptions import InvalidParameterError
@@ -194,11 +196,16 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
                            lambda ax: plots.plot_residuals(run, ax=ax))]
     board = leaderboard(run, n_best)
     board.insert(0, "rank", board.index)
-    label = shown(name, offset, 0.0)[0] if offset else "score"
-    board = board.rename(columns={"score": label})
+    label = shown(name, offset, 0.0)[0]
+    if offset:  # a score beside the loss; a metric without one (RMSE) is read as the loss
+        board = board.rename(columns={"score": label})
+        legend = f"{label} = {offset:g} − loss"
+    else:
+        board = board.drop(columns="score")
+        legend = f"loss = {label}"
     blocks += [_Block("h2", f"Leaderboard: the {len(board)} best pipelines"),
-               _Block("p", f"Feasible pipelines first, by validation loss; {label} = "
-                           f"{offset:g} − loss; times in seconds."),
+               _Block("p", f"Feasible pipelines first, by validation loss; {legend}; times in "
+                           "seconds."),
                _Block("table", rows=_table(board))]
     bad = failures(run)
     blocks.append(_Block("h2", f"Failures ({int(bad['count'].sum()) if len(bad) else 0})"))
@@ -209,8 +216,6 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
         blocks += [_Block("p", f"{rec.count} × {rec.status} — {', '.join(rec.pipelines[:5])} "
                                f"(evaluations {ids}):"),
                    _Block("pre", rec.error.strip()[-4000:])]
-    import yaml
-
     blocks += [_Block("h2", "Configuration"),
                _Block("pre", yaml.safe_dump(run.config, sort_keys=False).strip()
                       if run.config else "(no config.resolved.yaml)")]
