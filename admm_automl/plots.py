@@ -128,9 +128,13 @@ def plot_convergence(run: Any, *, x: str = "time", ax: Any = None) -> Any:
 
 
 def modules(run: Any) -> list[str]:
-    """The pipeline's modules, in order (the ``param:<module>`` columns of the history)."""
-    h = as_run(run).history
-    return [c[len("param:"):] for c in h.columns if c.startswith("param:") and "__" not in c]
+    """The pipeline's modules (the ``param:<module>`` columns of the history), in the order of
+    the pipeline when the summary tells it (a journal's records have their keys sorted)."""
+    run = as_run(run)
+    h = run.history
+    names = [c[len("param:"):] for c in h.columns if c.startswith("param:") and "__" not in c]
+    order = [k for k in run.summary.get("best_params", {}) if "__" not in k]
+    return sorted(names, key=lambda m: order.index(m) if m in order else len(order))
 
 
 def plot_algorithms(run: Any, *, ax: Any = None) -> Any:

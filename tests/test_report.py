@@ -22,6 +22,7 @@ pytest.importorskip("matplotlib")
 
 from admm_automl import ADMM  # noqa: E402
 from admm_automl.exceptions import InvalidParameterError, MissingDependencyError  # noqa: E402
+from admm_automl.plots import modules  # noqa: E402
 from admm_automl.report import failures, leaderboard, write_report  # noqa: E402
 from admm_automl.rundir import read_run  # noqa: E402
 from admm_automl.testing import tiny_space  # noqa: E402
@@ -80,6 +81,7 @@ def test_the_run_directory_holds_what_the_report_needs(run):
     assert s["constraints"] == [{"key": "model_size", "sense": "<=", "threshold": 4000.0,
                                  "text": "model_size <= 4000"}]
     assert s["constraint_mode"] == "admm" and s["machine"]["cores"] >= 1
+    assert modules(out) == modules(model) == ["scaler", "estimator"]  # in the pipeline's order
     # a space object cannot be loaded back from YAML: the file says so and keeps its repr
     text = (out / "config.resolved.yaml").read_text()
     assert text.startswith("# not loadable as a configuration:")
