@@ -33,6 +33,15 @@ from .worker import TrialContext, take_rows
 
 #: the search methods of the estimator (``method=``)
 METHODS = ("admm", "jopt", "select")
+#: one line per method for ``admm-automl list`` (a method added to METHODS adds its line here)
+METHOD_SUMMARIES = {
+    "admm": "the ADMM split (Liu et al., AAAI 2020): the θ-solver tunes the chosen algorithms' "
+    "hyperparameters, the z-solver chooses the algorithms",
+    "jopt": "one θ-solver over the joint space of every choice and hyperparameter (the JOPT "
+    "baseline of Liu et al., 2020)",
+    "select": "algorithm selection alone by the z-solver, every hyperparameter at its default "
+    "(Kishimoto et al., 2021)",
+}
 
 
 @dataclass(frozen=True)
@@ -248,9 +257,11 @@ DEFAULT_MAX_EVALS = 100
 
 def run_search(
     X: Any, y: np.ndarray, settings: SearchSettings, *, space: Any, task: str, target_type: str,
-    sensitive_features: Any = None, start_time: float | None = None,
+    sensitive_features: Any = None, start_time: float | None = None, listeners: Any = (),
 ) -> SearchOutcome:
-    """One search as the estimator runs it (the time budget runs from ``start_time``)."""
+    """One search as the estimator runs it (the time budget runs from ``start_time``;
+    ``listeners`` are the run's :class:`~admm_automl._recorder.RunListener`, e.g. a progress
+    display)."""
     refuse_nested_search()  # before anything touches the output directory
     start_time = time.monotonic() if start_time is None else start_time
     s = settings
@@ -288,6 +299,7 @@ def run_search(
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
             max_evals=max_evals, time_budget=s.time_budget, seed=seeds.solvers,
             batch_size=getattr(executor, "n_workers", 1), start_time=start_time,
+            listeners=tuple(listeners),
         )
         result = optimizer.run()
     finally:
