@@ -202,6 +202,8 @@ class Recorder:
         self.budget = budget
         self.constraints = constraints
         self.evaluated: list[Evaluated] = []
+        #: every new evaluation as ``(z, observation)``, oldest first (see :meth:`observations`)
+        self.fresh: list[tuple[tuple[int, ...], Observation]] = []
         self.incumbent: Evaluated | None = None
         self.n_evals = 0
         self.fastest = 0.0
@@ -232,6 +234,7 @@ class Recorder:
             self.evaluated.append(item)
             if not obs.cached:
                 self.n_evals += 1
+                self.fresh.append((z, obs))
                 if obs.duration > 0:
                     self.fastest = min(self.fastest or obs.duration, obs.duration)
             if obs.fidelity >= 1.0 and (
@@ -242,6 +245,12 @@ class Recorder:
         if len(observations) < len(points) or any(o.budget_stop for o in observations):
             raise BudgetExhausted("time_budget")
         return observations
+
+    def observations(self) -> list[tuple[tuple[int, ...], Observation]]:
+        """Every new evaluation of the run so far as ``(z, observation)``, oldest first, whatever
+        its phase, θ or fidelity (cache hits left out: they repeat an earlier one). The list grows
+        in place; read it, do not change it."""
+        return self.fresh
 
     def row(self, n: int) -> dict[str, Any]:
         """The trace columns every optimiser shares, for iteration ``self.iteration`` of ``n``

@@ -16,6 +16,8 @@ _LABELS = {"roc_auc": "AUROC", "roc_auc_ovr": "AUROC (one-vs-rest)", "accuracy":
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .evaluation.setup import METHOD_SUMMARIES
+
     parser = argparse.ArgumentParser(
         prog="admm-automl", description="AutoML pipeline search by ADMM."
     )
@@ -37,9 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--search-space", help="built-in space name or YAML file")
     fit.add_argument("--theta-solver", help="θ-min solver name")
     fit.add_argument("--z-solver", help="z-min solver name")
-    fit.add_argument("--method", choices=["admm", "jopt", "select"],
-                     help="admm (default), jopt (one θ-solver over the joint space) or select "
-                     "(algorithm selection only, hyperparameters at their defaults)")
+    fit.add_argument("--method", choices=list(METHOD_SUMMARIES),
+                     help="admm (default), jopt (one θ-solver over the joint space), select "
+                     "(algorithm selection only, hyperparameters at their defaults) or flash "
+                     "(FLASH: design, EIPS pruning, then the θ-solver on the pruned space; its "
+                     "params go in a config file's method: {name: flash, params: {...}})")
     fit.add_argument("--inner-iter", type=int, help="evaluations per sub-problem (I or I0)")
     fit.add_argument("--inner-iter-step", type=int, help="adaptive step F (0 = fixed I)")
     fit.add_argument("--inner-iter-max", type=int, help="cap of the adaptive schedule")
@@ -155,6 +159,11 @@ def _list() -> int:
     from .solvers import THETA_SOLVERS, Z_SOLVERS
     from .space import list_spaces, load_space
 
+    from .evaluation.setup import METHOD_SUMMARIES
+
+    print("methods:")
+    for name, summary in METHOD_SUMMARIES.items():
+        print(f"  {name:<16} {summary}")
     registries = (
         ("theta solvers", THETA_SOLVERS), ("z solvers", Z_SOLVERS), ("constraints", CONSTRAINTS)
     )
