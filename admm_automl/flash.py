@@ -250,6 +250,7 @@ class _FlashRun:
         s = self.settings
         self.paths = F.candidate_paths(enc.n_choices, self.rng, max_enumerate=s.max_enumerate,
                                        n_candidates=s.n_candidates)
+        self.path_tuples = [tuple(p) for p in self.paths.tolist()]
         # paths with no hyperparameter at all: a second evaluation of one is a cache hit
         dims = [np.array([len(slot) for slot in module]) for module in enc.slots]
         self.fixed = sum(d[self.paths[:, i]] for i, d in enumerate(dims)) == 0
@@ -291,8 +292,7 @@ class _FlashRun:
         batch = max(1, self.options.batch_size)
         while n > 0:
             k = min(batch, n)
-            self.evaluate([tuple(int(j) for j in self.paths[i])
-                           for i in self.design[self.asked:self.asked + k]])
+            self.evaluate([self.path_tuples[i] for i in self.design[self.asked:self.asked + k]])
             n -= k
         if self.asked >= self.config.n_init:
             self.phase = "prune"
@@ -305,9 +305,8 @@ class _FlashRun:
             models = self.models()
             seen = {tuple(z) for z, _ in self.recorder.observations()}
             scores = models.log_eips(self.paths, self.settings.xi)
-            scores[self.fixed & [tuple(p) in seen for p in self.paths.tolist()]] = -np.inf
-            best = F.rank_with_random_ties(scores, self.rng)[0]
-            self.evaluate([tuple(int(j) for j in self.paths[best])])
+            scores[self.fixed & [p in seen for p in self.path_tuples]] = -np.inf
+            self.evaluate([self.path_tuples[F.rank_with_random_ties(scores, self.rng)[0]]])
         if self.asked >= self.config.n_init + self.config.n_prune:
             self.prune()
 

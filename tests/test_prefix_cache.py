@@ -149,3 +149,27 @@ def test_keys_must_match_the_pipeline(data):
     pipeline = SPACE.to_pipeline(z, theta, preprocessor=clone(data[4]))
     with pytest.raises(InvalidParameterError, match=r"one key per step before the estimator \(3\)"):
         fit_pipeline(pipeline, ["a"], *data[:3], PrefixCache())
+
+
+def test_what_a_worker_reports_of_its_cache_reaches_the_journal_and_history():
+    """A trial result with ``prefix_cache`` counters (what the worker will report once the pool
+    is wired in) is kept in the journal record and becomes ``cache:*`` columns of history_."""
+    from admm_automl.evaluation import PipelineObjective, SerialExecutor
+    from admm_automl.journal import Journal
+    from admm_automl.records import Request
+    from admm_automl.results import records_to_frame
+
+    class Task:
+        space = SPACE
+
+        def run(self, z, theta, fidelity):
+            return {"status": "ok", "loss": 0.25, "prefix_cache": {"hits": 1, "misses": 0,
+                                                                   "fits_saved": 2,
+                                                                   "seconds_saved": 0.5}}
+
+    objective = PipelineObjective(Task(), SerialExecutor(), Journal(), worst_loss=1.0)
+    objective([Request(*config())])
+    (record,) = objective.journal.records
+    assert record["prefix_cache"]["fits_saved"] == 2
+    frame = records_to_frame(objective.journal.records)
+    assert frame.loc[0, "cache:seconds_saved"] == 0.5 and "prefix_cache" not in frame

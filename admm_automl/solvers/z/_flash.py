@@ -354,7 +354,10 @@ class RidgePathModel:
         σ_ε² = 0 (an interpolating fit).
         """
         X = np.asarray(P, dtype=float)
-        leverage = np.einsum("...i,ij,...j->...", X, self.precision_inv, X)
+        rows = np.atleast_2d(X)
+        leverage = np.einsum("ij,ij->i", rows @ self.precision_inv, rows)  # pᵀ(PᵀP + αI)⁻¹p
+        if X.ndim == 1:
+            leverage = leverage[0]
         std = np.sqrt(self.noise_var * (1.0 + leverage))
         return self.mean(X), np.maximum(std, min_std)
 

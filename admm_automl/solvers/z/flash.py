@@ -104,6 +104,7 @@ class FlashZSolver(BaseZSolver):
         self.cost_transform_ = F.check_cost_transform(self.cost_transform)
         self.paths_ = F.candidate_paths(n_choices, self.rng_, max_enumerate=self.max_enumerate,
                                         n_candidates=self.n_candidates)
+        self.path_tuples_ = [tuple(p) for p in self.paths_.tolist()]
         #: (z, observation) of every problem's history and every trial (without observations)
         self.own_: list[tuple[tuple[int, ...], Observation]] = list(self.problem_.history)
 
@@ -125,7 +126,7 @@ class FlashZSolver(BaseZSolver):
         asked = {tuple(z) for z, _ in self.problem_.history}
         asked.update(tuple(c) for c, _ in self.trials_)
         asked.update(pending)
-        free = self.paths_[[tuple(p) not in asked for p in self.paths_.tolist()]]
+        free = self.paths_[[p not in asked for p in self.path_tuples_]]
         if len(free) == 0:
             return random_z(self.rng_, n_choices), None
         data = self._data()
