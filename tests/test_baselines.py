@@ -95,14 +95,16 @@ def test_jopt_callback_stops_the_run(make_optimizer):
     assert result.stop_reason == "callback" and len(result.trace) == 2
 
 
-@pytest.mark.parametrize("method", ["jopt", "select"])
+@pytest.mark.parametrize("method", ["jopt", "select", "flash"])
 def test_the_methods_without_the_split_refuse_admm_constraint_mode(make_optimizer, method):
     with pytest.raises(InvalidParameterError, match="no ADMM split, so constraint_mode='admm'"):
         make_optimizer(method, space=SPACE, constraint_mode="admm")
 
 
-def test_jopt_penalises_violations_with_a_fixed_weight(make_engine, make_optimizer):
-    """The JOPT sub-problem value is loss + w × total violation, and its rows carry no μ."""
+@pytest.mark.parametrize("method", ["jopt", "flash"])
+def test_jopt_and_flash_penalise_violations_with_a_fixed_weight(make_optimizer, method):
+    """The value JOPT's θ-solver and FLASH's models see is loss + w × total violation, and the
+    trace rows carry no μ."""
     from admm_automl.records import Observation
 
     class Size:
@@ -111,7 +113,7 @@ def test_jopt_penalises_violations_with_a_fixed_weight(make_engine, make_optimiz
     def engine(requests, time_left=None, tags=None):
         return [Observation(loss=0.1, constraints={"size": 3.0}) for _ in requests]
 
-    opt = make_optimizer("jopt", engine=engine, space=SPACE, constraints=[Size()],
+    opt = make_optimizer(method, engine=engine, space=SPACE, constraints=[Size()],
                          penalty_weight=2.0, max_evals=3)
     obs = Observation(loss=0.1, constraints={"size": 3.0})
     assert opt._value(None, obs) == pytest.approx(0.1 + 2.0 * (3.0 - 1.0) / 1.0)
@@ -120,7 +122,8 @@ def test_jopt_penalises_violations_with_a_fixed_weight(make_engine, make_optimiz
 
 
 # ----------------------------------------------------------------------------- selection only
-@pytest.mark.parametrize("z_solver", ["random", "cmab", "blds", "hyperband", "daub", "bo"])
+@pytest.mark.parametrize("z_solver", ["random", "cmab", "blds", "hyperband", "daub", "bo",
+                                      "flash"])
 def test_selection_keeps_theta_at_the_defaults(make_engine, make_optimizer, z_solver):
     engine = make_engine(BIG)
     result = make_optimizer("select", engine=engine, z=z_solver, space=BIG, max_evals=15,
@@ -152,7 +155,7 @@ def test_selection_stops_when_the_space_is_exhausted(make_optimizer):
     assert result.stop_reason == "exhausted" and result.n_evals == 6
 
 
-@pytest.mark.parametrize("method", ["admm", "jopt", "select"])
+@pytest.mark.parametrize("method", ["admm", "jopt", "select", "flash"])
 def test_every_method_stops_at_the_same_budget_rules(make_engine, make_optimizer, fake_clock,
                                                      method):
     """One budget for every method: exact evaluation counts, and never an evaluation started

@@ -130,24 +130,6 @@ def test_random_design_and_no_prune_phase(make_engine, make_optimizer):
     assert [c[3] for c in engine.calls] == ["init"] * 5 + ["tune"] * 3
 
 
-def test_constraints_are_a_penalty_and_admm_mode_is_refused(make_optimizer):
-    from admm_automl.records import Observation
-
-    class Size:
-        key, threshold, sense = "size", 1.0, "<="
-
-    def engine(requests, time_left=None, tags=None):
-        return [Observation(loss=0.1, constraints={"size": 3.0}) for _ in requests]
-
-    opt = make_optimizer("flash", engine=engine, space=BIG, constraints=[Size()],
-                         penalty_weight=2.0, max_evals=3)
-    assert opt._value(None, Observation(loss=0.1, constraints={"size": 3.0})) == pytest.approx(
-        0.1 + 2.0 * 2.0)
-    assert opt.run().n_evals == 3
-    with pytest.raises(InvalidParameterError, match="FLASH has no ADMM split"):
-        make_optimizer("flash", space=BIG, constraint_mode="admm")
-
-
 def test_sample_prior_draws_only_the_path_hyperparameters():
     rng = np.random.default_rng(0)
     draws = np.array([sample_prior(ENC, (1, 0), rng) for _ in range(300)])
