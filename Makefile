@@ -41,6 +41,7 @@ smoke: $(STAMP)
 		tmp=$$(mktemp -d) && \
 		$(BIN)/python experiments/algorithm_selection.py --smoke --data-dir $(DATA_DIR) --out $$tmp/as && \
 		$(BIN)/python experiments/constraints.py --smoke --data-dir $(DATA_DIR) --out $$tmp/c && \
+		$(BIN)/python experiments/blendsearch.py --smoke --data-dir $(DATA_DIR) && \
 		rm -rf $$tmp; \
 	else echo "smoke: $(DATA_DIR) not found: algorithm_selection.py and constraints.py skipped"; fi
 

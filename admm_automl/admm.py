@@ -69,8 +69,10 @@ class ADMMOptimizer:
     engine : callable
         ``engine(requests, time_left=..., tags=...) -> list[Observation]``, the black box.
     theta_solver, z_solver : callable
-        Factories returning a fresh solver instance (a θ-solver is created per θ-step; one z-solver
-        lives for the whole run, so bandit statistics persist).
+        Factories returning a fresh solver instance. A θ-solver is created per θ-step, unless its
+        class sets ``keeps_state``: then one instance per algorithm selection z is kept and given
+        the new problem (``update_problem``) when ADMM returns to z. One z-solver lives for the
+        whole run, so bandit statistics persist.
     rho : float
         ADMM penalty ρ > 0 (the paper uses 1).
     n_train : int, optional
@@ -119,6 +121,8 @@ class _ADMMRun:
         # every θ-step observation per algorithm selection: the warm start of later θ-steps
         self.theta_history: dict[tuple[int, ...], list[tuple[np.ndarray, Observation]]] = {}
         self.z_solver: Any = None
+        # one θ-solver per algorithm selection, for solvers that keep their state (``keeps_state``)
+        self.theta_solvers: dict[tuple[int, ...], Any] = {}
         theta = enc.project(enc.initial_theta)
         m = len(self.constraints)
         self.state = ADMMState(
@@ -188,10 +192,17 @@ class _ADMMRun:
             dim=len(active), evaluate=evaluate, augment=augment, penalty=penalty,
             discrete=is_d, names=tuple(enc.theta_names[i] for i in active),
             history=list(self.theta_history.get(z, [])), start=theta[active].copy(),
-            batch_size=self.options.batch_size,
+            batch_size=self.options.batch_size, low_cost=enc.low_cost[active].copy(),
+            grids=tuple(enc.grids[i] for i in active),
         )
-        solver = self.config.theta_solver()
-        solver.setup(problem, self.theta_rng)
+        solver = self.theta_solvers.get(z)
+        if solver is None:
+            solver = self.config.theta_solver()
+            solver.setup(problem, self.theta_rng)
+            if getattr(solver, "keeps_state", False):
+                self.theta_solvers[z] = solver
+        else:  # back at z with a solver that keeps its state: the new duals, history and start
+            solver.update_problem(problem)
         solver.run(n)  # a budget stop ends the run here, the iterate unchanged
         winner = solver.best()
         if winner is not None:

@@ -28,7 +28,8 @@ from .problem import ThetaProblem, ZProblem
 from .records import Observation, Suggestion
 from .space.encoding import Encoding
 
-__all__ = ["JointOptimizer", "JointSpace", "SelectionOptimizer", "split_free_constraints"]
+__all__ = ["JointOptimizer", "JointSpace", "SelectionOptimizer", "joint_decode", "joint_encode",
+           "split_free_constraints"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,6 +86,19 @@ class JointSpace:
         return (tuple(f"module:{enc.module_names[i]}" for i in self.modules)
                 + tuple(enc.theta_names[k] for k in self.theta_index))
 
+    @property
+    def low_cost(self) -> np.ndarray:
+        """The low-cost point of each joint coordinate (NaN where none is declared; a module
+        coordinate declares none)."""
+        return np.concatenate([np.full(len(self.modules), np.nan),
+                               self.encoding.low_cost[self.theta_index]])
+
+    @property
+    def grids(self) -> tuple[np.ndarray | None, ...]:
+        """The admissible unit values of each discrete joint coordinate (None: continuous)."""
+        return (tuple(np.linspace(0.0, 1.0, len(self.kept[i])) for i in self.modules)
+                + tuple(self.encoding.grids[k] for k in self.theta_index))
+
     def encode(self, z: Sequence[int], theta: np.ndarray) -> np.ndarray:
         """The joint point of ``(z, θ)`` (z must use kept choices)."""
         units = [self.kept[i].index(z[i]) / (len(self.kept[i]) - 1) for i in self.modules]
@@ -114,13 +128,25 @@ def split_free_constraints(options: RunOptions, name: str) -> Constraints:
                        options.penalty_weight)
 
 
+def joint_encode(encoding: Encoding, z: Sequence[int], theta: np.ndarray) -> np.ndarray:
+    """The point of ``(z, θ)`` in the joint box over all choices (:class:`JointSpace`)."""
+    return JointSpace(encoding).encode(z, theta)
+
+
+def joint_decode(encoding: Encoding, x: np.ndarray) -> tuple[tuple[int, ...], np.ndarray]:
+    """``(z, θ)`` of a point of the joint box over all choices (:class:`JointSpace`)."""
+    return JointSpace(encoding).decode(x)
+
+
 def joint_problem(
     joint: JointSpace, recorder: Recorder, phase: str,
     value: Callable[[Any, Observation], float], history: list[tuple[np.ndarray, Observation]],
-    start: np.ndarray | None, batch_size: int,
+    start: np.ndarray | None, batch_size: int, pipeline_space: Any = None,
 ) -> ThetaProblem:
     """The θ-problem of one solver over ``joint``: its points are decoded and evaluated at full
-    fidelity through ``recorder`` (tagged ``phase``) and scored by ``value``; no ADMM penalty."""
+    fidelity through ``recorder`` (tagged ``phase``) and scored by ``value``; no ADMM penalty. It
+    carries the joint coordinates' low-cost point and grids, and ``pipeline_space`` when the box is
+    the whole space's (JOPT), for solvers that search the conditional space natively."""
 
     def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
         points = [(*joint.decode(s.config), 1.0 if s.fidelity is None else s.fidelity)
@@ -131,6 +157,7 @@ def joint_problem(
         dim=joint.dim, evaluate=evaluate, augment=value, penalty=lambda x: 0.0,
         discrete=joint.discrete, names=joint.names, history=history,
         start=None if start is None else start.copy(), batch_size=batch_size,
+        low_cost=joint.low_cost, grids=joint.grids, pipeline_space=pipeline_space,
     )
 
 
@@ -178,16 +205,21 @@ class JointOptimizer(_SingleSolverMethod):
     per module (with more than one choice) followed by every θ coordinate of every algorithm (the
     inactive ones included: that is the difficulty the ADMM split removes). It decodes to
     ``(z, θ)`` by rounding the module coordinates and is evaluated at full fidelity. The θ-solver
-    (a factory) lives for the whole run; its history starts with the initial pipeline.
-    ``options`` as :class:`_SingleSolverMethod`.
+    (a factory) lives for the whole run; its history starts with the initial pipeline. The problem
+    also carries the low-cost point and the grids of the joint coordinates (a module coordinate
+    declares no low cost) and, when ``space`` (the :class:`~admm_automl.space.PipelineSpace` of
+    ``encoding``) is given, the space itself, so that a solver which searches the conditional space
+    natively (``cfo``, ``blendsearch``: FLAML's nested choices, the setting of Wang et al., ICLR
+    2021) can. ``options`` as :class:`_SingleSolverMethod`.
     """
 
     name = "JOPT"
 
-    def __init__(self, encoding: Encoding, engine: Engine, theta_solver: Callable[[], Any],
-                 **kwargs: Any) -> None:
+    def __init__(self, encoding: Encoding, engine: Engine, theta_solver: Callable[[], Any], *,
+                 space: Any = None, **kwargs: Any) -> None:
         super().__init__(encoding, engine, **kwargs)
         self.theta_solver = theta_solver
+        self.space = space
         self.joint = JointSpace(encoding)
 
     @property
@@ -198,7 +230,7 @@ class JointOptimizer(_SingleSolverMethod):
         enc, joint = self.encoding, self.joint
         x0 = joint.encode(enc.check_z(enc.initial_z), enc.project(enc.initial_theta))
         problem = joint_problem(joint, recorder, "joint", self._value, [(x0, first)], x0,
-                                self.options.batch_size)
+                                self.options.batch_size, pipeline_space=self.space)
         solver = self.theta_solver()
         solver.setup(problem, np.random.default_rng(self.options.solver_seeds()[0]))
         return solver

@@ -9,7 +9,7 @@ valid when the duals change, and solvers can be warm-started with ``problem.hist
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -26,6 +26,14 @@ class ThetaProblem:
     value f̃ + (ρ/2)‖x_d − b‖² (+ constraint terms); ``penalty(x)`` is its analytic part alone.
     ``history`` holds earlier ``(x, observation)`` pairs of the same selection; ``start`` is the
     current iterate.
+
+    What cost-frugal solvers (CFO, BlendSearch) also read: ``low_cost``, the unit value of each
+    coordinate's declared low-cost point (NaN where it declares none; ``None``: no coordinate
+    does); ``grids``, the admissible unit values of each relaxed discrete coordinate (``None`` for a
+    continuous one; empty when unknown), whose spacing is the resolution the δ-step projects to;
+    and, for a joint problem (JOPT), ``pipeline_space``, the
+    :class:`~admm_automl.space.PipelineSpace` whose :func:`~admm_automl.baselines.joint_encode`
+    points ``x`` are, so a solver can search its conditional structure natively.
     """
 
     dim: int
@@ -38,6 +46,9 @@ class ThetaProblem:
     start: np.ndarray | None = None
     #: suggestions a batch-capable solver should ask at once (the number of parallel workers)
     batch_size: int = 1
+    low_cost: np.ndarray | None = None
+    grids: tuple[np.ndarray | None, ...] = ()
+    pipeline_space: Any = None
 
 
 @dataclass

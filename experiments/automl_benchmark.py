@@ -34,10 +34,8 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -130,18 +128,16 @@ def run_all(args: argparse.Namespace) -> None:
     jobs = [j for j in planned(args) if args.force or not done(root, *j)]
     print(f"{len(jobs)} runs, {args.parallel} at a time, on {platform.node()} "
           f"({os.cpu_count()} cores), results in {root}", flush=True)
-    running: list[subprocess.Popen] = []
+    from admm_automl.benchmarks.runner import run_processes
+
+    commands = []
     for problem, method, seed, budget in jobs:
-        while len(running) >= args.parallel:
-            time.sleep(0.2)
-            running = [p for p in running if p.poll() is None]
         cmd = [sys.executable, __file__, "run-one", "--problem", problem, "--method", method,
                "--seed", str(seed), "--budget", str(budget), "--root", str(root)]
         if args.data_dir:
             cmd += ["--data-dir", args.data_dir]
-        running.append(subprocess.Popen(cmd))
-    for p in running:
-        p.wait()
+        commands.append(cmd)
+    run_processes(commands, args.parallel)
 
 
 # ---------------------------------------------------------------------------------- analysis

@@ -46,10 +46,8 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -97,27 +95,22 @@ def run_one(args: argparse.Namespace) -> None:
 
 def run_all(args: argparse.Namespace) -> None:
     """Every (seed, dataset, method) run not done yet, ``--parallel`` processes at a time."""
+    from admm_automl.benchmarks.runner import run_processes
+
     root = Path(args.root)
     jobs = [(d, m, s) for s in args.seeds for d in args.datasets for m in args.methods
             if args.force or not done(root, d, m, s, args.budget)]
     print(f"{len(jobs)} runs of {args.budget:g} s, {args.parallel} at a time, on "
-          f"{platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()}), "
-          f"results in {root}", flush=True)
-    running: list[subprocess.Popen] = []
+          f"{platform.node()} ({os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, Python "
+          f"{platform.python_version()}), results in {root}", flush=True)
+    commands = []
     for dataset, method, seed in jobs:
-        while len(running) >= args.parallel:
-            time.sleep(0.2)
-            running = [p for p in running if p.poll() is None]
         cmd = [sys.executable, __file__, "--one", dataset, method, str(seed), "--budget",
                str(args.budget), "--root", str(root)]
-        if args.data_dir:
-            cmd += ["--data-dir", args.data_dir]
-        if args.trial_timeout:
-            cmd += ["--trial-timeout", str(args.trial_timeout)]
-        running.append(subprocess.Popen(cmd))
-    failed = sum(p.wait() != 0 for p in running)
-    if failed:
-        raise SystemExit(f"{failed} of the last runs failed")
+        cmd += ["--data-dir", args.data_dir] if args.data_dir else []
+        cmd += ["--trial-timeout", str(args.trial_timeout)] if args.trial_timeout else []
+        commands.append(cmd)
+    run_processes(commands, args.parallel)
 
 
 def analyze(args: argparse.Namespace) -> str:

@@ -62,6 +62,7 @@ def make_optimizer(make_engine):
         kw.setdefault("schedule", Schedule(4, 0, 4))
         kw.setdefault("seed", 0)
         engine = engine if engine is not None else make_engine(space)
-        return make(method, space.encoding, engine, theta_solver=theta, z_solver=z, **kw)
+        return make(method, space.encoding, engine, theta_solver=theta, z_solver=z, space=space,
+                    **kw)
 
     return factory

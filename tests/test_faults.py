@@ -27,6 +27,7 @@ import pytest
 
 from admm_automl.evaluation import ProcessExecutor, SerialExecutor
 from admm_automl.exceptions import WorkerError
+from admm_automl.journal import Journal
 from fault_probe import OK, RAISE, SEGFAULT, THREADS, ProbeTask, job
 
 SIGKILLED = "died during this trial: killed by signal 9 (SIGKILL)"
@@ -385,8 +386,7 @@ def run_script(tmp_path, *, guard=True, stdin=False, killer="", estimators=GNB, 
                               timeout=deadline, cwd=tmp_path)
     elapsed = time.monotonic() - started
     journal = out / "journal.jsonl"
-    lines = journal.read_text().splitlines() if journal.exists() else []
-    records = [json.loads(line) for line in lines]
+    records = Journal.read(journal) if journal.exists() else []
     return proc, records, elapsed
 
 

@@ -7,7 +7,8 @@ conditions) propose configurations in their own terms; each is turned into the `
 (cache, executor, time budget, journal). So the comparison differs only in the search, not in how
 a pipeline is trained, scored or timed.
 
-The libraries are optional (``pip install 'admm-automl[experiments]'``).
+Optuna and FLAML are dependencies of the package (FLAML's searchers are also the ``cfo`` and
+``blendsearch`` θ-solvers); SMAC3 is optional (``pip install 'admm-automl[experiments]'``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .._lagrangian import Constraints
 from .._recorder import Budget, Recorder
 from ..exceptions import BudgetExhausted, InvalidParameterError, MissingDependencyError
 from ..space import Categorical, Float, Int, PipelineSpace
+from ..space.flaml import flaml_point, flaml_space
 
 OPTUNA_SAMPLERS = ("tpe", "random")
 FLAML_SEARCHERS = ("blendsearch", "cfo")
@@ -112,7 +114,7 @@ def run_optuna(
         import optuna
     except ImportError:
         raise MissingDependencyError(
-            "the Optuna peer needs optuna: pip install 'admm-automl[experiments]'"
+            "the Optuna peer needs optuna: pip install 'optuna>=3.6'"
         ) from None
     if sampler not in OPTUNA_SAMPLERS:
         raise InvalidParameterError(f"Optuna sampler must be one of {OPTUNA_SAMPLERS!r}, got {sampler!r}")
@@ -133,46 +135,6 @@ def run_optuna(
 
 
 # -------------------------------------------------------------------------------------- FLAML
-def flaml_space(space: PipelineSpace) -> dict[str, Any]:
-    """FLAML's hierarchical space: per module a choice among ``{"choice": j, hp: domain, ...}``.
-
-    FLAML has no conditions inside a dictionary, so a conditional hyperparameter is always sampled
-    (it has no effect when inactive: the decoded pipeline ignores it)."""
-    from flaml import tune
-
-    def domain(hp: Any) -> Any:
-        if isinstance(hp, Float):
-            return (tune.loguniform if hp.log else tune.uniform)(hp.low, hp.high)
-        if isinstance(hp, Int):  # FLAML's integer upper bounds are exclusive
-            return (tune.lograndint if hp.log else tune.randint)(hp.low, hp.high + 1)
-        return tune.choice(list(range(len(hp.choices))))
-
-    return {
-        module.name: tune.choice([
-            {"choice": j, **{hp.name: domain(hp) for hp in algo.tunable}}
-            for j, algo in enumerate(module.choices)
-        ])
-        for module in space.modules
-    }
-
-
-def _flaml_point(config: dict[str, Any], space: PipelineSpace) -> tuple[tuple[int, ...], np.ndarray]:
-    enc = space.encoding
-    theta = enc.initial_theta.copy()
-    z = []
-    for i, module in enumerate(space.modules):
-        chosen = config[module.name]
-        j = int(chosen["choice"])
-        z.append(j)
-        slot = enc.slots[i][j]
-        for k, hp in enumerate(module.choices[j].tunable):
-            value = chosen[hp.name]
-            if isinstance(hp, Categorical):
-                value = hp.choices[int(value)]
-            theta[slot[k]] = hp.to_unit(value)
-    return tuple(z), theta
-
-
 def run_flaml(
     space: PipelineSpace, engine: Callable[..., Any], budget: Budget, *, seed: int,
     option: str = "blendsearch",
@@ -186,7 +148,7 @@ def run_flaml(
             from flaml import CFO, BlendSearch, tune
     except ImportError:
         raise MissingDependencyError(
-            "the FLAML peer needs flaml[blendsearch]: pip install 'admm-automl[experiments]'"
+            "the FLAML peer needs FLAML: pip install 'flaml[blendsearch]'"
         ) from None
     if searcher not in FLAML_SEARCHERS:
         raise InvalidParameterError(f"FLAML searcher must be one of {FLAML_SEARCHERS!r}, got {searcher!r}")
@@ -194,7 +156,7 @@ def run_flaml(
     evaluator = _Evaluator(space, engine, budget, f"flaml-{searcher}")
 
     def evaluate(config: dict[str, Any]) -> dict[str, float]:
-        return {"loss": evaluator(*_flaml_point(config, space))}
+        return {"loss": evaluator(*flaml_point(config, space))}
 
     left = budget.time_left()
     if not evaluator.done():

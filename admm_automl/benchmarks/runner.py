@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import platform
 import re
+import subprocess
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -266,7 +267,7 @@ def run(
                 theta_solver=method.theta_solver,
                 z_solver=method.z_solver, rho=method.rho, schedule=method.schedule,
                 max_evals=max_evals, time_budget=time_budget, seed=seed, n_train=problem.n_train,
-                start_time=start,
+                start_time=start, space=problem.space,
             )
             result = optimizer.run()
             n_evals, stop_reason = result.n_evals, result.stop_reason
@@ -299,3 +300,16 @@ def run(
     if out is not None:
         (out / "run.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
+
+
+def run_processes(commands: list[list[str]], parallel: int) -> None:
+    """Run each command as its own process, ``parallel`` at a time, and wait for all (the
+    experiment scripts start one process per run)."""
+    running: list[subprocess.Popen] = []
+    for cmd in commands:
+        while len(running) >= parallel:
+            time.sleep(0.2)
+            running = [p for p in running if p.poll() is None]
+        running.append(subprocess.Popen(cmd))
+    for p in running:
+        p.wait()

@@ -73,9 +73,10 @@ class BaseConstraint(ParamsMixin):
 class CallableConstraint(BaseConstraint):
     """A user function ``fn(pipeline, X_valid, y_valid, groups) -> float`` with a bound.
 
-    ``groups`` are the validation rows' sensitive groups (``None`` when the run has none). For
-    worker processes the function must be importable (a module-level function, not a lambda); in
-    YAML give its import path, ``{name: callable, function: my_module.my_fn, threshold: 0.1}``.
+    ``groups`` are the validation rows' sensitive groups (``None`` when the run has none). The
+    function travels to worker processes by value (cloudpickle), so a function of your script or a
+    lambda works; in YAML give its import path,
+    ``{name: callable, function: my_module.my_fn, threshold: 0.1}``.
     """
 
     senses = ("<=", ">=")

@@ -72,7 +72,9 @@ Job = tuple[tuple[int, ...], np.ndarray, float]
 POLL_INTERVAL = 1.0
 
 
-def _refuse_nested_search() -> None:
+def refuse_nested_search() -> None:
+    """Raise when called while a worker process imports the user's main module (a script
+    without a main guard would otherwise start a search inside every worker)."""
     if worker_main.LOADING_MAIN:
         raise WorkerError(
             "the main module started a search when a worker process imported it: "
@@ -87,7 +89,7 @@ class SerialExecutor:
     enforces_timeout = False
 
     def start(self, task: Any) -> None:
-        _refuse_nested_search()
+        refuse_nested_search()
         self.task = task
 
     def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> list[dict[str, Any]]:
@@ -164,7 +166,7 @@ class ProcessExecutor:
         WorkerError
             Workers cannot start; the message gives their own reason.
         """
-        _refuse_nested_search()
+        refuse_nested_search()
         if self._task_fd >= 0:
             raise WorkerError("this executor has already been started")
         self._task_fd = worker_main.write_task_file(task)

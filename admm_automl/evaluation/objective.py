@@ -144,6 +144,8 @@ class PipelineObjective:
             "time": time.monotonic() - self._t0,
             "key": key,
         }
+        if result.get("traceback"):
+            record["traceback"] = result["traceback"]
         if result.get("prefix_cache"):  # what the worker's prefix cache saved for this trial
             record["prefix_cache"] = dict(result["prefix_cache"])
         if stopped:

@@ -26,7 +26,7 @@ from .._recorder import Result, Schedule
 from ..exceptions import DataError, InvalidParameterError
 from ..journal import Journal
 from .data import fingerprint, make_preprocessor
-from .executors import make_executor
+from .executors import make_executor, refuse_nested_search
 from .metrics import Metric, get_metric
 from .objective import PipelineObjective
 from .splits import make_splits
@@ -213,13 +213,15 @@ def make_optimizer(
     method: Any, encoding: Any, engine: Any, *, theta_solver: Any = "bo", z_solver: Any = "cmab",
     rho: float = 1.0, schedule: Schedule = Schedule(), constraints: Any = (),
     constraint_mode: str = "auto", penalty_weight: float = 1.0, n_train: int | None = None,
-    **common: Any,
+    space: Any = None, **common: Any,
 ) -> Any:
     """The optimiser of ``method`` (a :func:`method_spec`). ``theta_solver`` / ``z_solver`` are
     registry specifications (name, ``{name, params}`` or instance); FLASH tunes its pruned space
     with ``theta_solver``. ``constraint_mode="auto"`` is ``"admm"`` for ADMM and ``"penalty"`` for
-    the methods without the split. ``common`` goes to every method: ``max_evals``,
-    ``time_budget``, ``seed``, ``callback``, ``batch_size``, ``start_time``, ..."""
+    the methods without the split; ``space``, the pipeline space of ``encoding``, lets JOPT's
+    θ-solver search the conditional joint space natively (``cfo``, ``blendsearch``). ``common``
+    goes to every method: ``max_evals``, ``time_budget``, ``seed``, ``callback``, ``batch_size``,
+    ``start_time``, ..."""
     from ..admm import ADMMOptimizer
     from ..baselines import JointOptimizer, SelectionOptimizer
     from ..flash import FlashOptimizer
@@ -233,7 +235,7 @@ def make_optimizer(
     if method == "admm":
         return ADMMOptimizer(encoding, engine, theta, z, rho=rho, n_train=n_train, **common)
     if method == "jopt":
-        return JointOptimizer(encoding, engine, theta, **common)
+        return JointOptimizer(encoding, engine, theta, space=space, **common)
     if method == "flash":
         return FlashOptimizer(encoding, engine, theta, params, **common)
     return SelectionOptimizer(encoding, engine, z, n_train=n_train, **common)
@@ -292,6 +294,7 @@ def run_search(
     sensitive_features: Any = None, start_time: float | None = None,
 ) -> SearchOutcome:
     """One search as the estimator runs it (the time budget runs from ``start_time``)."""
+    refuse_nested_search()  # before anything touches the output directory
     start_time = time.monotonic() if start_time is None else start_time
     s = settings
     seeds = derive_seeds(s.random_state)
@@ -321,7 +324,7 @@ def run_search(
     try:
         optimizer = make_optimizer(
             s.method, space.encoding, objective, theta_solver=s.theta_solver,
-            z_solver=s.z_solver, rho=s.rho,
+            z_solver=s.z_solver, rho=s.rho, space=space,
             schedule=Schedule(s.inner_iter, s.inner_iter_step, s.inner_iter_max),
             constraints=prepared.constraints, constraint_mode=s.constraint_mode,
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),

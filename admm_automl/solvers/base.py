@@ -15,6 +15,14 @@ Rules shared by all solvers (checked by the conformance tests):
 * ``tell`` accepts failed observations (their loss is already the metric's worst value);
 * evaluation happens only through ``problem.evaluate``.
 
+State across ADMM iterations: a θ-solver is created afresh for every θ-step unless its class sets
+``keeps_state = True``. Then the ADMM loop keeps one instance per algorithm selection z: ``setup``
+at the first θ-step of z, ``update_problem`` (with the new duals, history and start) whenever ADMM
+returns to z — so a solver whose state belongs to one z's θ-box (FLAML's search threads, a
+learning-curve model) carries it on. Such a solver must re-score what it keeps with the new
+problem's ``augment``: the duals have changed. Solvers that do not set it keep bit-identical
+fixed-seed histories whatever other solvers do.
+
 Helpers for subclasses: :meth:`BaseSolver._start_point` (the problem's start unless the history has
 it) and :func:`random_z` (one uniform choice per module).
 """
@@ -52,6 +60,9 @@ class BaseSolver(ParamsMixin, abc.ABC):
     supports_batch: ClassVar[bool] = False
     #: whether suggestions carry a fidelity (a fraction of the training rows) below 1
     supports_fidelity: ClassVar[bool] = False
+    #: whether the ADMM loop keeps one instance per algorithm selection z and calls
+    #: ``update_problem`` when it returns to z, instead of a fresh instance per θ-step
+    keeps_state: ClassVar[bool] = False
 
     # -------------------------------------------------------------- lifecycle
     def setup(self, problem: Any, rng: np.random.Generator) -> "BaseSolver":

@@ -17,6 +17,9 @@ FAST_PARAMS: dict[str, dict] = {
     "theta:bo": {"n_initial_points": 3, "n_candidates": 128, "n_restarts": 1, "gp_restarts": 0},
     "theta:skopt": {"n_initial_points": 3, "n_points": 500, "n_restarts_optimizer": 1,
                     "gp_restarts": 0},
+    # one cost unit per trial: FLAML's choices then depend on nothing but the seed
+    "theta:blendsearch": {"cost": "evaluations"},
+    "theta:cfo": {"cost": "evaluations"},
     "z:blds": {"disc": 2},
     "z:bo": {"n_initial_points": 3, "n_candidates": 200},
     "z:flash": {"n_init": 4},  # reach the EIPS phase within every check's few asks
