@@ -22,7 +22,7 @@ from .baselines import JointSpace, joint_problem, split_free_constraints
 from .exceptions import InvalidParameterError
 from .records import Observation
 from .solvers.z import _flash as F
-from .solvers.z.flash import observation_seconds, usable
+from .solvers.z.flash import fit_models, usable
 from .space.encoding import Encoding
 
 __all__ = ["FlashOptimizer", "FlashSettings", "sample_prior"]
@@ -194,7 +194,7 @@ class FlashOptimizer:
       evaluated: a repeat would be a cache hit that teaches the models nothing.
     * Values are the loss plus the constraint penalty; a failed evaluation keeps the run's failure
       loss (the metric's worst value, the paper's 100 %) and its measured seconds, and enters
-      both models (:func:`~admm_automl.solvers.z.flash.observation_seconds`).
+      both models (:func:`~admm_automl.solvers.z.flash.fit_models`).
     * Unlike the other methods, the space's initial pipeline is not evaluated first: the paper's
       first path is a uniform draw.
     * Evaluations are sequential within PRUNE (the paper is sequential); INIT and TUNE ask
@@ -312,14 +312,9 @@ class _FlashRun:
 
     def models(self) -> F.PathModels:
         """Both ridge models on every usable evaluation of the run so far."""
-        data = [(z, obs) for z, obs in self.recorder.observations() if usable(obs)]
-        return F.fit_path_models(
-            np.array([z for z, _ in data]),
-            np.array([self.config._value(z, obs) for z, obs in data], dtype=float),
-            np.array([observation_seconds(obs) for _, obs in data]),
-            self.encoding.n_choices, alpha=self.settings.ridge_alpha,
-            transform=self.settings.cost_transform,
-        )
+        return fit_models(self.recorder.observations(), self.config._value,
+                          self.encoding.n_choices, alpha=self.settings.ridge_alpha,
+                          transform=self.settings.cost_transform)
 
     def prune(self) -> None:
         """Build G′ from the top-r paths (ξ = ``xi_select``) and set up the TUNE solver on it."""

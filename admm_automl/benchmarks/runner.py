@@ -11,7 +11,7 @@ A *method* is named as in the paper and parsed by :func:`parse_method`:
 ``ADMM-I32(BO,Ba)``             fixed-I ADMM, 32 iterations per sub-problem
 ``JOPT(BO)``                    one θ-solver over the joint space (the splitting's baseline)
 ``Random``                      uniform random search over the joint space
-``FLASH(BO)``                    FLASH (Zhang et al., KDD 2016): design, EIPS pruning, then the
+``FLASH(BO)``                   FLASH (Zhang et al., KDD 2016): design, EIPS pruning, then the
                                 θ-solver in parentheses on the pruned space
 ``Optuna(TPE)``                 Optuna's TPE sampler, define-by-run conditional space
 ``FLAML(BlendSearch)``          FLAML's BlendSearch (``FLAML(CFO)``: CFO alone)

@@ -3,6 +3,8 @@ KDD 2016), plugged into ADMM as a block solver."""
 
 from __future__ import annotations
 
+from typing import Callable, Sequence
+
 import numpy as np
 
 from ...records import Observation, Suggestion
@@ -23,6 +25,22 @@ def usable(obs: Observation) -> bool:
     """Whether an evaluation enters FLASH's models: a full-data result that the end of the time
     budget did not cut short, and not a cache hit (which repeats an earlier evaluation)."""
     return obs.fidelity >= 1.0 and not obs.budget_stop and not obs.cached
+
+
+def fit_models(
+    pairs: Sequence[tuple[tuple[int, ...], Observation]],
+    value: Callable[[tuple[int, ...], Observation], float],
+    n_choices: Sequence[int], *, alpha: float, transform: str,
+) -> F.PathModels:
+    """Both of FLASH's ridge models on ``(z, observation)`` pairs (the :func:`usable` ones, of
+    which there must be at least one): ``value(z, observation)`` is the performance target,
+    :func:`observation_seconds` the cost."""
+    data = [(tuple(int(j) for j in z), obs) for z, obs in pairs if usable(obs)]
+    return F.fit_path_models(
+        np.array([z for z, _ in data]), np.array([value(z, obs) for z, obs in data], dtype=float),
+        np.array([observation_seconds(obs) for _, obs in data]), n_choices, alpha=alpha,
+        transform=transform,
+    )
 
 
 @Z_SOLVERS.register("flash")
@@ -136,11 +154,7 @@ class FlashZSolver(BaseZSolver):
             design = F.greedy_d_optimal_design(F.encode_paths(free, n_choices), 1, self.rng_,
                                                observed=observed)
             return tuple(int(j) for j in free[design.indices[0]]), None
-        models = F.fit_path_models(
-            np.array([z for z, _ in data]),
-            np.array([self.problem_.augment(z, obs) for z, obs in data], dtype=float),
-            np.array([observation_seconds(obs) for _, obs in data]),
-            n_choices, alpha=self.ridge_alpha_, transform=self.cost_transform_,
-        )
+        models = fit_models(data, self.problem_.augment, n_choices, alpha=self.ridge_alpha_,
+                            transform=self.cost_transform_)
         best = F.rank_with_random_ties(models.log_eips(free, self.xi_), self.rng_)[0]
         return tuple(int(j) for j in free[best]), None
