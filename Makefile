@@ -1,5 +1,5 @@
-# One-command set-up: a virtual environment with the package, its test tools and the benchmark's
-# peers (Optuna, FLAML) and plotting.
+# One-command set-up: a virtual environment with the package, its test tools, the benchmark's
+# peers (Optuna, FLAML), plotting and Dask (the Dask executor's tests run on a loopback cluster).
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
@@ -14,7 +14,7 @@ DATA_DIR ?= ../shared/data
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,experiments]'
+	$(BIN)/python -m pip install --quiet -e '.[test,experiments,dask]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -37,6 +37,7 @@ smoke: $(STAMP)
 	$(BIN)/python experiments/theta_solvers.py --seeds 1 --budget 8 --real-budget 4 \
 		--methods bo,skopt,rbfopt,random --problems branin,hartmann6
 	$(BIN)/python experiments/flash.py --smoke --data-dir $(DATA_DIR)
+	tmp=$$(mktemp -d) && $(BIN)/python experiments/dask_throughput.py --smoke --out $$tmp && rm -rf $$tmp
 	@if [ -d "$(DATA_DIR)" ]; then \
 		tmp=$$(mktemp -d) && \
 		$(BIN)/python experiments/algorithm_selection.py --smoke --data-dir $(DATA_DIR) --out $$tmp/as && \

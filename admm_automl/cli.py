@@ -49,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--inner-iter-max", type=int, help="cap of the adaptive schedule")
     fit.add_argument("--cv", type=int, help="k-fold cross-validation instead of a holdout split")
     fit.add_argument("--n-jobs", type=int, help="worker processes")
+    fit.add_argument("--executor", choices=["auto", "serial", "process", "dask"],
+                     help="where trials run (dask: on --dask-address, else a local Dask cluster "
+                     "of --n-jobs workers)")
+    fit.add_argument("--dask-address", help="a Dask scheduler address, e.g. tcp://10.0.0.5:8786")
     fit.add_argument(
         "--constraint", action="append", metavar="EXPR",
         help="a black-box constraint such as 'latency <= 2e-5' or 'fpr <= 0.1' (repeatable)",
@@ -85,6 +89,8 @@ def _fit(args: argparse.Namespace) -> int:
         "inner_iter_max": args.inner_iter_max,
         "cv": args.cv,
         "n_jobs": args.n_jobs,
+        "executor": args.executor,
+        "dask_address": args.dask_address,
         "constraints": args.constraint,
         "constraint_mode": args.constraint_mode,
         "output_dir": args.output,

@@ -52,8 +52,9 @@ _RULES = {
     "penalty_weight": [v.POSITIVE_NUMBER],
     "cv": [v.int_at_least(2), v.NONE],
     "validation_size": [v.FRACTION],
-    "executor": [v.options("auto", "serial", "process")],
+    "executor": [v.options("auto", "serial", "process", "dask")],
     "n_jobs": [v.int_at_least(1)],
+    "dask_address": [v.TEXT, v.NONE],
     "trial_timeout": [v.POSITIVE_NUMBER, v.NONE],
     "memory_limit": [v.int_at_least(1), v.NONE],
     "output_dir": [v.PATH, v.NONE],
@@ -174,15 +175,24 @@ class ADMM(BaseEstimator):
         k-fold cross-validation; None: one holdout split of ``validation_size`` (stratified for
         classification), fixed for the run.
     validation_size : float, default=0.2
-    executor : {"auto", "serial", "process"}, default="auto"
+    executor : {"auto", "serial", "process", "dask"}, default="auto"
         Worker processes (which a timeout or memory limit can stop) or this process; ``"auto"``
         uses workers when ``trial_timeout``, ``time_budget``, ``memory_limit`` or ``n_jobs > 1``
-        needs them.
+        needs them. ``"dask"`` runs the trials on a Dask cluster (``pip install
+        'admm-automl[dask]'``): the one at ``dask_address``, else the current Dask client (a
+        ``distributed.Client`` created before ``fit``), else a local cluster of ``n_jobs`` worker
+        processes on 127.0.0.1, started and closed by ``fit``. Timeouts, memory limit and failure
+        capture are those of the process pool; a trial whose Dask worker dies is run again
+        elsewhere (up to Dask's ``allowed-failures``), then recorded as failed.
     n_jobs : int, default=1
+        Trials run at once (worker processes, or the workers of a local Dask cluster). On a Dask
+        cluster given by address or client, as many as its workers have threads.
+    dask_address : str, optional
+        Address of a Dask scheduler, e.g. ``"tcp://10.0.0.5:8786"`` (needs ``executor="dask"``).
     trial_timeout : float, optional
         Seconds one evaluation may take (status ``timeout``).
     memory_limit : int, optional
-        Address-space limit per worker in MiB (status ``memout``).
+        Address-space limit per worker process in MiB (status ``memout``).
     output_dir : str or path, optional
         Where ``journal.jsonl`` is appended, one record per evaluation as it happens.
     resume : bool, default=True
@@ -228,9 +238,9 @@ class ADMM(BaseEstimator):
         inner_iter_step: int = 16, inner_iter_max: int = 128, constraints: Any = None,
         constraint_mode: str = "auto", penalty_weight: float = 1.0, scoring: Any = None,
         cv: int | None = None, validation_size: float = 0.2, executor: str = "auto",
-        n_jobs: int = 1, trial_timeout: float | None = None, memory_limit: int | None = None,
-        output_dir: Any = None, resume: bool = True, random_state: Any = None, verbose: int = 0,
-        task: str = "auto",
+        n_jobs: int = 1, dask_address: str | None = None, trial_timeout: float | None = None,
+        memory_limit: int | None = None, output_dir: Any = None, resume: bool = True,
+        random_state: Any = None, verbose: int = 0, task: str = "auto",
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver
@@ -250,6 +260,7 @@ class ADMM(BaseEstimator):
         self.validation_size = validation_size
         self.executor = executor
         self.n_jobs = n_jobs
+        self.dask_address = dask_address
         self.trial_timeout = trial_timeout
         self.memory_limit = memory_limit
         self.output_dir = output_dir

@@ -31,7 +31,7 @@ class PipelineObjective:
     ----------
     ctx : TrialContext
         Data, splits, space and metric.
-    executor : SerialExecutor or ProcessExecutor
+    executor : SerialExecutor, ProcessExecutor or DaskExecutor
         Where trials run (started here).
     journal : Journal
         Receives one record per new evaluation before the observation is returned; the records

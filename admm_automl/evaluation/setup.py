@@ -6,6 +6,7 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
 * :func:`prepare_task` — the :class:`~admm_automl.evaluation.TrialContext` of a run (splits,
   metric, preprocessing, constraints bound to the data) and the loss of a failed pipeline.
 * :func:`run_header` — what the recorded losses depend on (the journal guards resume with it).
+* :func:`search_executor` — where the trials run (serial, process pool or Dask).
 * :func:`open_objective` — executor + journal + cached objective.
 * :func:`method_spec`, :func:`make_optimizer` — ``"admm"``, ``"jopt"``, ``"select"`` or
   ``"flash"`` with their own arguments.
@@ -25,6 +26,7 @@ import numpy as np
 from .._recorder import Result, Schedule
 from ..exceptions import DataError, InvalidParameterError
 from ..journal import Journal
+from .dask_executor import DaskExecutor
 from .data import fingerprint, make_preprocessor
 from .executors import make_executor, refuse_nested_search
 from .metrics import Metric, get_metric
@@ -262,6 +264,7 @@ class SearchSettings:
     validation_size: float = 0.2
     executor: str = "auto"
     n_jobs: int = 1
+    dask_address: str | None = None
     trial_timeout: float | None = None
     memory_limit: int | None = None
     output_dir: Any = None
@@ -285,6 +288,23 @@ class SearchOutcome:
     rho: float
 
 
+def search_executor(s: SearchSettings) -> Any:
+    """The executor of the settings: :func:`~.executors.make_executor`'s, or a
+    :class:`~.dask_executor.DaskExecutor` for ``executor="dask"`` (on ``dask_address``, else the
+    current Dask client, else a local cluster of ``n_jobs`` workers)."""
+    if s.executor == "dask":
+        return DaskExecutor(address=s.dask_address, n_workers=s.n_jobs,
+                            memory_limit_mb=s.memory_limit)
+    if s.dask_address is not None:
+        raise InvalidParameterError(
+            f"dask_address={s.dask_address!r} needs executor='dask', got executor={s.executor!r}"
+        )
+    return make_executor(
+        s.executor, n_jobs=s.n_jobs, memory_limit_mb=s.memory_limit,
+        needs_isolation=s.trial_timeout is not None or s.time_budget is not None,
+    )
+
+
 #: with neither max_evals nor time_budget, this many evaluations
 DEFAULT_MAX_EVALS = 100
 
@@ -303,10 +323,7 @@ def run_search(
         validation_size=s.validation_size, split_seed=seeds.splits, model_seed=seeds.models,
         constraints=s.constraints, sensitive_features=sensitive_features,
     )
-    executor = make_executor(
-        s.executor, n_jobs=s.n_jobs, memory_limit_mb=s.memory_limit,
-        needs_isolation=s.trial_timeout is not None or s.time_budget is not None,
-    )
+    executor = search_executor(s)
     if s.trial_timeout is not None and not executor.enforces_timeout:
         raise InvalidParameterError(
             "trial_timeout needs worker processes to stop a runaway fit: use executor='process' "
@@ -329,7 +346,7 @@ def run_search(
             constraints=prepared.constraints, constraint_mode=s.constraint_mode,
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
             max_evals=max_evals, time_budget=s.time_budget, seed=seeds.solvers,
-            batch_size=s.n_jobs, start_time=start_time,
+            batch_size=getattr(executor, "n_workers", 1), start_time=start_time,
         )
         result = optimizer.run()
     finally:
