@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast smoke clean
+.PHONY: install demo test test-fast smoke chromium clean
 
 # The shared benchmark data (read in place, never copied); the smoke runs fall back to
 # scikit-learn's bundled data or skip the scripts that need it when it is missing.
@@ -14,7 +14,7 @@ DATA_DIR ?= ../shared/data
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,experiments,dask]'
+	$(BIN)/python -m pip install --quiet -e '.[test,report,experiments,dask]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -45,6 +45,11 @@ smoke: $(STAMP)
 		$(BIN)/python experiments/blendsearch.py --smoke --data-dir $(DATA_DIR) && \
 		rm -rf $$tmp; \
 	else echo "smoke: $(DATA_DIR) not found: algorithm_selection.py and constraints.py skipped"; fi
+
+# Debian's headless Chromium, for the screenshot test of the HTML run report (skipped without it).
+# Needs root (or sudo).
+chromium:
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

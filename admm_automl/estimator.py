@@ -8,10 +8,7 @@ scikit-learn knows the estimator type before ``fit``. The search itself is set u
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import time
-import warnings
 from typing import Any
 
 import numpy as np
@@ -27,18 +24,20 @@ from sklearn.utils.validation import (
 )
 
 from . import _validation as v
+from . import plots
 from ._recorder import Schedule
 from .constraints import make_constraints
 from .evaluation import get_metric
 from .evaluation.data import as_frame_if_mixed, check_no_inf
 from .evaluation.setup import METHODS, SearchSettings, method_spec, run_search
 from .exceptions import DataError, InvalidParameterError
-from .results import fitted_attributes
+from .progress import watching
+from .report import write_report
+from .results import fitted_attributes, refit
+from .rundir import as_method, write_run
 from .solvers import THETA_SOLVERS, Z_SOLVERS
 from .space import load_space
 from .space.space import import_class
-
-logger = logging.getLogger("admm_automl")
 
 _RULES = {
     "method": [v.options(*METHODS), v.MAPPING],
@@ -61,26 +60,9 @@ _RULES = {
     "resume": [v.BOOL],
     "random_state": [v.SEED],
     "verbose": [v.int_at_least(0)],
+    "progress": [v.BOOL, v.NONE],
     "task": [v.options("auto", "classification", "regression")],
 }
-
-
-@contextlib.contextmanager
-def _verbosity(verbose: int):
-    """Log to stderr during ``fit``: iterations at ``verbose=1``, every evaluation at 2."""
-    if not verbose:
-        yield
-        return
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("[admm-automl] %(message)s"))
-    old = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old)
 
 
 def _pipeline_has(attr: str):
@@ -194,7 +176,10 @@ class ADMM(BaseEstimator):
     memory_limit : int, optional
         Address-space limit per worker process in MiB (status ``memout``).
     output_dir : str or path, optional
-        Where ``journal.jsonl`` is appended, one record per evaluation as it happens.
+        The run directory: ``journal.jsonl`` is appended, one record per evaluation as it
+        happens; at the end of ``fit`` the trace, the summary, the configuration and the
+        refitted pipeline are written beside it (:mod:`admm_automl.rundir`), which
+        ``admm-automl report DIR`` reads.
     resume : bool, default=True
         A journal in ``output_dir`` from the same data, task, metric, splits, seed and space is
         resumed: its evaluations are replayed, not repeated. One from another run is refused with
@@ -204,7 +189,11 @@ class ADMM(BaseEstimator):
         Seeds the splits, the solvers and the pipelines' ``random_state``. Same seed, evaluation
         budget and serial executor give the same history.
     verbose : int, default=0
-        1 logs every iteration, 2 every evaluation.
+        1 shows a live progress display (in a terminal or a notebook) and logs every iteration
+        to standard error; 2 also logs every evaluation.
+    progress : bool, optional
+        The progress display: None follows ``verbose``; True shows it even when standard error
+        is not a terminal; False never shows it (:mod:`admm_automl.progress`).
     task : {"auto", "classification", "regression"}, default="auto"
 
     Attributes
@@ -223,6 +212,8 @@ class ADMM(BaseEstimator):
         One row per iteration: best loss, evaluations, time; for ADMM ρ, ‖θ̃d − δ‖, ‖λ‖, u, μ.
     feasible_ : bool
         Whether ``best_pipeline_`` met every constraint on the validation data.
+    constraint_mode_ : str
+        How the search treated the constraints (``"auto"`` resolved).
     constraints_ : list of BaseConstraint
         The parsed constraints, bound to the training data.
     best_eval_id_, n_evals_, n_failed_, stop_reason_, task_, metric_, classes_, n_features_in_,
@@ -240,7 +231,8 @@ class ADMM(BaseEstimator):
         cv: int | None = None, validation_size: float = 0.2, executor: str = "auto",
         n_jobs: int = 1, dask_address: str | None = None, trial_timeout: float | None = None,
         memory_limit: int | None = None, output_dir: Any = None, resume: bool = True,
-        random_state: Any = None, verbose: int = 0, task: str = "auto",
+        random_state: Any = None, verbose: int = 0, progress: bool | None = None,
+        task: str = "auto",
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver
@@ -267,6 +259,7 @@ class ADMM(BaseEstimator):
         self.resume = resume
         self.random_state = random_state
         self.verbose = verbose
+        self.progress = progress
         self.task = task
 
     def _validate_params(self) -> None:
@@ -300,28 +293,20 @@ class ADMM(BaseEstimator):
                             f"{len(y)}")
         if task == "classification":
             self.classes_ = np.unique(y)
-        with _verbosity(self.verbose):
+        metric = get_metric(self.scoring, task, target_type)
+        with watching(self.verbose, self.progress, (metric.name, metric.offset)) as listeners:
             space = load_space(self.search_space).for_task(task)
             outcome = run_search(X, y, SearchSettings.from_params(self.get_params(deep=False)),
                                  space=space, task=task, target_type=target_type,
-                                 sensitive_features=sensitive_features, start_time=start)
-            for name, value in fitted_attributes(outcome, space).items():
-                setattr(self, name, value)
-            self.best_pipeline_, self.refit_time_ = self._refit(space, outcome, X, y)
+                                 sensitive_features=sensitive_features, start_time=start,
+                                 listeners=listeners)
+        for name, value in fitted_attributes(outcome, space).items():
+            setattr(self, name, value)
+        self.best_pipeline_, self.refit_time_ = refit(space, outcome.task.context, self.best_z_,
+                                                      self.best_theta_, X, y)
+        if self.output_dir is not None:
+            write_run(self, self.output_dir)
         return self
-
-    def _refit(self, space: Any, outcome: Any, X: Any, y: np.ndarray) -> tuple[Any, float]:
-        from sklearn.base import clone
-
-        ctx = outcome.task.context
-        pipeline = space.to_pipeline(self.best_z_, self.best_theta_,
-                                     preprocessor=clone(ctx.preprocessor),
-                                     random_state=ctx.random_state)
-        start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pipeline.fit(X, y)
-        return pipeline, time.perf_counter() - start
 
     # ------------------------------------------------------------------ prediction
     def _check_X(self, X: Any, reset: bool = False) -> Any:
@@ -374,6 +359,14 @@ class ADMM(BaseEstimator):
         metric = get_metric(self.scoring, self.task_, target)
         scorer = metric.make_scorer(getattr(self, "classes_", None))
         return float(metric.offset - metric.loss(scorer, self.best_pipeline_, X, y))
+
+    # ------------------------------------------------------------------ report and figures
+    report = as_method(write_report)
+    plot_convergence = as_method(plots.plot_convergence)
+    plot_algorithms = as_method(plots.plot_algorithms)
+    plot_constraints = as_method(plots.plot_constraints)
+    plot_multipliers = as_method(plots.plot_multipliers)
+    plot_residuals = as_method(plots.plot_residuals)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

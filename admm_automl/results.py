@@ -3,6 +3,7 @@ and the other fitted attributes, built from the journal records and the optimise
 
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Any, Iterable, Sequence
 
@@ -140,6 +141,7 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "task_": outcome.task.kind,
         "metric_": metric.name,
         "constraints_": outcome.task.constraints,
+        "constraint_mode_": constraints.mode,
         "feasible_": feasible,
         "best_eval_id_": obs.eval_id,
         "best_z_": z,
@@ -148,3 +150,18 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "best_loss_": obs.loss,
         "best_score_": metric.offset - obs.loss,
     }
+
+
+def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
+          y: Any) -> tuple[Any, float]:
+    """The pipeline of ``(z, θ)`` fitted on all of (X, y) with the run's preprocessing and model
+    seed (its warnings silenced: the search reported them), and the seconds it took."""
+    from sklearn.base import clone
+
+    pipeline = space.to_pipeline(z, theta, preprocessor=clone(context.preprocessor),
+                                 random_state=context.random_state)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipeline.fit(X, y)
+    return pipeline, time.perf_counter() - start

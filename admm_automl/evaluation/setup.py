@@ -6,7 +6,6 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
 * :func:`prepare_task` — the :class:`~admm_automl.evaluation.TrialContext` of a run (splits,
   metric, preprocessing, constraints bound to the data) and the loss of a failed pipeline.
 * :func:`run_header` — what the recorded losses depend on (the journal guards resume with it).
-* :func:`search_executor` — where the trials run (serial, process pool or Dask).
 * :func:`open_objective` — executor + journal + cached objective.
 * :func:`method_spec`, :func:`make_optimizer` — ``"admm"``, ``"jopt"``, ``"select"`` or
   ``"flash"`` with their own arguments.
@@ -26,7 +25,6 @@ import numpy as np
 from .._recorder import Result, Schedule
 from ..exceptions import DataError, InvalidParameterError
 from ..journal import Journal
-from .dask_executor import DaskExecutor
 from .data import fingerprint, make_preprocessor
 from .executors import make_executor, refuse_nested_search
 from .metrics import Metric, get_metric
@@ -34,14 +32,19 @@ from .objective import PipelineObjective
 from .splits import make_splits
 from .worker import TrialContext, take_rows
 
-#: the search methods of the estimator (``method=``), with a one-line summary each
+#: the search methods of the estimator (``method=``)
+METHODS = ("admm", "jopt", "select", "flash")
+#: one line per method for ``admm-automl list`` (a method added to METHODS adds its line here)
 METHOD_SUMMARIES = {
-    "admm": "the ADMM split of Liu et al. (AAAI 2020): θ-steps, δ-steps and z-steps",
-    "jopt": "one θ-solver over the joint space of choices and hyperparameters (JOPT)",
-    "select": "the z-solver alone, every hyperparameter at its default",
-    "flash": "FLASH (Zhang et al., KDD 2016): D-optimal design, EIPS pruning, θ-solver on G'",
+    "admm": "the ADMM split (Liu et al., AAAI 2020): the θ-solver tunes the chosen algorithms' "
+    "hyperparameters, the z-solver chooses the algorithms",
+    "jopt": "one θ-solver over the joint space of every choice and hyperparameter (the JOPT "
+    "baseline of Liu et al., 2020)",
+    "select": "algorithm selection alone by the z-solver, every hyperparameter at its default "
+    "(Kishimoto et al., 2021)",
+    "flash": "FLASH (Zhang et al., KDD 2016): a D-optimal design of pipelines, EIPS pruning to the "
+    "algorithms of the best paths, then the θ-solver on the pruned space",
 }
-METHODS = tuple(METHOD_SUMMARIES)
 
 
 @dataclass(frozen=True)
@@ -288,32 +291,17 @@ class SearchOutcome:
     rho: float
 
 
-def search_executor(s: SearchSettings) -> Any:
-    """The executor of the settings: :func:`~.executors.make_executor`'s, or a
-    :class:`~.dask_executor.DaskExecutor` for ``executor="dask"`` (on ``dask_address``, else the
-    current Dask client, else a local cluster of ``n_jobs`` workers)."""
-    if s.executor == "dask":
-        return DaskExecutor(address=s.dask_address, n_workers=s.n_jobs,
-                            memory_limit_mb=s.memory_limit)
-    if s.dask_address is not None:
-        raise InvalidParameterError(
-            f"dask_address={s.dask_address!r} needs executor='dask', got executor={s.executor!r}"
-        )
-    return make_executor(
-        s.executor, n_jobs=s.n_jobs, memory_limit_mb=s.memory_limit,
-        needs_isolation=s.trial_timeout is not None or s.time_budget is not None,
-    )
-
-
 #: with neither max_evals nor time_budget, this many evaluations
 DEFAULT_MAX_EVALS = 100
 
 
 def run_search(
     X: Any, y: np.ndarray, settings: SearchSettings, *, space: Any, task: str, target_type: str,
-    sensitive_features: Any = None, start_time: float | None = None,
+    sensitive_features: Any = None, start_time: float | None = None, listeners: Any = (),
 ) -> SearchOutcome:
-    """One search as the estimator runs it (the time budget runs from ``start_time``)."""
+    """One search as the estimator runs it (the time budget runs from ``start_time``;
+    ``listeners`` are the run's :class:`~admm_automl._recorder.RunListener`, e.g. a progress
+    display)."""
     refuse_nested_search()  # before anything touches the output directory
     start_time = time.monotonic() if start_time is None else start_time
     s = settings
@@ -323,7 +311,11 @@ def run_search(
         validation_size=s.validation_size, split_seed=seeds.splits, model_seed=seeds.models,
         constraints=s.constraints, sensitive_features=sensitive_features,
     )
-    executor = search_executor(s)
+    executor = make_executor(
+        s.executor, n_jobs=s.n_jobs, memory_limit_mb=s.memory_limit,
+        needs_isolation=s.trial_timeout is not None or s.time_budget is not None,
+        dask_address=s.dask_address,
+    )
     if s.trial_timeout is not None and not executor.enforces_timeout:
         raise InvalidParameterError(
             "trial_timeout needs worker processes to stop a runaway fit: use executor='process' "
@@ -347,6 +339,7 @@ def run_search(
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
             max_evals=max_evals, time_budget=s.time_budget, seed=seeds.solvers,
             batch_size=getattr(executor, "n_workers", 1), start_time=start_time,
+            listeners=tuple(listeners),
         )
         result = optimizer.run()
     finally:
