@@ -239,6 +239,8 @@ class Recorder:
         self.budget = budget
         self.constraints = constraints
         self.evaluated: list[Evaluated] = []
+        #: every new evaluation as ``(z, observation)``, oldest first (see :meth:`observations`)
+        self.fresh: list[tuple[tuple[int, ...], Observation]] = []
         self.incumbent: Evaluated | None = None
         self.listeners = tuple(listeners)
         self.n_evals = 0
@@ -275,6 +277,7 @@ class Recorder:
             items.append(item)
             if not obs.cached:
                 self.n_evals += 1
+                self.fresh.append((z, obs))
                 self.n_failed += not obs.ok
                 if obs.duration > 0:
                     self.fastest = min(self.fastest or obs.duration, obs.duration)
@@ -290,6 +293,12 @@ class Recorder:
         if len(observations) < len(points) or any(o.budget_stop for o in observations):
             raise BudgetExhausted("time_budget")
         return observations
+
+    def observations(self) -> list[tuple[tuple[int, ...], Observation]]:
+        """Every new evaluation of the run so far as ``(z, observation)``, oldest first, whatever
+        its phase, θ or fidelity (cache hits left out: they repeat an earlier one). The list grows
+        in place; read it, do not change it."""
+        return self.fresh
 
     def pipeline(self, z: Sequence[int]) -> str:
         """The names of the algorithms chosen by ``z``, ``"scaler -> ... -> estimator"``."""

@@ -29,7 +29,8 @@ from ._recorder import Schedule
 from .constraints import make_constraints
 from .evaluation import get_metric
 from .evaluation.data import as_frame_if_mixed, check_no_inf
-from .evaluation.setup import METHODS, SearchSettings, check_training_length, run_search
+from .evaluation.setup import (METHODS, SearchSettings, check_training_length, method_spec,
+                                run_search)
 from .exceptions import DataError, InvalidParameterError
 from .progress import watching
 from .report import write_report
@@ -40,7 +41,7 @@ from .space import load_space
 from .space.space import import_class
 
 _RULES = {
-    "method": [v.options(*METHODS)],
+    "method": [v.options(*METHODS), v.MAPPING],
     "max_evals": [v.int_at_least(1), v.NONE],
     "time_budget": [v.POSITIVE_NUMBER, v.NONE],
     "rho": [v.POSITIVE_NUMBER],
@@ -118,9 +119,14 @@ class ADMM(BaseEstimator):
         The θ-step and z-step solvers: a registered name, ``{"name": ..., "params": {...}}`` or an
         instance (``list_theta_solvers()``, ``list_z_solvers()``). With the adaptive schedule the
         defaults are the paper's AdADMM-F16(BO, Ba).
-    method : {"admm", "jopt", "select"}, default="admm"
+    method : {"admm", "jopt", "select", "flash"} or dict, default="admm"
         The ADMM split; ``"jopt"``: one ``theta_solver`` over the joint space of all choices and
-        hyperparameters; ``"select"``: ``z_solver`` with every hyperparameter at its default.
+        hyperparameters; ``"select"``: ``z_solver`` with every hyperparameter at its default;
+        ``"flash"``: FLASH (Zhang et al., KDD 2016) — a D-optimal design of pipelines, EIPS with
+        a linear path model, then ``theta_solver`` on the pruned space
+        (:class:`admm_automl.flash.FlashOptimizer`). Like a solver, a method may be given as
+        ``{"name": "flash", "params": {"top_r": 5, ...}}``; only ``"flash"`` has params of its own
+        (:class:`admm_automl.flash.FlashSettings`).
     max_evals : int, optional
         New pipeline evaluations (cache hits are free; a resumed run's count). With neither
         ``max_evals`` nor ``time_budget``, 100.
@@ -264,9 +270,10 @@ class ADMM(BaseEstimator):
         """Check every parameter, and resolve names, before any work."""
         v.validate_params(type(self).__name__, self.get_params(deep=False), _RULES)
         Schedule(self.inner_iter, self.inner_iter_step, self.inner_iter_max)
-        if self.method != "admm" and self.constraint_mode == "admm":
+        method, _ = method_spec(self.method)
+        if method != "admm" and self.constraint_mode == "admm":
             raise InvalidParameterError(
-                f"method={self.method!r} has no ADMM split, so constraint_mode='admm' does not "
+                f"method={method!r} has no ADMM split, so constraint_mode='admm' does not "
                 "apply: use 'penalty' or 'filter' (or 'auto')"
             )
         make_constraints(self.constraints)

@@ -39,15 +39,17 @@ def _cell(value: Any) -> Any:
 
 
 def records_to_frame(records: Iterable[dict[str, Any]]):
-    """A pandas DataFrame, one row per evaluation; ``config`` and ``constraints`` become
-    ``param:*`` and ``constraint:*`` columns."""
+    """A pandas DataFrame, one row per evaluation; ``config``, ``constraints`` and (when the
+    worker reports it) ``prefix_cache`` become ``param:*``, ``constraint:*`` and ``cache:*``
+    columns."""
     import pandas as pd
 
     rows = []
     for rec in records:
-        row = {k: v for k, v in rec.items() if k not in ("config", "constraints")}
+        row = {k: v for k, v in rec.items() if k not in ("config", "constraints", "prefix_cache")}
         row.update({f"param:{k}": _cell(v) for k, v in rec.get("config", {}).items()})
         row.update({f"constraint:{k}": v for k, v in rec.get("constraints", {}).items()})
+        row.update({f"cache:{k}": v for k, v in rec.get("prefix_cache", {}).items()})
         rows.append(row)
     return pd.DataFrame(rows)
 

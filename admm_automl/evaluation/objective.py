@@ -155,6 +155,8 @@ class PipelineObjective:
             record["continued_from"] = result.get("continued_from", 0)
         if result.get("traceback"):
             record["traceback"] = result["traceback"]
+        if result.get("prefix_cache"):  # what the worker's prefix cache saved for this trial
+            record["prefix_cache"] = dict(result["prefix_cache"])
         if stopped:
             record["budget_stop"] = True
         return record

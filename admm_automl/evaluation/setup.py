@@ -7,7 +7,8 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
   metric, preprocessing, constraints bound to the data) and the loss of a failed pipeline.
 * :func:`run_header` — what the recorded losses depend on (the journal guards resume with it).
 * :func:`open_objective` — executor + journal + cached objective.
-* :func:`make_optimizer` — ``"admm"``, ``"jopt"`` or ``"select"`` with their own arguments.
+* :func:`method_spec`, :func:`make_optimizer` — ``"admm"``, ``"jopt"``, ``"select"`` or
+  ``"flash"`` with their own arguments.
 * :func:`run_search` — all of the above for one search, as the estimator runs it.
 """
 
@@ -32,7 +33,7 @@ from .splits import make_splits
 from .worker import TrialContext, take_rows
 
 #: the search methods of the estimator (``method=``)
-METHODS = ("admm", "jopt", "select")
+METHODS = ("admm", "jopt", "select", "flash")
 #: one line per method for ``admm-automl list`` (a method added to METHODS adds its line here)
 METHOD_SUMMARIES = {
     "admm": "the ADMM split (Liu et al., AAAI 2020): the θ-solver tunes the chosen algorithms' "
@@ -41,6 +42,8 @@ METHOD_SUMMARIES = {
     "baseline of Liu et al., 2020)",
     "select": "algorithm selection alone by the z-solver, every hyperparameter at its default "
     "(Kishimoto et al., 2021)",
+    "flash": "FLASH (Zhang et al., KDD 2016): a D-optimal design of pipelines, EIPS pruning to the "
+    "algorithms of the best paths, then the θ-solver on the pruned space",
 }
 
 
@@ -177,6 +180,40 @@ def open_objective(
                              trial_timeout=trial_timeout, start_time=start_time)
 
 
+def method_spec(method: Any) -> tuple[str, dict[str, Any]]:
+    """``(name, params)`` of a method given as a name of :data:`METHODS` or as a mapping
+    ``{"name": ..., "params": {...}}``, like a solver.
+
+    Only ``"flash"`` has parameters of its own (:class:`~admm_automl.flash.FlashSettings`, checked
+    here); the other methods are set by the estimator's parameters (``rho``, ``inner_iter``, ...)
+    and refuse any.
+    """
+    if isinstance(method, Mapping):
+        extra = set(method) - {"name", "params"}
+        if "name" not in method or extra:
+            raise InvalidParameterError(
+                "a method given as a mapping needs the key 'name' and optionally 'params'; got "
+                f"{sorted(method)!r}"
+            )
+        name, params = method["name"], method.get("params") or {}
+        if not isinstance(params, Mapping):
+            raise InvalidParameterError(f"method params must be a mapping, got {params!r}")
+    else:
+        name, params = method, {}
+    if name not in METHODS:
+        raise InvalidParameterError(f"method must be one of {METHODS!r}, got {name!r}")
+    if name == "flash":
+        from ..flash import FlashSettings
+
+        FlashSettings.from_params(params)
+    elif params:
+        raise InvalidParameterError(
+            f"method {name!r} takes no params (got {sorted(params)!r}): its settings are the "
+            "estimator's parameters"
+        )
+    return name, dict(params)
+
+
 def check_training_length(theta_solver: Any, encoding: Any, space_name: str = "") -> None:
     """Refuse a θ-solver that chooses training lengths (``needs_training_length``, ``bapi``) on a
     space where no algorithm declares one."""
@@ -194,23 +231,24 @@ def check_training_length(theta_solver: Any, encoding: Any, space_name: str = ""
 
 
 def make_optimizer(
-    method: str, encoding: Any, engine: Any, *, theta_solver: Any = "bo", z_solver: Any = "cmab",
+    method: Any, encoding: Any, engine: Any, *, theta_solver: Any = "bo", z_solver: Any = "cmab",
     rho: float = 1.0, schedule: Schedule = Schedule(), constraints: Any = (),
     constraint_mode: str = "auto", penalty_weight: float = 1.0, n_train: int | None = None,
     space: Any = None, **common: Any,
 ) -> Any:
-    """The optimiser of ``method`` (:data:`METHODS`). ``theta_solver`` / ``z_solver`` are registry
-    specifications (name, ``{name, params}`` or instance); ``constraint_mode="auto"`` is ``"admm"``
-    for ADMM and ``"penalty"`` for the methods without the split; ``space``, the pipeline space of
-    ``encoding``, lets JOPT's θ-solver search the conditional joint space natively (``cfo``,
-    ``blendsearch``). ``common`` goes to every method:
-    ``max_evals``, ``time_budget``, ``seed``, ``callback``, ``batch_size``, ``start_time``, ..."""
+    """The optimiser of ``method`` (a :func:`method_spec`). ``theta_solver`` / ``z_solver`` are
+    registry specifications (name, ``{name, params}`` or instance); FLASH tunes its pruned space
+    with ``theta_solver``. ``constraint_mode="auto"`` is ``"admm"`` for ADMM and ``"penalty"`` for
+    the methods without the split; ``space``, the pipeline space of ``encoding``, lets JOPT's
+    θ-solver search the conditional joint space natively (``cfo``, ``blendsearch``). ``common``
+    goes to every method: ``max_evals``, ``time_budget``, ``seed``, ``callback``, ``batch_size``,
+    ``start_time``, ..."""
     from ..admm import ADMMOptimizer
     from ..baselines import JointOptimizer, SelectionOptimizer
+    from ..flash import FlashOptimizer
     from ..solvers import THETA_SOLVERS, Z_SOLVERS
 
-    if method not in METHODS:
-        raise InvalidParameterError(f"method must be one of {METHODS!r}, got {method!r}")
+    method, params = method_spec(method)
     common.update(schedule=schedule, constraints=constraints, penalty_weight=penalty_weight,
                   constraint_mode=None if constraint_mode == "auto" else constraint_mode)
     if method != "select":
@@ -221,6 +259,8 @@ def make_optimizer(
         return ADMMOptimizer(encoding, engine, theta, z, rho=rho, n_train=n_train, **common)
     if method == "jopt":
         return JointOptimizer(encoding, engine, theta, space=space, **common)
+    if method == "flash":
+        return FlashOptimizer(encoding, engine, theta, params, **common)
     return SelectionOptimizer(encoding, engine, z, n_train=n_train, **common)
 
 
@@ -228,7 +268,7 @@ def make_optimizer(
 class SearchSettings:
     """The estimator's search parameters (see :class:`admm_automl.ADMM` for their meaning)."""
 
-    method: str = "admm"
+    method: Any = "admm"
     theta_solver: Any = "bo"
     z_solver: Any = "cmab"
     max_evals: int | None = None

@@ -5,12 +5,14 @@
 * :mod:`.problems` — synthetic sub-problems (one with learning curves) and a cached toy black box
   for the optimisers.
 * :mod:`.iterative` — learners that count the iterations they train (imported by class path).
-* :mod:`.estimators` — misbehaving estimators (raising, NaN, sleeping, busy in C, memory hog).
+* :mod:`.estimators` — misbehaving estimators (raising, NaN, sleeping, busy in C, memory hog)
+  and a scaler that counts its fits.
 * :mod:`.spaces` — small pipeline spaces.
 """
 
 from .estimators import (
     BusyClassifier,
+    CountingScaler,
     MemoryHogClassifier,
     NaNClassifier,
     RaisingClassifier,
@@ -37,6 +39,7 @@ __all__ = [
     "Z_CHECKS",
     "BusyClassifier",
     "CallLog",
+    "CountingScaler",
     "FakeClock",
     "MemoryHogClassifier",
     "NaNClassifier",
