@@ -12,7 +12,7 @@ import pytest
 from admm_automl.baselines import JointOptimizer, JointSpace
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.solvers import THETA_SOLVERS
-from admm_automl.testing import wide_space
+from admm_automl.testing import general_theta_solvers, wide_space
 
 SPACE = wide_space()  # 3 x 2 = 6 pipelines
 BIG = wide_space(3, 4)  # 6 x 6 = 36 pipelines
@@ -52,9 +52,7 @@ def test_a_joint_space_over_kept_choices_has_only_their_coordinates():
         JointSpace(ENC, ((0,), ()))
 
 
-@pytest.mark.parametrize("theta_solver", [  # bapi needs a training length (its own tests)
-    n for n in THETA_SOLVERS.names()
-    if not getattr(THETA_SOLVERS.get(n), "needs_training_length", False)])
+@pytest.mark.parametrize("theta_solver", general_theta_solvers())  # bapi: its own tests
 def test_jopt_runs_one_theta_solver_over_the_joint_space(make_engine, make_optimizer,
                                                          theta_solver):
     """Any registered θ-solver drives JOPT: the budget is exact, every evaluation after the initial

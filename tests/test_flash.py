@@ -9,10 +9,9 @@ import pytest
 
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.flash import FlashOptimizer, FlashSettings, sample_prior
-from admm_automl.solvers import THETA_SOLVERS
 from admm_automl.solvers.theta.random import RandomThetaSolver
 from admm_automl.solvers.z import _flash as F
-from admm_automl.testing import wide_space
+from admm_automl.testing import general_theta_solvers, wide_space
 
 BIG = wide_space(3, 4)  # prep {none, p(w), q, p0..p2} x model {a(n, c), b(lr), m0..m3}: 36 paths
 ENC = BIG.encoding
@@ -115,7 +114,7 @@ def test_flash_is_reproducible_and_the_seed_matters(make_engine, make_optimizer)
     assert calls(4) == calls(4) and calls(4) != calls(5)
 
 
-@pytest.mark.parametrize("theta_solver", THETA_SOLVERS.names())
+@pytest.mark.parametrize("theta_solver", general_theta_solvers())  # bapi: its own tests
 def test_any_theta_solver_tunes_the_pruned_space(make_engine, make_optimizer, theta_solver):
     engine = make_engine(BIG)
     result = flash(make_optimizer, engine, {"n_init": 3, "n_prune": 2},

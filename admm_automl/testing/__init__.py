@@ -29,7 +29,13 @@ from .problems import (
     make_theta_problem,
     make_z_problem,
 )
-from .solver_checks import THETA_CHECKS, Z_CHECKS, check_theta_solver, check_z_solver
+from .solver_checks import (
+    THETA_CHECKS,
+    Z_CHECKS,
+    check_theta_solver,
+    check_z_solver,
+    general_theta_solvers,
+)
 from .spaces import SYNTHETIC, synthetic_loss, tiny_space, wide_loss, wide_space
 
 __all__ = [
@@ -48,6 +54,7 @@ __all__ = [
     "ToyEngine",
     "bad_observation",
     "curve_loss",
+    "general_theta_solvers",
     "make_curve_problem",
     "check_theta_solver",
     "check_z_solver",

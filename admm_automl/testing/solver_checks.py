@@ -334,6 +334,16 @@ Z_CHECKS = (
 )
 
 
+def general_theta_solvers() -> list[str]:
+    """Names of the registered θ-solvers that run on any space: all but those that need a
+    training length (``needs_training_length``, such as ``bapi``), which are refused on a space
+    without one."""
+    from ..solvers import THETA_SOLVERS
+
+    return [name for name in THETA_SOLVERS.names()
+            if not getattr(THETA_SOLVERS.get(name), "needs_training_length", False)]
+
+
 def check_theta_solver(make: Make) -> None:
     """Run every θ-solver check on the solvers ``make()`` returns."""
     for check in THETA_CHECKS:

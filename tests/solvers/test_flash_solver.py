@@ -10,10 +10,10 @@ import pytest
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.problem import ZProblem
 from admm_automl.records import Observation, Status
-from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
+from admm_automl.solvers import Z_SOLVERS
 from admm_automl.solvers.z import _flash as F
 from admm_automl.solvers.z.flash import FlashZSolver, observation_seconds
-from admm_automl.testing import make_z_problem, wide_space
+from admm_automl.testing import general_theta_solvers, make_z_problem, wide_space
 
 SIZES = (4, 3)
 
@@ -127,7 +127,7 @@ def test_bad_parameters_get_clear_errors(params, message):
 BIG = wide_space(3, 4)  # 6 x 6 = 36 pipelines
 
 
-@pytest.mark.parametrize("theta_solver", THETA_SOLVERS.names())
+@pytest.mark.parametrize("theta_solver", general_theta_solvers())  # bapi: its own tests
 def test_admm_with_the_flash_z_solver_runs_with_every_theta_solver(make_engine, make_optimizer,
                                                                    theta_solver):
     """``ADMM(z_solver="flash")``: the budget is exact, the z-steps ask distinct paths per θ, and
