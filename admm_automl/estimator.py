@@ -280,7 +280,8 @@ class ADMM(BaseEstimator):
         space = load_space(self.search_space)
         THETA_SOLVERS.create(self.theta_solver)
         if self.method != "select":
-            check_training_length(self.theta_solver, space.encoding, space.name)
+            check_training_length(self.theta_solver, bool(space.iterative_algorithms()),
+                                  space.name)
         Z_SOLVERS.create(self.z_solver)
 
     def fit(self, X: Any, y: Any, *, sensitive_features: Any = None) -> "ADMM":

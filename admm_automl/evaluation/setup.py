@@ -214,13 +214,13 @@ def method_spec(method: Any) -> tuple[str, dict[str, Any]]:
     return name, dict(params)
 
 
-def check_training_length(theta_solver: Any, encoding: Any, space_name: str = "") -> None:
+def check_training_length(theta_solver: Any, has_length: bool, space_name: str = "") -> None:
     """Refuse a θ-solver that chooses training lengths (``needs_training_length``, ``bapi``) on a
-    space where no algorithm declares one."""
+    space where no algorithm declares one (``has_length`` false)."""
     from ..solvers import THETA_SOLVERS
 
     solver = THETA_SOLVERS.create(theta_solver)
-    if getattr(solver, "needs_training_length", False) and not encoding.has_training_length:
+    if getattr(solver, "needs_training_length", False) and not has_length:
         where = f"search space {space_name!r}" if space_name else "the search space"
         raise InvalidParameterError(
             f"theta_solver={solver.name!r} chooses how many iterations to train each learner, but "
@@ -252,7 +252,7 @@ def make_optimizer(
     common.update(schedule=schedule, constraints=constraints, penalty_weight=penalty_weight,
                   constraint_mode=None if constraint_mode == "auto" else constraint_mode)
     if method != "select":
-        check_training_length(theta_solver, encoding)
+        check_training_length(theta_solver, encoding.has_training_length)
     theta = lambda: THETA_SOLVERS.create(theta_solver)  # noqa: E731
     z = lambda: Z_SOLVERS.create(z_solver)  # noqa: E731
     if method == "admm":
