@@ -8,10 +8,7 @@ scikit-learn knows the estimator type before ``fit``. The search itself is set u
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import time
-import warnings
 from typing import Any
 
 import numpy as np
@@ -27,21 +24,23 @@ from sklearn.utils.validation import (
 )
 
 from . import _validation as v
+from . import plots
 from ._recorder import Schedule
 from .constraints import make_constraints
 from .evaluation import get_metric
 from .evaluation.data import as_frame_if_mixed, check_unique_columns, column_kinds, conform
-from .evaluation.setup import METHODS, SearchSettings, run_search
+from .evaluation.setup import METHODS, SearchSettings, method_spec, run_search
 from .exceptions import DataError, InvalidParameterError
-from .results import fitted_attributes
+from .progress import watching
+from .report import write_report
+from .results import fitted_attributes, refit
+from .rundir import as_method, write_run
 from .solvers import THETA_SOLVERS, Z_SOLVERS
 from .space import load_space
 from .space.space import import_class
 
-logger = logging.getLogger("admm_automl")
-
 _RULES = {
-    "method": [v.options(*METHODS)],
+    "method": [v.options(*METHODS), v.MAPPING],
     "max_evals": [v.int_at_least(1), v.NONE],
     "time_budget": [v.POSITIVE_NUMBER, v.NONE],
     "rho": [v.POSITIVE_NUMBER],
@@ -52,34 +51,18 @@ _RULES = {
     "penalty_weight": [v.POSITIVE_NUMBER],
     "cv": [v.int_at_least(2), v.NONE],
     "validation_size": [v.FRACTION],
-    "executor": [v.options("auto", "serial", "process")],
+    "executor": [v.options("auto", "serial", "process", "dask")],
     "n_jobs": [v.int_at_least(1)],
+    "dask_address": [v.TEXT, v.NONE],
     "trial_timeout": [v.POSITIVE_NUMBER, v.NONE],
     "memory_limit": [v.int_at_least(1), v.NONE],
     "output_dir": [v.PATH, v.NONE],
     "resume": [v.BOOL],
     "random_state": [v.SEED],
     "verbose": [v.int_at_least(0)],
+    "progress": [v.BOOL, v.NONE],
     "task": [v.options("auto", "classification", "regression")],
 }
-
-
-@contextlib.contextmanager
-def _verbosity(verbose: int):
-    """Log to stderr during ``fit``: iterations at ``verbose=1``, every evaluation at 2."""
-    if not verbose:
-        yield
-        return
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("[admm-automl] %(message)s"))
-    old = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old)
 
 
 def _pipeline_has(attr: str):
@@ -135,9 +118,14 @@ class ADMM(BaseEstimator):
         The θ-step and z-step solvers: a registered name, ``{"name": ..., "params": {...}}`` or an
         instance (``list_theta_solvers()``, ``list_z_solvers()``). With the adaptive schedule the
         defaults are the paper's AdADMM-F16(BO, Ba).
-    method : {"admm", "jopt", "select"}, default="admm"
+    method : {"admm", "jopt", "select", "flash"} or dict, default="admm"
         The ADMM split; ``"jopt"``: one ``theta_solver`` over the joint space of all choices and
-        hyperparameters; ``"select"``: ``z_solver`` with every hyperparameter at its default.
+        hyperparameters; ``"select"``: ``z_solver`` with every hyperparameter at its default;
+        ``"flash"``: FLASH (Zhang et al., KDD 2016) — a D-optimal design of pipelines, EIPS with
+        a linear path model, then ``theta_solver`` on the pruned space
+        (:class:`admm_automl.flash.FlashOptimizer`). Like a solver, a method may be given as
+        ``{"name": "flash", "params": {"top_r": 5, ...}}``; only ``"flash"`` has params of its own
+        (:class:`admm_automl.flash.FlashSettings`).
     max_evals : int, optional
         New pipeline evaluations (cache hits are free; a resumed run's count). With neither
         ``max_evals`` nor ``time_budget``, 100.
@@ -169,17 +157,29 @@ class ADMM(BaseEstimator):
         k-fold cross-validation; None: one holdout split of ``validation_size`` (stratified for
         classification), fixed for the run.
     validation_size : float, default=0.2
-    executor : {"auto", "serial", "process"}, default="auto"
+    executor : {"auto", "serial", "process", "dask"}, default="auto"
         Worker processes (which a timeout or memory limit can stop) or this process; ``"auto"``
         uses workers when ``trial_timeout``, ``time_budget``, ``memory_limit`` or ``n_jobs > 1``
-        needs them.
+        needs them. ``"dask"`` runs the trials on a Dask cluster (``pip install
+        'admm-automl[dask]'``): the one at ``dask_address``, else the current Dask client (a
+        ``distributed.Client`` created before ``fit``), else a local cluster of ``n_jobs`` worker
+        processes on 127.0.0.1, started and closed by ``fit``. Timeouts, memory limit and failure
+        capture are those of the process pool; a trial whose Dask worker dies is run again
+        elsewhere (up to Dask's ``allowed-failures``), then recorded as failed.
     n_jobs : int, default=1
+        Trials run at once (worker processes, or the workers of a local Dask cluster). On a Dask
+        cluster given by address or client, as many as its workers have threads.
+    dask_address : str, optional
+        Address of a Dask scheduler, e.g. ``"tcp://10.0.0.5:8786"`` (needs ``executor="dask"``).
     trial_timeout : float, optional
         Seconds one evaluation may take (status ``timeout``).
     memory_limit : int, optional
-        Address-space limit per worker in MiB (status ``memout``).
+        Address-space limit per worker process in MiB (status ``memout``).
     output_dir : str or path, optional
-        Where ``journal.jsonl`` is appended, one record per evaluation as it happens.
+        The run directory: ``journal.jsonl`` is appended, one record per evaluation as it
+        happens; at the end of ``fit`` the trace, the summary, the configuration and the
+        refitted pipeline are written beside it (:mod:`admm_automl.rundir`), which
+        ``admm-automl report DIR`` reads.
     resume : bool, default=True
         A journal in ``output_dir`` from the same data, task, metric, splits, seed and space is
         resumed: its evaluations are replayed, not repeated. One from another run is refused with
@@ -189,7 +189,11 @@ class ADMM(BaseEstimator):
         Seeds the splits, the solvers and the pipelines' ``random_state``. Same seed, evaluation
         budget and serial executor give the same history.
     verbose : int, default=0
-        1 logs every iteration, 2 every evaluation.
+        1 shows a live progress display (in a terminal or a notebook) and logs every iteration
+        to standard error; 2 also logs every evaluation.
+    progress : bool, optional
+        The progress display: None follows ``verbose``; True shows it even when standard error
+        is not a terminal; False never shows it (:mod:`admm_automl.progress`).
     task : {"auto", "classification", "regression"}, default="auto"
 
     Attributes
@@ -208,6 +212,8 @@ class ADMM(BaseEstimator):
         One row per iteration: best loss, evaluations, time; for ADMM ρ, ‖θ̃d − δ‖, ‖λ‖, u, μ.
     feasible_ : bool
         Whether ``best_pipeline_`` met every constraint on the validation data.
+    constraint_mode_ : str
+        How the search treated the constraints (``"auto"`` resolved).
     constraints_ : list of BaseConstraint
         The parsed constraints, bound to the training data.
     best_eval_id_, n_evals_, n_failed_, stop_reason_, task_, metric_, classes_, n_features_in_,
@@ -223,8 +229,9 @@ class ADMM(BaseEstimator):
         inner_iter_step: int = 16, inner_iter_max: int = 128, constraints: Any = None,
         constraint_mode: str = "auto", penalty_weight: float = 1.0, scoring: Any = None,
         cv: int | None = None, validation_size: float = 0.2, executor: str = "auto",
-        n_jobs: int = 1, trial_timeout: float | None = None, memory_limit: int | None = None,
-        output_dir: Any = None, resume: bool = True, random_state: Any = None, verbose: int = 0,
+        n_jobs: int = 1, dask_address: str | None = None, trial_timeout: float | None = None,
+        memory_limit: int | None = None, output_dir: Any = None, resume: bool = True,
+        random_state: Any = None, verbose: int = 0, progress: bool | None = None,
         task: str = "auto",
     ) -> None:
         self.search_space = search_space
@@ -245,21 +252,24 @@ class ADMM(BaseEstimator):
         self.validation_size = validation_size
         self.executor = executor
         self.n_jobs = n_jobs
+        self.dask_address = dask_address
         self.trial_timeout = trial_timeout
         self.memory_limit = memory_limit
         self.output_dir = output_dir
         self.resume = resume
         self.random_state = random_state
         self.verbose = verbose
+        self.progress = progress
         self.task = task
 
     def _validate_params(self) -> None:
         """Check every parameter, and resolve names, before any work."""
         v.validate_params(type(self).__name__, self.get_params(deep=False), _RULES)
         Schedule(self.inner_iter, self.inner_iter_step, self.inner_iter_max)
-        if self.method != "admm" and self.constraint_mode == "admm":
+        method, _ = method_spec(self.method)
+        if method != "admm" and self.constraint_mode == "admm":
             raise InvalidParameterError(
-                f"method={self.method!r} has no ADMM split, so constraint_mode='admm' does not "
+                f"method={method!r} has no ADMM split, so constraint_mode='admm' does not "
                 "apply: use 'penalty' or 'filter' (or 'auto')"
             )
         make_constraints(self.constraints)
@@ -283,28 +293,20 @@ class ADMM(BaseEstimator):
                             f"{len(y)}")
         if task == "classification":
             self.classes_ = np.unique(y)
-        with _verbosity(self.verbose):
+        metric = get_metric(self.scoring, task, target_type)
+        with watching(self.verbose, self.progress, (metric.name, metric.offset)) as listeners:
             space = load_space(self.search_space).for_task(task)
             outcome = run_search(X, y, SearchSettings.from_params(self.get_params(deep=False)),
                                  space=space, task=task, target_type=target_type,
-                                 sensitive_features=sensitive_features, start_time=start)
-            for name, value in fitted_attributes(outcome, space).items():
-                setattr(self, name, value)
-            self.best_pipeline_, self.refit_time_ = self._refit(space, outcome, X, y)
+                                 sensitive_features=sensitive_features, start_time=start,
+                                 listeners=listeners)
+        for name, value in fitted_attributes(outcome, space).items():
+            setattr(self, name, value)
+        self.best_pipeline_, self.refit_time_ = refit(space, outcome.task.context, self.best_z_,
+                                                      self.best_theta_, X, y)
+        if self.output_dir is not None:
+            write_run(self, self.output_dir)
         return self
-
-    def _refit(self, space: Any, outcome: Any, X: Any, y: np.ndarray) -> tuple[Any, float]:
-        from sklearn.base import clone
-
-        ctx = outcome.task.context
-        pipeline = space.to_pipeline(self.best_z_, self.best_theta_,
-                                     preprocessor=clone(ctx.preprocessor),
-                                     random_state=ctx.random_state)
-        start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pipeline.fit(X, y)
-        return pipeline, time.perf_counter() - start
 
     # ------------------------------------------------------------------ prediction
     def _check_X(self, X: Any, reset: bool = False) -> Any:
@@ -366,6 +368,14 @@ class ADMM(BaseEstimator):
         metric = get_metric(self.scoring, self.task_, target)
         scorer = metric.make_scorer(getattr(self, "classes_", None))
         return float(metric.offset - metric.loss(scorer, self.best_pipeline_, X, y))
+
+    # ------------------------------------------------------------------ report and figures
+    report = as_method(write_report)
+    plot_convergence = as_method(plots.plot_convergence)
+    plot_algorithms = as_method(plots.plot_algorithms)
+    plot_constraints = as_method(plots.plot_constraints)
+    plot_multipliers = as_method(plots.plot_multipliers)
+    plot_residuals = as_method(plots.plot_residuals)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -3,6 +3,7 @@ and the other fitted attributes, built from the journal records and the optimise
 
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Any, Iterable, Sequence
 
@@ -35,15 +36,17 @@ def _cell(value: Any) -> Any:
 
 
 def records_to_frame(records: Iterable[dict[str, Any]]):
-    """A pandas DataFrame, one row per evaluation; ``config`` and ``constraints`` become
-    ``param:*`` and ``constraint:*`` columns."""
+    """A pandas DataFrame, one row per evaluation; ``config``, ``constraints`` and (when the
+    worker reports it) ``prefix_cache`` become ``param:*``, ``constraint:*`` and ``cache:*``
+    columns."""
     import pandas as pd
 
     rows = []
     for rec in records:
-        row = {k: v for k, v in rec.items() if k not in ("config", "constraints")}
+        row = {k: v for k, v in rec.items() if k not in ("config", "constraints", "prefix_cache")}
         row.update({f"param:{k}": _cell(v) for k, v in rec.get("config", {}).items()})
         row.update({f"constraint:{k}": v for k, v in rec.get("constraints", {}).items()})
+        row.update({f"cache:{k}": v for k, v in rec.get("prefix_cache", {}).items()})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -139,6 +142,7 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "task_": outcome.task.kind,
         "metric_": metric.name,
         "constraints_": outcome.task.constraints,
+        "constraint_mode_": constraints.mode,
         "feasible_": feasible,
         "best_eval_id_": obs.eval_id,
         "best_z_": z,
@@ -147,3 +151,18 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "best_loss_": obs.loss,
         "best_score_": metric.offset - obs.loss,
     }
+
+
+def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
+          y: Any) -> tuple[Any, float]:
+    """The pipeline of ``(z, θ)`` fitted on all of (X, y) with the run's preprocessing and model
+    seed (its warnings silenced: the search reported them), and the seconds it took."""
+    from sklearn.base import clone
+
+    pipeline = space.to_pipeline(z, theta, preprocessor=clone(context.preprocessor),
+                                 random_state=context.random_state)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipeline.fit(X, y)
+    return pipeline, time.perf_counter() - start

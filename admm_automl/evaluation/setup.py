@@ -7,7 +7,8 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
   metric, preprocessing, constraints bound to the data) and the loss of a failed pipeline.
 * :func:`run_header` — what the recorded losses depend on (the journal guards resume with it).
 * :func:`open_objective` — executor + journal + cached objective.
-* :func:`make_optimizer` — ``"admm"``, ``"jopt"`` or ``"select"`` with their own arguments.
+* :func:`method_spec`, :func:`make_optimizer` — ``"admm"``, ``"jopt"``, ``"select"`` or
+  ``"flash"`` with their own arguments.
 * :func:`run_search` — all of the above for one search, as the estimator runs it.
 """
 
@@ -34,7 +35,18 @@ from .splits import make_splits
 from .worker import TrialContext, take_rows
 
 #: the search methods of the estimator (``method=``)
-METHODS = ("admm", "jopt", "select")
+METHODS = ("admm", "jopt", "select", "flash")
+#: one line per method for ``admm-automl list`` (a method added to METHODS adds its line here)
+METHOD_SUMMARIES = {
+    "admm": "the ADMM split (Liu et al., AAAI 2020): the θ-solver tunes the chosen algorithms' "
+    "hyperparameters, the z-solver chooses the algorithms",
+    "jopt": "one θ-solver over the joint space of every choice and hyperparameter (the JOPT "
+    "baseline of Liu et al., 2020)",
+    "select": "algorithm selection alone by the z-solver, every hyperparameter at its default "
+    "(Kishimoto et al., 2021)",
+    "flash": "FLASH (Zhang et al., KDD 2016): a D-optimal design of pipelines, EIPS pruning to the "
+    "algorithms of the best paths, then the θ-solver on the pruned space",
+}
 
 
 @dataclass(frozen=True)
@@ -213,24 +225,59 @@ def open_objective(
                              trial_timeout=trial_timeout, start_time=start_time)
 
 
+def method_spec(method: Any) -> tuple[str, dict[str, Any]]:
+    """``(name, params)`` of a method given as a name of :data:`METHODS` or as a mapping
+    ``{"name": ..., "params": {...}}``, like a solver.
+
+    Only ``"flash"`` has parameters of its own (:class:`~admm_automl.flash.FlashSettings`, checked
+    here); the other methods are set by the estimator's parameters (``rho``, ``inner_iter``, ...)
+    and refuse any.
+    """
+    if isinstance(method, Mapping):
+        extra = set(method) - {"name", "params"}
+        if "name" not in method or extra:
+            raise InvalidParameterError(
+                "a method given as a mapping needs the key 'name' and optionally 'params'; got "
+                f"{sorted(method)!r}"
+            )
+        name, params = method["name"], method.get("params") or {}
+        if not isinstance(params, Mapping):
+            raise InvalidParameterError(f"method params must be a mapping, got {params!r}")
+    else:
+        name, params = method, {}
+    if name not in METHODS:
+        raise InvalidParameterError(f"method must be one of {METHODS!r}, got {name!r}")
+    if name == "flash":
+        from ..flash import FlashSettings
+
+        FlashSettings.from_params(params)
+    elif params:
+        raise InvalidParameterError(
+            f"method {name!r} takes no params (got {sorted(params)!r}): its settings are the "
+            "estimator's parameters"
+        )
+    return name, dict(params)
+
+
 def make_optimizer(
-    method: str, encoding: Any, engine: Any, *, theta_solver: Any = "bo", z_solver: Any = "cmab",
+    method: Any, encoding: Any, engine: Any, *, theta_solver: Any = "bo", z_solver: Any = "cmab",
     rho: float = 1.0, schedule: Schedule = Schedule(), constraints: Any = (),
     constraint_mode: str = "auto", penalty_weight: float = 1.0, n_train: int | None = None,
     space: Any = None, **common: Any,
 ) -> Any:
-    """The optimiser of ``method`` (:data:`METHODS`). ``theta_solver`` / ``z_solver`` are registry
-    specifications (name, ``{name, params}`` or instance); ``constraint_mode="auto"`` is ``"admm"``
-    for ADMM and ``"penalty"`` for the methods without the split; ``space``, the pipeline space of
-    ``encoding``, lets JOPT's θ-solver search the conditional joint space natively (``cfo``,
-    ``blendsearch``). ``common`` goes to every method:
-    ``max_evals``, ``time_budget``, ``seed``, ``callback``, ``batch_size``, ``start_time``, ..."""
+    """The optimiser of ``method`` (a :func:`method_spec`). ``theta_solver`` / ``z_solver`` are
+    registry specifications (name, ``{name, params}`` or instance); FLASH tunes its pruned space
+    with ``theta_solver``. ``constraint_mode="auto"`` is ``"admm"`` for ADMM and ``"penalty"`` for
+    the methods without the split; ``space``, the pipeline space of ``encoding``, lets JOPT's
+    θ-solver search the conditional joint space natively (``cfo``, ``blendsearch``). ``common``
+    goes to every method: ``max_evals``, ``time_budget``, ``seed``, ``callback``, ``batch_size``,
+    ``start_time``, ..."""
     from ..admm import ADMMOptimizer
     from ..baselines import JointOptimizer, SelectionOptimizer
+    from ..flash import FlashOptimizer
     from ..solvers import THETA_SOLVERS, Z_SOLVERS
 
-    if method not in METHODS:
-        raise InvalidParameterError(f"method must be one of {METHODS!r}, got {method!r}")
+    method, params = method_spec(method)
     common.update(schedule=schedule, constraints=constraints, penalty_weight=penalty_weight,
                   constraint_mode=None if constraint_mode == "auto" else constraint_mode)
     theta = lambda: THETA_SOLVERS.create(theta_solver)  # noqa: E731
@@ -239,6 +286,8 @@ def make_optimizer(
         return ADMMOptimizer(encoding, engine, theta, z, rho=rho, n_train=n_train, **common)
     if method == "jopt":
         return JointOptimizer(encoding, engine, theta, space=space, **common)
+    if method == "flash":
+        return FlashOptimizer(encoding, engine, theta, params, **common)
     return SelectionOptimizer(encoding, engine, z, n_train=n_train, **common)
 
 
@@ -246,7 +295,7 @@ def make_optimizer(
 class SearchSettings:
     """The estimator's search parameters (see :class:`admm_automl.ADMM` for their meaning)."""
 
-    method: str = "admm"
+    method: Any = "admm"
     theta_solver: Any = "bo"
     z_solver: Any = "cmab"
     max_evals: int | None = None
@@ -263,6 +312,7 @@ class SearchSettings:
     validation_size: float = 0.2
     executor: str = "auto"
     n_jobs: int = 1
+    dask_address: str | None = None
     trial_timeout: float | None = None
     memory_limit: int | None = None
     output_dir: Any = None
@@ -292,9 +342,11 @@ DEFAULT_MAX_EVALS = 100
 
 def run_search(
     X: Any, y: np.ndarray, settings: SearchSettings, *, space: Any, task: str, target_type: str,
-    sensitive_features: Any = None, start_time: float | None = None,
+    sensitive_features: Any = None, start_time: float | None = None, listeners: Any = (),
 ) -> SearchOutcome:
-    """One search as the estimator runs it (the time budget runs from ``start_time``)."""
+    """One search as the estimator runs it (the time budget runs from ``start_time``;
+    ``listeners`` are the run's :class:`~admm_automl._recorder.RunListener`, e.g. a progress
+    display)."""
     refuse_nested_search()  # before anything touches the output directory
     start_time = time.monotonic() if start_time is None else start_time
     s = settings
@@ -307,6 +359,7 @@ def run_search(
     executor = make_executor(
         s.executor, n_jobs=s.n_jobs, memory_limit_mb=s.memory_limit,
         needs_isolation=s.trial_timeout is not None or s.time_budget is not None,
+        dask_address=s.dask_address,
     )
     if s.trial_timeout is not None and not executor.enforces_timeout:
         raise InvalidParameterError(
@@ -330,7 +383,8 @@ def run_search(
             constraints=prepared.constraints, constraint_mode=s.constraint_mode,
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
             max_evals=max_evals, time_budget=s.time_budget, seed=seeds.solvers,
-            batch_size=s.n_jobs, start_time=start_time,
+            batch_size=getattr(executor, "n_workers", 1), start_time=start_time,
+            listeners=tuple(listeners),
         )
         result = optimizer.run()
     finally:
