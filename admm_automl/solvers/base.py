@@ -207,7 +207,7 @@ class BaseThetaSolver(BaseSolver):
     def _n_configurations(self) -> int | None:
         """The product of the grid sizes when every coordinate is discrete (an upper bound when
         some are conditional: inactive coordinates do not change the configuration)."""
-        grids = self.problem_.grids
+        grids = getattr(self.problem_, "grids", ())
         if not grids or len(grids) != self.problem_.dim or any(g is None for g in grids):
             return None
         return int(np.prod([len(g) for g in grids]))
@@ -227,7 +227,7 @@ class BaseZSolver(BaseSolver):
 
     def _n_configurations(self) -> int | None:
         """Every combination of choices, at full fidelity (lower fidelities are more points)."""
-        if self.problem_.fidelity is not None:
+        if getattr(self.problem_, "fidelity", None) is not None:
             return None
         return int(np.prod(self.problem_.n_choices))
 
