@@ -28,7 +28,7 @@ from . import plots
 from ._recorder import Schedule
 from .constraints import make_constraints
 from .evaluation import get_metric
-from .evaluation.data import as_frame_if_mixed, check_no_inf
+from .evaluation.data import as_frame_if_mixed, check_unique_columns, column_kinds, conform
 from .evaluation.setup import (METHODS, SearchSettings, check_training_length, method_spec,
                                 run_search)
 from .exceptions import DataError, InvalidParameterError
@@ -99,8 +99,8 @@ def _check_target(X: Any, y: Any, task: str, owner: str) -> tuple[np.ndarray, st
         check_classification_targets(y)
         classes = np.unique(y)
         if len(classes) < 2:
-            raise DataError(f"y contains a single class ({classes[0]!r}); classification needs "
-                            "at least 2 classes")
+            raise DataError(f"y contains a single class ({classes[:1].tolist()[0]!r}); "
+                            "classification needs at least 2 classes")
         return y, task, "binary" if len(classes) == 2 else "multiclass"
     try:
         return y.astype(float), task, "continuous"
@@ -318,18 +318,27 @@ class ADMM(BaseEstimator):
 
     # ------------------------------------------------------------------ prediction
     def _check_X(self, X: Any, reset: bool = False) -> Any:
-        """Validate X (shape, inf, feature names and count) and keep mixed columns as a frame."""
+        """Validate X (shape, inf, feature names and count, the kind of every column; at
+        predict time against the columns of ``fit``) and keep mixed columns as a frame."""
         if not reset:
             check_is_fitted(self)
         if hasattr(X, "iloc"):
+            if X.ndim != 2:
+                raise DataError("X must be 2-D (rows x columns); for one feature pass "
+                                "X.to_frame() or X.reshape(-1, 1)")
             if X.shape[0] < (2 if reset else 1) or X.shape[1] < 1:
                 raise DataError(f"X has shape {X.shape}; need at least 2 rows and 1 column")
-            check_no_inf(X)
+            check_unique_columns(X)
         else:
             X = check_array(X, dtype=None, ensure_all_finite="allow-nan", input_name="X",
                             ensure_min_samples=2 if reset else 1)
+        if not reset:
+            X = conform(X, self._column_kinds, getattr(self, "feature_names_in_", None))
         validate_data(self, X, skip_check_array=True, reset=reset)
-        return as_frame_if_mixed(X)
+        if reset:
+            X = as_frame_if_mixed(X)
+            self._column_kinds = column_kinds(X)
+        return X
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions of ``best_pipeline_``."""

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ._lagrangian import Constraints, optimal_slack
-from .exceptions import ConstraintViolationWarning, EvaluationFailedWarning
+from .exceptions import ConstraintViolationWarning, EvaluationFailedWarning, SearchError
 from .records import Observation, Status
 
 
@@ -112,7 +112,8 @@ def _best(outcome: Any, space: Any) -> tuple[tuple[int, ...], np.ndarray, Observ
 def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     """The estimator's fitted attributes of a finished search (except the refitted pipeline).
 
-    Raises ``RuntimeError`` when every evaluation failed; warns when some failed and when no
+    Raises :class:`~admm_automl.exceptions.SearchError` when every evaluation failed; warns when
+    some failed and when no
     pipeline met the constraints.
     """
     import pandas as pd
@@ -122,7 +123,7 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     best = _best(outcome, space)
     if best is None or not best[2].ok:
         errors = sorted({str(r.get("error")) for r in records if r.get("status") != "ok"})
-        raise RuntimeError(f"All {len(records)} evaluated pipelines failed, so there is nothing "
+        raise SearchError(f"All {len(records)} evaluated pipelines failed, so there is nothing "
                            f"to refit. Errors: {errors[:5]!r}")
     if outcome.n_failed:
         warnings.warn(f"{outcome.n_failed} of {len(records)} evaluated pipelines failed and were "

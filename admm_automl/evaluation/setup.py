@@ -14,8 +14,10 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
 
 from __future__ import annotations
 
+import math
 import numbers
 import time
+import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
@@ -23,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._recorder import Result, Schedule
-from ..exceptions import DataError, InvalidParameterError
+from ..exceptions import DataError, InvalidParameterError, SearchError, TimeBudgetWarning
 from ..journal import Journal
 from .data import fingerprint, make_preprocessor
 from .executors import make_executor, refuse_nested_search
@@ -93,6 +95,7 @@ def prepare_task(
     from ..constraints import make_constraints
 
     metric = get_metric(scoring, task, target_type)
+    space.check_classes()
     try:
         splits = make_splits(y, classification=task == "classification", cv=cv,
                              validation_size=validation_size, seed=split_seed)
@@ -104,27 +107,66 @@ def prepare_task(
     for constraint in bound:  # errors in the data come here, before any training
         constraint.bind(X, y, groups=sensitive_features, splits=splits, task=task)
     ctx.measures = {c.key: c for c in bound}
-    worst = metric.worst if metric.worst is not None else baseline_loss(ctx, task)
+    baseline = baseline_loss(ctx, task)  # also: can the metric be computed on every split?
+    worst = metric.worst if metric.worst is not None else baseline
     return Task(task, ctx, metric, bound, float(worst), split_seed)
 
 
 def baseline_loss(ctx: TrialContext, task: str) -> float:
-    """The loss of a constant predictor (class prior / mean): the failure loss of a metric with no
-    upper bound, such as RMSE or log-loss."""
-    from sklearn.base import clone
-    from sklearn.dummy import DummyClassifier, DummyRegressor
-    from sklearn.pipeline import make_pipeline
+    """The loss of a constant predictor (class prior / mean), averaged over the validation splits:
+    the failure loss of a metric with no upper bound, such as RMSE or log-loss.
 
-    dummy = DummyClassifier(strategy="prior") if task == "classification" else DummyRegressor()
+    It is also the check that the metric can be computed on every validation split at all: where
+    a constant predictor cannot be scored (AUROC on a split that holds one class, R² on one row),
+    no pipeline can, so :class:`DataError` says which split and why before any search.
+    """
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
     scorer = ctx.metric.make_scorer(ctx.labels)
     losses = []
-    for split in ctx.splits:
-        model = make_pipeline(clone(ctx.preprocessor), dummy).fit(
-            take_rows(ctx.X, split.train), ctx.y[split.train]
-        )
-        losses.append(ctx.metric.loss(scorer, model, take_rows(ctx.X, split.valid),
-                                      ctx.y[split.valid]))
+    for i, split in enumerate(ctx.splits):
+        dummy = DummyClassifier(strategy="prior") if task == "classification" else DummyRegressor()
+        why = "a constant predictor scores NaN"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                dummy.fit(take_rows(ctx.X, split.train), ctx.y[split.train])
+                loss = ctx.metric.loss(scorer, dummy, take_rows(ctx.X, split.valid),
+                                       ctx.y[split.valid])
+        except Exception as err:  # the metric's own reason
+            loss, why = math.nan, f"{type(err).__name__}: {err}"
+        if not math.isfinite(loss):
+            raise DataError(_unscorable(ctx, task, i, why))
+        losses.append(loss)
     return float(np.mean(losses))
+
+
+def _rows(y: np.ndarray) -> str:
+    """``"300 rows: 298 of class 0, 2 of class 1"``."""
+    labels, counts = np.unique(y, return_counts=True)
+    per_class = ", ".join(f"{n} of class {label!r}" for label, n in zip(labels.tolist(), counts))
+    return f"{len(y)} row(s): {per_class}"
+
+
+def _unscorable(ctx: TrialContext, task: str, i: int, why: str) -> str:
+    """Why the metric cannot be computed on validation split ``i``, and what to do."""
+    valid = ctx.y[ctx.splits[i].valid]
+    where = "split" if len(ctx.splits) == 1 else f"fold {i + 1} of {len(ctx.splits)}"
+    if task == "classification":
+        if len(np.unique(valid)) == 1:
+            why = f"it holds {len(valid)} row(s), all of class {valid[:1].tolist()[0]!r}"
+        else:
+            why = f"it holds {_rows(valid)}; {why}"
+        data = f"the data have {_rows(ctx.y)}"
+        advice = ("give more rows of the rare classes, a larger validation_size or cv with fewer "
+                  "folds (so that every class reaches every validation split), or a metric that "
+                  "is defined with one class present, e.g. scoring='accuracy' or 'log_loss'")
+    else:
+        why = f"it holds {len(valid)} row(s); {why}"
+        data = f"the data have {len(ctx.y)} rows"
+        advice = "give more rows, a larger validation_size or cv with fewer folds"
+    return (f"the {ctx.metric.name} metric cannot be computed on the validation {where}: {why} "
+            f"({data}). Every pipeline would fail: {advice}.")
 
 
 def _stable(value: Any) -> Any:
@@ -174,6 +216,9 @@ def open_objective(
 ) -> PipelineObjective:
     """The cached, journaled objective over a task (a :class:`TrialContext` or any object with
     ``space`` and ``run``); the journal is ``output_dir/journal.jsonl`` when a directory is given."""
+    if output_dir is not None and Path(output_dir).exists() and not Path(output_dir).is_dir():
+        raise InvalidParameterError(f"output_dir {str(output_dir)!r} is a file; give a directory "
+                                    "(it is created if it does not exist)")
     path = Path(output_dir) / "journal.jsonl" if output_dir is not None else None
     journal = Journal(path, dict(header or {}), resume=resume)
     return PipelineObjective(task_or_context, executor, journal, worst_loss=worst_loss,
@@ -362,5 +407,41 @@ def run_search(
         result = optimizer.run()
     finally:
         objective.close()
+    if s.time_budget is not None:
+        check_time_budget(s.time_budget, objective.journal.records, executor.name,
+                          time.monotonic() - start_time)
     return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
                          optimizer.constraints, s.rho)
+
+
+def check_time_budget(budget: float, records: list[dict[str, Any]], executor: str,
+                      elapsed: float) -> None:
+    """After a search with a time budget: an error when the budget ended before any evaluation
+    finished (there is nothing to refit, and a larger budget is the remedy); a warning when the
+    search overran it by more than max(1 s, 2 %), which only the serial executor does (it cannot
+    stop a running fit).
+
+    Not evaluating the first pipeline to its end whatever the budget was a choice: a budget is a
+    limit the user can rely on, and one fit may take far longer than the whole budget.
+    """
+    if all(r.get("budget_stop") for r in records):
+        if records:
+            first = records[0]
+            what = (f"the first evaluation ({first['pipeline']}) began "
+                    f"{first['time'] - first['duration']:.3g} s after the start (set-up: data "
+                    "checks, splits, worker start-up) and was stopped after "
+                    f"{first['duration']:.3g} s")
+        else:
+            what = ("the set-up (data checks, splits, worker start-up) took it all "
+                    f"({elapsed:.3g} s)")
+        raise SearchError(
+            f"time_budget={budget:g} s ended before any pipeline evaluation finished: {what}. "
+            "Give a larger time_budget, or max_evals alone (evaluations without a time limit)."
+        )
+    if executor == "serial" and elapsed - budget > max(1.0, 0.02 * budget):
+        warnings.warn(
+            f"the search took {elapsed:.3g} s for time_budget={budget:g} s: executor='serial' "
+            "runs an evaluation that is under way when the budget ends to its end; use "
+            "executor='process' (or 'auto') to have it stopped",
+            TimeBudgetWarning, stacklevel=3,
+        )
