@@ -44,6 +44,7 @@ def options(*values: Any) -> Rule:
 
 
 POSITIVE_NUMBER = Rule(lambda v: _real(v) and v > 0, "a positive number")
+NON_NEGATIVE_NUMBER = Rule(lambda v: _real(v) and v >= 0, "a number >= 0")
 FRACTION = Rule(lambda v: _real(v) and 0 < v < 1, "a number in (0, 1)")
 NONE = Rule(lambda v: v is None, "None")
 BOOL = Rule(lambda v: isinstance(v, (bool, np.bool_)), "a bool")

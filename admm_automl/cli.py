@@ -167,6 +167,10 @@ def _fit(args: argparse.Namespace) -> int:
     for name, step in model.best_pipeline_.steps:
         say(f"  {name}: {step}")
     say(f"Evaluations: {model.n_evals_} ({model.n_failed_} failed), stopped by {model.stop_reason_}")
+    cache = model.prefix_cache_
+    if cache["hits"]:
+        say(f"Prefix cache: {cache['hit_rate']:.0%} of lookups hit, {cache['fits_saved']} step fits "
+            f"and {cache['seconds_saved']:.1f} s saved")
     if getattr(model, "constraints", None):
         verdict = "met" if model.feasible_ else "NOT met (least violating pipeline)"
         say(f"Constraints {verdict}:")

@@ -57,6 +57,7 @@ _RULES = {
     "dask_address": [v.TEXT, v.NONE],
     "trial_timeout": [v.POSITIVE_NUMBER, v.NONE],
     "memory_limit": [v.int_at_least(1), v.NONE],
+    "cache_size": [v.NON_NEGATIVE_NUMBER],
     "output_dir": [v.PATH, v.NONE],
     "resume": [v.BOOL],
     "random_state": [v.SEED],
@@ -176,6 +177,11 @@ class ADMM(BaseEstimator):
         Seconds one evaluation may take (status ``timeout``).
     memory_limit : int, optional
         Address-space limit per worker process in MiB (status ``memout``).
+    cache_size : float, default=256
+        MiB per worker process of fitted pipeline prefixes (preprocessing, scaler, transformer,
+        ...) reused by later pipelines with the same prefix, with identical results (Zhang et al.,
+        KDD 2016); at most a quarter of ``memory_limit``; 0 turns it off. ``prefix_cache_`` and
+        ``history_["cache:*"]`` say what it saved.
     output_dir : str or path, optional
         The run directory: ``journal.jsonl`` is appended, one record per evaluation as it
         happens; at the end of ``fit`` the trace, the summary, the configuration and the
@@ -220,8 +226,8 @@ class ADMM(BaseEstimator):
         How the search treated the constraints (``"auto"`` resolved).
     constraints_ : list of BaseConstraint
         The parsed constraints, bound to the training data.
-    best_eval_id_, n_evals_, n_failed_, stop_reason_, task_, metric_, classes_, n_features_in_,
-    feature_names_in_
+    best_eval_id_, n_evals_, n_failed_, prefix_cache_, stop_reason_, task_, metric_, classes_,
+    n_features_in_, feature_names_in_
     """
 
     _fixed_task: str | None = None
@@ -234,7 +240,8 @@ class ADMM(BaseEstimator):
         constraint_mode: str = "auto", penalty_weight: float = 1.0, scoring: Any = None,
         cv: int | None = None, validation_size: float = 0.2, executor: str = "auto",
         n_jobs: int = 1, dask_address: str | None = None, trial_timeout: float | None = None,
-        memory_limit: int | None = None, output_dir: Any = None, resume: bool = True,
+        memory_limit: int | None = None, cache_size: float = 256.0, output_dir: Any = None,
+        resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
         task: str = "auto",
     ) -> None:
@@ -259,6 +266,7 @@ class ADMM(BaseEstimator):
         self.dask_address = dask_address
         self.trial_timeout = trial_timeout
         self.memory_limit = memory_limit
+        self.cache_size = cache_size
         self.output_dir = output_dir
         self.resume = resume
         self.random_state = random_state

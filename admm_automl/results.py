@@ -54,6 +54,18 @@ def records_to_frame(records: Iterable[dict[str, Any]]):
     return pd.DataFrame(rows)
 
 
+def prefix_cache_totals(records: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """What the workers' pools of fitted prefixes saved over a run: hits, misses, prefix fits
+    avoided, seconds saved, and the hit rate (hits per trial split that looked a prefix up)."""
+    totals = {"hits": 0, "misses": 0, "fits_saved": 0, "seconds_saved": 0.0}
+    for record in records:
+        for key, value in (record.get("prefix_cache") or {}).items():
+            if key in totals:
+                totals[key] += value
+    looked = totals["hits"] + totals["misses"]
+    return {**totals, "hit_rate": totals["hits"] / looked if looked else 0.0}
+
+
 def history_frame(records: Sequence[dict[str, Any]], constraints: Constraints, rho: float):
     """:func:`records_to_frame` plus, with constraints, ``violation`` and ``feasible`` per
     evaluation and (ADMM mode) the optimal slack ``slack:<key>`` under the multipliers ``mu:<key>``
@@ -147,6 +159,7 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "constraints_": outcome.task.constraints,
         "constraint_mode_": constraints.mode,
         "feasible_": feasible,
+        "prefix_cache_": prefix_cache_totals(records),
         "best_eval_id_": obs.eval_id,
         "best_z_": z,
         "best_theta_": theta,

@@ -92,6 +92,7 @@ def run_summary(model: Any) -> dict[str, Any]:
         "stop_reason": model.stop_reason_,
         "search_time": float(trace["time"].iloc[-1]) if len(trace) else None,
         "refit_time": model.refit_time_,
+        "prefix_cache": model.prefix_cache_,
         "constraint_mode": model.constraint_mode_,
         "rho": model.rho,
         "constraints": [{"key": c.key, "sense": c.sense, "threshold": float(c.threshold),

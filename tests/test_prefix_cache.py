@@ -173,3 +173,24 @@ def test_what_a_worker_reports_of_its_cache_reaches_the_journal_and_history():
     assert record["prefix_cache"]["fits_saved"] == 2
     frame = records_to_frame(objective.journal.records)
     assert frame.loc[0, "cache:seconds_saved"] == 0.5 and "prefix_cache" not in frame
+
+
+@pytest.mark.filterwarnings("ignore::admm_automl.exceptions.EvaluationFailedWarning")
+def test_a_search_gives_the_same_history_with_and_without_the_prefix_cache(breast_cancer):
+    """Wired into the engine: the same seed and budget give identical losses with the pool on
+    and off, the pool reports the prefix fits it saved, and history_/prefix_cache_ show it."""
+    from admm_automl import ADMM
+
+    X, y = breast_cancer
+    common = dict(search_space="paper_small", theta_solver="random", z_solver="random",
+                  inner_iter=4, inner_iter_step=0, max_evals=24, random_state=0,
+                  executor="serial")
+    on = ADMM(**common).fit(X, y)
+    off = ADMM(**common, cache_size=0).fit(X, y)
+    assert on.history_["loss"].tolist() == off.history_["loss"].tolist()
+    assert on.history_["pipeline"].tolist() == off.history_["pipeline"].tolist()
+    assert on.prefix_cache_["hits"] > 0 and on.prefix_cache_["fits_saved"] > 0
+    assert on.history_["cache:hits"].sum() == on.prefix_cache_["hits"]
+    assert off.prefix_cache_ == {"hits": 0, "misses": 0, "fits_saved": 0, "seconds_saved": 0.0,
+                                 "hit_rate": 0.0}
+    assert "cache:hits" not in off.history_.columns

@@ -48,6 +48,7 @@ import numpy as np
 from .._recorder import Budget, Schedule
 from ..exceptions import InvalidParameterError
 from ..space import PipelineSpace, load_space
+from ..results import prefix_cache_totals
 from .analysis import is_score
 from .peers import FLAML_SEARCHERS, OPTUNA_SAMPLERS, SMAC_FACADES, run_flaml, run_optuna, run_smac
 
@@ -223,17 +224,6 @@ def data_problem(
     )
 
 
-def cache_totals(records: Any) -> dict[str, float]:
-    """The prefix-cache counters the worker reported, summed over a run's records (zeros while
-    the worker reports none)."""
-    totals = {"hits": 0, "misses": 0, "fits_saved": 0, "seconds_saved": 0.0}
-    for record in records:
-        for key, value in (record.get("prefix_cache") or {}).items():
-            if key in totals:
-                totals[key] += value
-    return totals
-
-
 def run(
     problem: Problem, method: "str | Method", *, seed: int, time_budget: float | None = None,
     max_evals: int | None = None, out_dir: "str | Path | None" = None,
@@ -260,7 +250,10 @@ def run(
             (out / stale).unlink(missing_ok=True)
     start = time.monotonic()  # the budget covers set-up and worker start-up
     executor = ProcessExecutor(n_workers=1, threads=1) if problem.isolate else SerialExecutor()
-    objective = open_objective(problem.make_task(seed), executor=executor,
+    task = problem.make_task(seed)
+    if method.cache_size is not None and hasattr(task, "cache_size"):
+        task = replace(task, cache_size=method.cache_size)
+    objective = open_objective(task, executor=executor,
                                worst_loss=problem.worst_loss, output_dir=out, start_time=start,
                                trial_timeout=trial_timeout)
     journal = objective.journal
@@ -300,7 +293,7 @@ def run(
         "stop_reason": stop_reason,
         "wall_time": time.monotonic() - start,
         "cache_size": method.cache_size,
-        "prefix_cache": cache_totals(journal.records),
+        "prefix_cache": prefix_cache_totals(journal.records),
         "problem_info": problem.info,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
     }

@@ -26,7 +26,7 @@ Choices where the paper is silent, with the reason:
   left out, as in the authors' code, so ``none → pca`` and ``pca`` share an entry), the split
   index, the fidelity (the training rows) and the models' ``random_state`` — randomised
   transformers (random projections, RBF sampler, FastICA) give the same output only with the same
-  seed (the spec's G17).
+  seed.
 * **Capacity and eviction.** The paper gives no size and its code never evicts. The pool holds at
   most ``size_mb`` MiB (default 256 per worker process: a laptop with 8–16 GiB runs a few workers
   and keeps room for the fits themselves), counting the transformed data and the arrays of the

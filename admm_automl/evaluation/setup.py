@@ -30,6 +30,7 @@ from ..journal import Journal
 from .data import fingerprint, make_preprocessor
 from .executors import make_executor, refuse_nested_search
 from .metrics import Metric, get_metric
+from .prefix_cache import DEFAULT_CACHE_MB
 from .objective import PipelineObjective
 from .splits import make_splits
 from .worker import TrialContext, take_rows
@@ -90,6 +91,7 @@ def prepare_task(
     X: Any, y: np.ndarray, *, space: Any, task: str, target_type: str, scoring: Any = None,
     cv: int | None = None, validation_size: float = 0.2, split_seed: int = 0,
     model_seed: int | None = None, constraints: Any = None, sensitive_features: Any = None,
+    cache_size: float = DEFAULT_CACHE_MB,
 ) -> Task:
     """Splits, metric, preprocessing and constraints for pipelines of ``space`` on (X, y)."""
     from ..constraints import make_constraints
@@ -102,7 +104,8 @@ def prepare_task(
     except ValueError as err:
         raise DataError(f"cannot make the validation split(s): {err}") from None
     labels = np.unique(y) if task == "classification" else None
-    ctx = TrialContext(space, X, y, splits, metric, make_preprocessor(X), model_seed, labels=labels)
+    ctx = TrialContext(space, X, y, splits, metric, make_preprocessor(X), model_seed, labels=labels,
+                       cache_size=cache_size)
     bound = make_constraints(constraints)
     for constraint in bound:  # errors in the data come here, before any training
         constraint.bind(X, y, groups=sensitive_features, splits=splits, task=task)
@@ -185,6 +188,12 @@ def _digest(value: Any) -> str:
     import hashlib
 
     return hashlib.sha256(repr(_stable(value)).encode()).hexdigest()[:16]
+
+
+def prefix_cache_size(cache_size: float, memory_limit: int | None) -> float:
+    """The MiB of each worker's pool of fitted prefixes: ``cache_size``, but at most a quarter of a
+    worker's ``memory_limit`` (the pool counts against it, and the fits need the rest)."""
+    return cache_size if memory_limit is None else min(cache_size, memory_limit / 4)
 
 
 def run_header(task: Task, *, cv: int | None, validation_size: float) -> dict[str, Any]:
@@ -333,6 +342,7 @@ class SearchSettings:
     dask_address: str | None = None
     trial_timeout: float | None = None
     memory_limit: int | None = None
+    cache_size: float = DEFAULT_CACHE_MB
     output_dir: Any = None
     resume: bool = True
     random_state: Any = None
@@ -373,6 +383,7 @@ def run_search(
         X, y, space=space, task=task, target_type=target_type, scoring=s.scoring, cv=s.cv,
         validation_size=s.validation_size, split_seed=seeds.splits, model_seed=seeds.models,
         constraints=s.constraints, sensitive_features=sensitive_features,
+        cache_size=prefix_cache_size(s.cache_size, s.memory_limit),
     )
     executor = make_executor(
         s.executor, n_jobs=s.n_jobs, memory_limit_mb=s.memory_limit,

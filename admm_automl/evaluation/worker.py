@@ -28,6 +28,7 @@ import numpy as np
 
 from ..space import PipelineSpace
 from .metrics import Metric
+from .prefix_cache import DEFAULT_CACHE_MB, PrefixCache, fit_pipeline, prefix_keys
 from .splits import Split
 
 
@@ -52,6 +53,21 @@ class TrialContext:
     #: constraints measured on every fitted pipeline: name -> object with
     #: ``measure(pipeline, X_valid, y_valid, valid_rows) -> float``
     measures: dict[str, Any] = field(default_factory=dict)
+    #: MiB of the pool of fitted pipeline prefixes in the process that runs the trials (0: off)
+    cache_size: float = DEFAULT_CACHE_MB
+
+    def prefix_cache(self) -> PrefixCache:
+        """This process's pool of fitted prefixes for this task (made on first use, never
+        pickled: each worker process has its own)."""
+        cache = self.__dict__.get("_prefix_cache")
+        if cache is None:
+            cache = self.__dict__["_prefix_cache"] = PrefixCache(self.cache_size)
+        return cache
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_prefix_cache", None)
+        return state
 
     def run(
         self, z: tuple[int, ...], theta: np.ndarray, fidelity: float, iterations: int | None = None
@@ -73,31 +89,43 @@ class TrialContext:
 def run_trial(
     ctx: TrialContext, z: tuple[int, ...], theta: np.ndarray, fidelity: float
 ) -> dict[str, Any]:
-    """Fit and score one configuration on every split; never raises for a pipeline's fault."""
+    """Fit and score one configuration on every split; never raises for a pipeline's fault.
+
+    The steps before the estimator go through this process's pool of fitted prefixes
+    (:mod:`.prefix_cache`): a pipeline whose prefix was fitted before fits only the rest, with
+    identical results; what the pool saved is reported in ``result["prefix_cache"]``.
+    """
     from sklearn.base import clone
 
     result: dict[str, Any] = {"status": "ok", "error": None, "fit_time": 0.0, "predict_time": 0.0}
     losses: list[float] = []
     measured: dict[str, list[float]] = {name: [] for name in ctx.measures}
+    cache = ctx.prefix_cache()
+    before = cache.stats()
     try:
         scorer = ctx.metric.make_scorer(ctx.labels)
-        for split in ctx.splits:
+        for i, split in enumerate(ctx.splits):
             pipeline = ctx.space.to_pipeline(
                 z,
                 theta,
                 preprocessor=None if ctx.preprocessor is None else clone(ctx.preprocessor),
                 random_state=ctx.random_state,
             )
+            keys = prefix_keys(ctx.space, z, theta, split=i, fidelity=fidelity,
+                               random_state=ctx.random_state,
+                               preprocessor=ctx.preprocessor is not None)
             rows = split.train_rows(fidelity)
             X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 start = time.perf_counter()
-                pipeline.fit(take_rows(ctx.X, rows), ctx.y[rows])
+                fitted = fit_pipeline(pipeline, keys, take_rows(ctx.X, rows), ctx.y[rows],
+                                      X_valid, cache)
+                pipeline = fitted.pipeline
                 result["fit_time"] += time.perf_counter() - start
                 start = time.perf_counter()
-                try:
-                    losses.append(ctx.metric.loss(scorer, pipeline, X_valid, y_valid))
+                try:  # the estimator on the prefix's output: as the pipeline on the raw rows
+                    losses.append(ctx.metric.loss(scorer, pipeline[-1], fitted.valid, y_valid))
                 except ValueError as err:  # scikit-learn's check of its input, worded for a user
                     if "contains NaN" not in str(err) and "contains infinity" not in str(err):
                         raise
@@ -120,6 +148,10 @@ def run_trial(
         )
     result["constraints"] = {k: float(np.mean(v)) for k, v in measured.items() if v}
     result["n_train"] = int(len(ctx.splits[0].train_rows(fidelity))) if ctx.splits else 0
+    if cache.enabled:
+        after = cache.stats()
+        result["prefix_cache"] = {k: after[k] - before[k]
+                                  for k in ("hits", "misses", "fits_saved", "seconds_saved")}
     return result
 
 
