@@ -34,7 +34,7 @@ import numpy as np
 from ._lagrangian import Constraints, optimal_slack, update_multipliers
 from ._recorder import Engine, Result, RunOptions, Schedule
 from .exceptions import InvalidParameterError
-from .problem import ThetaProblem, ZProblem
+from .problem import QuadraticPenalty, ThetaProblem, ZProblem
 from .records import Observation, Suggestion
 from .space.encoding import Encoding
 
@@ -126,6 +126,8 @@ class _ADMMRun:
             lam=np.zeros(int(enc.discrete.sum())), mu=np.zeros(m), u=np.ones(m),
         )
         self.states: list[ADMMState] = []
+        #: evaluated sub-solver suggestions: [by the solvers' own rules, cheap (overhead-aware)]
+        self.proposals = [0, 0]
 
     def run(self) -> Result:
         self._set_mu(self.state.mu)
@@ -166,9 +168,7 @@ class _ADMMRun:
         dpos = self.dpos[active]
         is_d = dpos >= 0
 
-        def penalty(x: np.ndarray) -> float:
-            diff = np.asarray(x, dtype=float)[is_d] - b[dpos[is_d]]
-            return 0.5 * rho * float(diff @ diff)
+        penalty = QuadraticPenalty(rho, is_d, b[dpos[is_d]])
 
         def augment(x: np.ndarray, obs: Observation) -> float:
             return obs.loss + penalty(x) + self.constraints.term(obs, s.mu, rho)
@@ -180,6 +180,7 @@ class _ADMMRun:
                 full[active] = np.clip(np.asarray(sug.config, dtype=float), 0.0, 1.0)
                 points.append((z, full, 1.0 if sug.fidelity is None else sug.fidelity))
             observations = self.recorder.evaluate(points, "theta")
+            self._count(suggestions)
             history = self.theta_history.setdefault(z, [])
             history.extend((np.array(sug.config), obs) for sug, obs in zip(suggestions, observations))
             return observations
@@ -188,7 +189,7 @@ class _ADMMRun:
             dim=len(active), evaluate=evaluate, augment=augment, penalty=penalty,
             discrete=is_d, names=tuple(enc.theta_names[i] for i in active),
             history=list(self.theta_history.get(z, [])), start=theta[active].copy(),
-            batch_size=self.options.batch_size,
+            batch_size=self.options.batch_size, overhead_aware=self.options.cheap_proposals,
         )
         solver = self.config.theta_solver()
         solver.setup(problem, self.theta_rng)
@@ -212,7 +213,9 @@ class _ADMMRun:
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
             points = [(enc.check_z(sug.config), theta, 1.0 if sug.fidelity is None else sug.fidelity)
                       for sug in suggestions]
-            return self.recorder.evaluate(points, "z")
+            observations = self.recorder.evaluate(points, "z")
+            self._count(suggestions)
+            return observations
 
         def augment(zc: tuple[int, ...], obs: Observation) -> float:
             # with θ fixed the coupling penalty does not depend on z
@@ -223,6 +226,7 @@ class _ADMMRun:
             module_names=enc.module_names, choice_names=enc.choice_names,
             history=[(s.z, s.current)] if s.current is not None else [], start=s.z,
             n_train=self.config.n_train, batch_size=self.options.batch_size,
+            overhead_aware=self.options.cheap_proposals,
         )
         if self.z_solver is None:
             self.z_solver = self.config.z_solver()
@@ -240,6 +244,10 @@ class _ADMMRun:
         if len(self.constraints) and self.constraints.mode == "admm" and chosen is not None:
             self._set_mu(update_multipliers(s.mu, self.constraints.g(chosen), s.u, rho))
 
+    def _count(self, suggestions: Sequence[Suggestion]) -> None:
+        for sug in suggestions:
+            self.proposals[bool(sug.cheap)] += 1
+
     def _set_mu(self, mu: np.ndarray) -> None:
         self.state.mu = mu
         self.recorder.tags = {f"mu:{k}": float(m) for k, m in zip(self.constraints.keys, mu)}
@@ -252,6 +260,7 @@ class _ADMMRun:
         row["rho"] = self.rho
         row["primal_residual"] = float(np.linalg.norm(s.theta[enc.discrete] - s.delta))
         row["lambda_norm"] = float(np.linalg.norm(s.lam))
+        row["solver_proposals"], row["cheap_proposals"] = self.proposals
         for key, u_m, mu_m in zip(self.constraints.keys, s.u, s.mu):
             row[f"u:{key}"] = float(u_m)
             row[f"mu:{key}"] = float(mu_m)

@@ -33,7 +33,7 @@ from admm_automl.records import Observation
 
 MODEL_SOLVERS = ["bo", "skopt", "rbfopt"]
 FAST = {
-    "bo": {"n_initial_points": 4, "n_candidates": 256, "n_restarts": 2, "gp_restarts": 0},
+    "bo": {"n_initial_points": 4, "n_candidates": 256, "n_restarts": 2},
     "skopt": {"n_initial_points": 4, "n_points": 1000, "n_restarts_optimizer": 2, "gp_restarts": 0},
     "rbfopt": {},
 }
@@ -258,13 +258,13 @@ def test_bo_penalty_pulls_asks_towards_b():
 def test_bo_models_the_black_box_part_only(monkeypatch):
     """The GP is fitted to augment − penalty (here: the raw loss), not to the augmented value."""
     seen = {}
-    real_fit = _gp.fit_gp
+    real_gp = _gp.MaternGP
 
-    def spy(X, y, **kw):
+    def spy(X, y, *args, **kw):
         seen["X"], seen["y"] = np.array(X), np.array(y)
-        return real_fit(X, y, **kw)
+        return real_gp(X, y, *args, **kw)
 
-    monkeypatch.setattr(_gp, "fit_gp", spy)
+    monkeypatch.setattr(_gp, "MaternGP", spy)
     problem, _, _ = quadratic_problem(rho=10.0, history=spread_history(3, 0.3))
     solver = make("bo")
     solver.setup(problem, np.random.default_rng(0))
@@ -291,7 +291,7 @@ def test_bo_falls_back_to_random_points_with_one_warning(monkeypatch):
     def broken(*args, **kwargs):
         raise np.linalg.LinAlgError("not positive definite")
 
-    monkeypatch.setattr(_gp, "fit_gp", broken)
+    monkeypatch.setattr(_gp, "MaternGP", broken)
     problem, evaluated, _ = quadratic_problem()
     solver = make("bo")
     solver.setup(problem, np.random.default_rng(0))
@@ -317,7 +317,9 @@ def test_bo_with_no_finite_value_asks_random_points():
 
 
 @pytest.mark.parametrize(
-    "params", [{"n_initial_points": -1}, {"xi": -0.1}, {"n_candidates": 2.5}, {"gp_restarts": True}]
+    "params",
+    [{"n_initial_points": -1}, {"xi": -0.1}, {"n_candidates": 2.5}, {"refit_growth": True},
+     {"max_points": 1}],
 )
 def test_bo_bad_parameters(params):
     problem, _, _ = quadratic_problem()

@@ -5,6 +5,7 @@ The numerics live in :mod:`._gp`; this module adapts them to the ask/tell protoc
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -13,7 +14,6 @@ from ...exceptions import InvalidParameterError, SolverFallbackWarning
 from ..base import DUPLICATE_TOL, BaseThetaSolver
 from ..registry import THETA_SOLVERS
 from .. import _gp
-
 
 
 @THETA_SOLVERS.register("bo")
@@ -75,29 +75,38 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
     """
 
     supports_batch = True
+    supports_cheap_proposals = True
 
     def __init__(
         self,
         n_initial_points: int = 10,
         xi: float = 0.0,
-        n_candidates: int = 1024,
+        n_candidates: int | None = None,
         n_restarts: int = 5,
-        gp_restarts: int = 2,
+        refit_growth: float = 0.05,
+        max_points: int = 300,
     ) -> None:
         self.n_initial_points = n_initial_points
         self.xi = xi
         self.n_candidates = n_candidates
         self.n_restarts = n_restarts
-        self.gp_restarts = gp_restarts
+        self.refit_growth = refit_growth
+        self.max_points = max_points
 
     # ------------------------------------------------------------------ setup
     def _validate(self) -> None:
-        for name in ("n_initial_points", "n_candidates", "n_restarts", "gp_restarts"):
+        for name in ("n_initial_points", "n_candidates", "n_restarts", "max_points"):
             value = getattr(self, name)
+            if name == "n_candidates" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise InvalidParameterError(f"bo: {name} must be an integer >= 0, got {value!r}")
-        if not (isinstance(self.xi, (int, float, np.floating)) and self.xi >= 0):
-            raise InvalidParameterError(f"bo: xi must be a number >= 0, got {self.xi!r}")
+        if self.max_points < 2:
+            raise InvalidParameterError(f"bo: max_points must be >= 2, got {self.max_points!r}")
+        for name in ("xi", "refit_growth"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not value >= 0:
+                raise InvalidParameterError(f"bo: {name} must be a number >= 0, got {value!r}")
 
     def _setup(self) -> None:
         self._validate()
@@ -109,17 +118,38 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         seed = int(self.rng_.integers(2**32 - 1))
         design.extend(_gp.sobol_points(n_sobol, dim, seed))
         self.design_ = design
-        self.fitted_kernel_ = None
-        self.gp_ = None
-        self.gp_n_obs_ = -1
+        self.params_ = None  # the last fitted kernel hyperparameters (warm start of the next fit)
         self.fallback_warned_ = False
+        self._load(problem.history)
+
+    def _load(self, pairs) -> None:
+        """Score ``pairs`` with the current problem: the arrays every ask reads."""
+        problem = self.problem_
+        dim = int(problem.dim)
+        self.obs_ = [obs for _, obs in pairs]
+        X = np.array([np.asarray(x, dtype=float) for x, _ in pairs]).reshape(len(pairs), dim)
+        self.X_ = _Rows(X)
+        pen = _gp.penalty_rows(problem.penalty, X) if len(X) else np.zeros(0)
+        aug = np.array([problem.augment(x, o) for x, o in zip(X, self.obs_)], dtype=float)
+        self.pen_ = _Rows(pen)
+        self.g_ = _Rows(aug - pen)
+        self.gp_ = None
+        self.gp_rows_ = np.zeros(0, dtype=int)
+        self.n_fit_ = 0
 
     def update_problem(self, problem) -> None:
-        """New ADMM iterate: the GP is rebuilt from the new problem's history at the next ask
-        (the fitted kernel stays as the warm start of its hyperparameters)."""
+        """New ADMM iterate: the observations are re-scored with the new duals at once; the GP's
+        hyperparameters stay as the warm start of the next fit."""
         super().update_problem(problem)
-        self.gp_ = None
-        self.gp_n_obs_ = -1
+        self._load(problem.history)
+
+    def _tell(self, suggestion, observation) -> None:
+        x = np.asarray(suggestion.config, dtype=float)
+        pen = float(_gp.penalty_rows(self.problem_.penalty, x[None, :])[0])
+        self.obs_.append(observation)
+        self.X_.append(x)
+        self.pen_.append(pen)
+        self.g_.append(float(self.problem_.augment(x, observation)) - pen)
 
     # ------------------------------------------------------------------ ask
     def _ask(self) -> tuple[np.ndarray, None]:
@@ -142,58 +172,92 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
             x = self.rng_.uniform(0.0, 1.0, size=self.problem_.dim)
         return x, None
 
-    def _observations(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Observed points, black-box targets ``augment − penalty`` and penalties."""
-        problem = self.problem_
-        pairs = list(problem.history) + list(self.trials_)
-        dim = int(problem.dim)
-        X = np.array([np.asarray(x, dtype=float) for x, _ in pairs]).reshape(len(pairs), dim)
-        pen = np.array([problem.penalty(x) for x in X], dtype=float)
-        aug = np.array([problem.augment(x, obs) for x, obs in pairs], dtype=float)
-        return X, aug - pen, pen
+    def _model_rows(self, g: np.ndarray) -> np.ndarray:
+        """The observations the GP is refitted on: all of them, or beyond ``max_points`` the
+        best half of ``max_points`` by value and the most recent others up to ``max_points``."""
+        n, cap = len(g), int(self.max_points)
+        if n <= cap:
+            return np.arange(n)
+        best = np.argsort(g, kind="stable")[: cap // 2]
+        rest = np.setdiff1d(np.arange(n), best)[-(cap - len(best)):]
+        return np.sort(np.concatenate([best, rest]))
 
-    def _penalty_rows(self, X: np.ndarray) -> np.ndarray:
-        penalty = self.problem_.penalty
-        return np.array([penalty(x) for x in X], dtype=float)
+    def _surrogate(self, X: np.ndarray, g: np.ndarray) -> _gp.MaternGP:
+        """The GP of the black-box part: refitted (hyperparameters by MAP) when the observations
+        grew by ``refit_growth`` since the last fit, else the last fit with the new points
+        appended and the targets re-read (the duals may have changed them)."""
+        n = len(g)
+        due = n - self.n_fit_ >= max(1, math.ceil(float(self.refit_growth) * self.n_fit_))
+        if self.gp_ is None or due:
+            rows = self._model_rows(g)
+            self.gp_ = _gp.MaternGP(X[rows], g[rows], self.params_)
+            self.params_ = self.gp_.params
+            self.gp_rows_, self.n_fit_ = rows, n
+        elif self.gp_rows_[-1] < n - 1:
+            new = np.arange(self.gp_rows_[-1] + 1, n)
+            self.gp_rows_ = np.concatenate([self.gp_rows_, new])
+            self.gp_ = self.gp_.append(X[new], g[self.gp_rows_])
+        targets = g[self.gp_rows_]
+        if not np.array_equal(targets, self.gp_.y):
+            self.gp_ = self.gp_.with_targets(targets)
+        return self.gp_
+
+    def _candidates(self, n_model: int) -> int:
+        """Candidates scored before the polish: ``n_candidates``, or by default 256 per dimension
+        (512–2048), fewer as the GP grows so that scoring them stays O(2048·64²)."""
+        if self.n_candidates is not None:
+            return int(self.n_candidates)
+        base = int(np.clip(256 * int(self.problem_.dim), 512, 2048))
+        return max(128, min(base, int(base * (64.0 / max(n_model, 64)) ** 2)))
 
     def _model_ask(self) -> np.ndarray | None:
         problem = self.problem_
         dim = int(problem.dim)
-        X, g, pen = self._observations()
-        if np.isfinite(g).sum() < 2:  # nothing to model yet
+        X, g_raw, pen = self.X_.array, self.g_.array, self.pen_.array
+        if np.isfinite(g_raw).sum() < 2:  # nothing to model yet
             return None
-        g = _gp.clean_targets(g)
-        pending = [np.asarray(s.config, dtype=float) for s in self.pending_.values()]
-        if self.gp_ is None or self.gp_n_obs_ != len(X):
-            seed = int(self.rng_.integers(2**31 - 1))
-            self.gp_, self.fitted_kernel_ = _gp.fit_gp(
-                X, g, kernel=self.fitted_kernel_, n_restarts=int(self.gp_restarts),
-                random_state=seed,
-            )
-            self.gp_n_obs_ = len(X)
-        gp = self.gp_
+        g = _gp.clean_targets(g_raw)
+        gp = self._surrogate(X, g)
         aug = g + pen
         best = float(aug.min())
+        pending = [np.asarray(s.config, dtype=float) for s in self.pending_.values()]
         if pending:  # constant liar: pending points take the best black-box value seen
             P = np.array(pending)
             lie = float(g.min())
-            gp, _ = _gp.fit_gp(
-                np.vstack([X, P]), np.concatenate([g, np.full(len(P), lie)]),
-                kernel=self.fitted_kernel_, optimize_hyperparameters=False,
-            )
-            best = min(best, float((lie + self._penalty_rows(P)).min()))
+            gp = gp.append(P, np.concatenate([gp.y, np.full(len(P), lie)]))
+            best = min(best, float((lie + _gp.penalty_rows(problem.penalty, P)).min()))
         spread = float(np.std(g))
         spread = spread if spread > 0 else 1.0
-        acquisition = _gp.LogEI(
-            gp, best - float(self.xi) * spread, self._penalty_rows, min_std=1e-10 * spread
-        )
+        acquisition = _gp.GPLogEI(gp, best - float(self.xi) * spread, problem.penalty,
+                                  min_std=1e-10 * spread)
         centres = X[np.argsort(aug, kind="stable")[:5]]
-        ranked = _gp.maximize(
+        ranked = _gp.maximize_batched(
             acquisition, dim, self.rng_, centres=centres,
-            n_candidates=int(self.n_candidates), n_starts=int(self.n_restarts),
+            n_candidates=self._candidates(len(gp.X)), n_starts=int(self.n_restarts),
+            lengthscales=gp.params.inv_sq_lengthscales ** -0.5,
         )
         taken = np.vstack([X] + ([np.array(pending)] if pending else []))
         for x in ranked:
             if np.min(np.linalg.norm(taken - x, axis=1)) > DUPLICATE_TOL:
                 return np.clip(x, 0.0, 1.0)
         return None
+
+
+class _Rows:
+    """A growing array (amortised O(1) appends; ``array`` is a view of the filled part)."""
+
+    def __init__(self, data: np.ndarray) -> None:
+        self._data = np.array(data, dtype=float)
+        self._n = len(self._data)
+
+    def append(self, row) -> None:
+        if self._n == len(self._data):
+            grown = np.empty((max(16, 2 * self._n),) + self._data.shape[1:])
+            grown[: self._n] = self._data[: self._n]
+            self._data = grown
+        self._data[self._n] = row
+        self._n += 1
+
+    @property
+    def array(self) -> np.ndarray:
+        return self._data[: self._n]
