@@ -130,7 +130,7 @@ def parse_method(label: str) -> Method:
         return Method(label, library, option=option)
     raise InvalidParameterError(
         f"unknown method {label!r}: expected AdADMM-F<k>(θ,z), ADMM-I<k>(θ,z), JOPT(θ), Random, "
-        "Optuna(TPE|Random) or FLAML(BlendSearch|CFO)"
+        "Optuna(TPE|Random|GP) or FLAML(BlendSearch|CFO)"
     )
 
 
