@@ -14,6 +14,7 @@ Nothing here knows about ADMM problems: the solver passes arrays and a vectorise
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from dataclasses import dataclass
@@ -237,9 +238,7 @@ class MaternGP:
         return new
 
     def _copy(self) -> "MaternGP":
-        new = object.__new__(MaternGP)
-        new.__dict__.update(self.__dict__)
-        return new
+        return copy.copy(self)
 
     # ------------------------------------------------------------------ fitting
     def _kernel(self, X1: np.ndarray, X2: np.ndarray, params: KernelParams):
@@ -282,6 +281,7 @@ class MaternGP:
         return KernelParams.default(self.X.shape[1])
 
     def _factorise(self) -> None:
+        self._scaled = None
         p, n = self.params, len(self.X)
         K = p.scale * self._kernel(self.X, self.X, p)[0]
         K[np.diag_indices(n)] += p.noise
@@ -304,6 +304,7 @@ class MaternGP:
         top = KB @ S_inv
         new = self._copy()
         new.X = np.vstack([self.X, X_new])
+        new._scaled = None
         new.K_inv = np.block([[self.K_inv + top @ KB.T, -top], [-top.T, S_inv]])
         new._set_y(y)
         new.alpha = new.K_inv @ new.ys
@@ -315,7 +316,13 @@ class MaternGP:
         rows of ``X``; with ``grad=True`` also their gradients (shape (m, d) each)."""
         X = np.atleast_2d(np.asarray(X, dtype=float))
         p = self.params
-        M, dM = self._kernel(X, self.X, p)
+        if self._scaled is None:  # the training points scaled by √a, and their squared norms
+            scaled = self.X * np.sqrt(p.inv_sq_lengthscales)
+            self._scaled = (scaled, (scaled * scaled).sum(1))
+        train, train_sq = self._scaled
+        A = X * np.sqrt(p.inv_sq_lengthscales)
+        d2 = (A * A).sum(1)[:, None] + train_sq[None, :] - 2.0 * (A @ train.T)
+        M, dM = matern52(np.maximum(d2, 0.0, out=d2))
         k = p.scale * M  # (m, n)
         Kk = k @ self.K_inv
         var = np.maximum(p.scale - (Kk * k).sum(1), 1e-30)
@@ -323,15 +330,13 @@ class MaternGP:
         mean = self.y_mean + self.y_std * (k @ self.alpha)
         if not grad:
             return mean, self.y_std * std
-        # dk/dx_j = s·dM·2a_j(x_j − X_j)
-        a = p.inv_sq_lengthscales
-        D = 2.0 * p.scale * dM  # (m, n)
-        def contract(w: np.ndarray) -> np.ndarray:  # Σ_i w_i dk_i/dx
-            Dw = D * w
-            return a * (X * Dw.sum(1)[:, None] - Dw @ self.X)
-        dmean = self.y_std * contract(np.broadcast_to(self.alpha, k.shape))
-        dvar = -2.0 * contract(Kk)
-        dstd = self.y_std * dvar / (2.0 * std[:, None])
+        # dk_i/dx = s·dM_i·2a∘(x − X_i), so Σ_i w_i dk_i/dx = 2s·a∘(x·Σ_i w_i dM_i − Σ_i w_i dM_i X_i)
+        a2s = (2.0 * p.scale) * p.inv_sq_lengthscales
+        Da = dM * self.alpha
+        dmean = (self.y_std * a2s) * (X * Da.sum(1)[:, None] - Da @ self.X)
+        DK = dM * Kk
+        dvar = (-2.0 * a2s) * (X * DK.sum(1)[:, None] - DK @ self.X)
+        dstd = (self.y_std * 0.5) * dvar / std[:, None]
         return mean, self.y_std * std, dmean, dstd
 
 
