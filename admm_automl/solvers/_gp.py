@@ -1,15 +1,25 @@
 """Gaussian-process numerics shared by the ``bo`` θ- and z-solvers: pure functions on arrays, no
 solver coupling.
 
-The surrogate is scikit-learn's :class:`~sklearn.gaussian_process.GaussianProcessRegressor` with
-``ConstantKernel × Matern(ν=5/2, ARD) + WhiteKernel`` and normalised targets, fitted by maximising
-the log marginal likelihood (Liu et al. 2020, Appendix 3; the same default as scikit-optimize's
-``cook_estimator``). The acquisition is the logarithm of expected improvement, computed in a form
-that stays finite far from the incumbent (Ament et al., "Unexpected Improvements to Expected
-Improvement for Bayesian Optimization", NeurIPS 2023), with a known additive term — the ADMM
-penalty — added to the GP mean analytically.
+Two surrogates live here:
 
-Nothing here knows about ADMM problems: the solver passes arrays and a vectorised penalty.
+* :class:`MaternGP` (the θ-solver ``bo``): an ARD Matérn-5/2 GP in numpy with *maximum a
+  posteriori* hyperparameters under the priors of Optuna's GP sampler, analytic gradients of
+  both the posterior and the prediction, and incremental updates (see its docstring for why it is
+  written by hand rather than taken from scikit-learn). :class:`GPLogEI` is its acquisition and
+  :func:`maximize_batched` polishes all starts in one vectorised L-BFGS-B run.
+* scikit-learn's :class:`~sklearn.gaussian_process.GaussianProcessRegressor` with
+  ``ConstantKernel × Matern(ν=5/2, ARD) + WhiteKernel`` and normalised targets, fitted by
+  maximising the log marginal likelihood (:func:`fit_gp`; Liu et al. 2020, Appendix 3; the same
+  default as scikit-optimize's ``cook_estimator``), for the z-solver ``bo`` and BAPI's cost model;
+  :class:`LogEI` and :func:`maximize` (central differences) go with it.
+
+The acquisition is the logarithm of expected improvement, computed in a form that stays finite far
+from the incumbent (Ament et al., "Unexpected Improvements to Expected Improvement for Bayesian
+Optimization", NeurIPS 2023), with a known additive term — the ADMM penalty — added to the GP mean
+analytically.
+
+Nothing here knows about ADMM problems: the solver passes arrays and a penalty callable.
 """
 
 from __future__ import annotations
