@@ -36,6 +36,7 @@ smoke: $(STAMP)
 	$(BIN)/python experiments/automl_benchmark.py smoke --data-dir $(DATA_DIR)
 	$(BIN)/python experiments/theta_solvers.py --seeds 1 --budget 8 --real-budget 4 \
 		--methods bo,skopt,rbfopt,random --problems branin,hartmann6
+	$(BIN)/python experiments/overhead.py --smoke
 	@if [ -d "$(DATA_DIR)" ]; then \
 		tmp=$$(mktemp -d) && \
 		$(BIN)/python experiments/algorithm_selection.py --smoke --data-dir $(DATA_DIR) --out $$tmp/as && \

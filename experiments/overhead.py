@@ -390,8 +390,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", help="write the measurements to this file")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.max_evals, args.gp_max_evals, args.seconds = 60, 12, 2.0
-        args.headline_seeds, args.equal_evals = 1, 60
+        args.max_evals, args.gp_max_evals, args.seconds = 30, 12, 2.0
+        args.headline_seeds, args.equal_evals = 1, 30
         args.problems, args.methods = "artificial", "ADMM,Random,Optuna(TPE)"
     args.methods = [m for m in args.methods.split(",") if m]
     args.problems = [p for p in args.problems.split(",") if p]

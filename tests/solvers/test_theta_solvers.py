@@ -563,3 +563,18 @@ def test_bo_update_problem_rescores_the_history_with_the_new_penalty():
     np.testing.assert_allclose(solver.g_.array, g_before)  # the black-box part is unchanged
     X = np.array([x for x, _ in history])
     np.testing.assert_allclose(solver.pen_.array, 5.0 * np.sum((X - 0.8) ** 2, axis=1))
+
+
+def test_bo_keeps_its_gp_across_an_update_whose_history_extends_the_fit():
+    solver = make("bo")
+    problem, _, _ = quadratic_problem(history=spread_history(3, 0.3, n=12, include_optimum=False))
+    solver.setup(problem, np.random.default_rng(0))
+    solver.run(2)
+    gp = solver.gp_
+    history = list(problem.history) + list(solver.trials_)
+    problem, _, _ = quadratic_problem(rho=5.0, history=history)
+    solver.update_problem(problem)
+    assert solver.gp_ is gp  # kept: targets are re-read at the next ask
+    problem, _, _ = quadratic_problem(history=history[5:])
+    solver.update_problem(problem)
+    assert solver.gp_ is None  # another set of points: refitted at the next ask

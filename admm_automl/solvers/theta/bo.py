@@ -150,6 +150,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         self.design_ = design
         self.params_ = None  # the last fitted kernel hyperparameters (warm start of the next fit)
         self.fallback_warned_ = False
+        self.gp_ = None
         self._load(problem.history)
 
     def _load(self, pairs) -> None:
@@ -163,13 +164,16 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         aug = np.array([problem.augment(x, o) for x, o in zip(X, self.obs_)], dtype=float)
         self.pen_ = _Rows(pen)
         self.g_ = _Rows(aug - pen)
-        self.gp_ = None
-        self.gp_rows_ = np.zeros(0, dtype=int)
-        self.n_fit_ = 0
+        gp = getattr(self, "gp_", None)
+        rows = getattr(self, "gp_rows_", np.zeros(0, dtype=int))
+        if gp is None or not (len(rows) and rows[-1] < len(X) and np.array_equal(X[rows], gp.X)):
+            self.gp_, self.gp_rows_, self.n_fit_ = None, np.zeros(0, dtype=int), 0
 
     def update_problem(self, problem) -> None:
-        """New ADMM iterate: the observations are re-scored with the new duals at once; the GP's
-        hyperparameters stay as the warm start of the next fit."""
+        """New ADMM iterate: the observations are re-scored with the new duals at once. When the
+        new history starts with the points the GP was fitted on, the GP is kept (its targets are
+        re-read at the next ask); else it is refitted there, warm-started from the last
+        hyperparameters."""
         super().update_problem(problem)
         self._load(problem.history)
 
