@@ -180,7 +180,7 @@ class _ADMMRun:
                 full[active] = np.clip(np.asarray(sug.config, dtype=float), 0.0, 1.0)
                 points.append((z, full, 1.0 if sug.fidelity is None else sug.fidelity))
             observations = self.recorder.evaluate(points, "theta")
-            self._count(suggestions)
+            self._count(suggestions[: len(observations)])
             history = self.theta_history.setdefault(z, [])
             history.extend((np.array(sug.config), obs) for sug, obs in zip(suggestions, observations))
             return observations
@@ -214,7 +214,7 @@ class _ADMMRun:
             points = [(enc.check_z(sug.config), theta, 1.0 if sug.fidelity is None else sug.fidelity)
                       for sug in suggestions]
             observations = self.recorder.evaluate(points, "z")
-            self._count(suggestions)
+            self._count(suggestions[: len(observations)])
             return observations
 
         def augment(zc: tuple[int, ...], obs: Observation) -> float:

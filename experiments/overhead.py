@@ -405,6 +405,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def without_options(argv: list[str], names: tuple[str, ...]) -> list[str]:
+    """``argv`` less the options ``names`` and their values (``--x v`` or ``--x=v``)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in names:
+            skip = True
+        elif not any(a.startswith(n + "=") for n in names):
+            out.append(a)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
@@ -412,9 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.before:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "before.json"
-            rest = [a for i, a in enumerate(argv)
-                    if a != "--before" and (i == 0 or argv[i - 1] != "--before")
-                    and not a.startswith("--before=")]
+            rest = without_options(argv, ("--before", "--json"))
             env = {**os.environ, "PYTHONPATH": str(Path(args.before).resolve())}
             print(f"measuring {args.before} first ...", file=sys.stderr)
             subprocess.run([sys.executable, __file__, *rest, "--json", str(path)], env=env,

@@ -537,11 +537,14 @@ def sobol_points(n: int, dim: int, seed: int) -> np.ndarray:
 
 
 def candidate_points(dim: int, rng: np.random.Generator, centres: np.ndarray | None,
-                     n_candidates: int) -> np.ndarray:
-    """``n_candidates`` scrambled Sobol' points plus Gaussian perturbations (scales 0.02 and 0.1)
-    of ``centres`` (e.g. the best observed points) and the centres themselves."""
-    seed = int(rng.integers(2**32 - 1))
-    parts = [sobol_points(n_candidates, dim, seed)]
+                     n_candidates: int, sobol: bool = True) -> np.ndarray:
+    """``n_candidates`` scrambled Sobol' points (``sobol``) or uniform ones, plus Gaussian
+    perturbations (scales 0.02 and 0.1) of ``centres`` (e.g. the best observed points) and the
+    centres themselves."""
+    if sobol:
+        parts = [sobol_points(n_candidates, dim, int(rng.integers(2**32 - 1)))]
+    else:
+        parts = [rng.uniform(0.0, 1.0, size=(n_candidates, dim))]
     if centres is not None and len(centres):
         centres = np.atleast_2d(centres)
         per = max(8, n_candidates // (4 * len(centres)))
@@ -550,6 +553,17 @@ def candidate_points(dim: int, rng: np.random.Generator, centres: np.ndarray | N
             parts.append(np.clip(centres[:, None, :] + noise, 0.0, 1.0).reshape(-1, dim))
         parts.append(centres)
     return np.vstack(parts)
+
+
+def scored_candidates(acquisition: Callable[[np.ndarray], np.ndarray], dim: int,
+                      rng: np.random.Generator, centres: np.ndarray | None, n_candidates: int,
+                      sobol: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`candidate_points`, their acquisition values (non-finite ones as −inf) and the
+    order from the best down."""
+    candidates = candidate_points(dim, rng, centres, n_candidates, sobol)
+    values = acquisition(candidates)
+    values = np.where(np.isfinite(values), values, -np.inf)
+    return candidates, values, np.argsort(-values, kind="stable")
 
 
 def maximize(
@@ -572,10 +586,7 @@ def maximize(
     polished by bound-constrained L-BFGS-B; the polished points come first (best first), then the
     remaining candidates, so a caller can skip points it does not want (duplicates).
     """
-    candidates = candidate_points(dim, rng, centres, n_candidates)
-    values = acquisition(candidates)
-    values = np.where(np.isfinite(values), values, -np.inf)
-    order = np.argsort(-values, kind="stable")
+    candidates, values, order = scored_candidates(acquisition, dim, rng, centres, n_candidates)
     polished: list[tuple[float, np.ndarray]] = []
     bounds = [(0.0, 1.0)] * dim
 
@@ -618,7 +629,9 @@ def maximize_batched(
     """Points of [0, 1]^dim ordered from the highest acquisition value down, for an acquisition
     with batched analytic gradients (``values_and_grads``).
 
-    Candidates as in :func:`candidate_points`. Starts, after Optuna's ``optimize_acqf_mixed``: the
+    Candidates as in :func:`candidate_points`, uniform rather than Sobol' (as Optuna; on
+    Hartmann-6 more runs reached the global basin with them, 47 % against 38 % of 40 seeds, a
+    difference within two standard errors). Starts, after Optuna's ``optimize_acqf_mixed``: the
     best candidate, the best centre (the incumbent) and ``n_starts − 2`` more drawn without
     replacement with probabilities ∝ ``exp(value − best value)`` (a roulette that spreads the
     starts over the promising modes instead of polishing one mode ``n_starts`` times). All starts
@@ -629,10 +642,8 @@ def maximize_batched(
     preconditioning: the acquisition is a function of ``x / ℓ``, so ``u = x / ℓ`` is evenly
     conditioned). A polished point that is not better than its start is replaced by its start.
     """
-    candidates = candidate_points(dim, rng, centres, n_candidates)
-    values = acquisition(candidates)
-    values = np.where(np.isfinite(values), values, -np.inf)
-    order = np.argsort(-values, kind="stable")
+    candidates, values, order = scored_candidates(acquisition, dim, rng, centres, n_candidates,
+                                                  sobol=False)
     chosen = [int(order[0])]
     if centres is not None and len(centres):
         chosen.append(len(candidates) - len(np.atleast_2d(centres)))  # the first centre

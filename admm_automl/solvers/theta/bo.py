@@ -56,8 +56,9 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
     over candidates instead of the five best, which sat in one mode). Both are what
     ``experiments/theta_solvers.py`` measures; the numbers are in ``experiments/README.md``.
 
-    Asks, in order: ``problem.start`` if it is not in the history yet; then a scrambled Sobol'
-    design until ``n_initial_points`` observations exist (history included); then the log-EI
+    Asks, in order: ``problem.start`` if it is not in the history yet; then uniform random points
+    (Optuna's initial design; a scrambled Sobol' design did no better) until
+    ``n_initial_points`` observations exist (history included); then the log-EI
     maximiser (:func:`._gp.maximize_batched`: candidates plus perturbations of the five best
     points, ``n_restarts`` starts polished by L-BFGS-B), never a point already observed or
     pending. While other suggestions are pending (parallel batches), each is added to the GP with
@@ -144,9 +145,8 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         dim = int(problem.dim)
         start = self._start_point()
         design: list[np.ndarray] = [] if start is None else [start]
-        n_sobol = max(0, int(self.n_initial_points) - len(problem.history) - len(design))
-        seed = int(self.rng_.integers(2**32 - 1))
-        design.extend(_gp.sobol_points(n_sobol, dim, seed))
+        n_design = max(0, int(self.n_initial_points) - len(problem.history) - len(design))
+        design.extend(self.rng_.uniform(0.0, 1.0, size=(n_design, dim)))
         self.design_ = design
         self.params_ = None  # the last fitted kernel hyperparameters (warm start of the next fit)
         self.fallback_warned_ = False
