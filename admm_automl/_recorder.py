@@ -118,8 +118,9 @@ class RunOptions:
         The clock of the time budget and the ``clock()`` value it runs from (default: the start of
         the run), so a caller can count its own set-up, such as starting worker processes.
     overhead_aware : bool or None
-        Whether solvers that can add cheap proposals to a batch when their asks cost more than
-        the evaluations (:class:`~admm_automl.solvers.base.OverheadBalance`); None (default): on
+        Whether the solvers that can (``supports_cheap_proposals``) add cheap proposals to a
+        batch when their asks cost more than the evaluations
+        (:class:`~admm_automl.solvers.base.OverheadBalance`); None (default): on
         under a time budget, where the history depends on the clock anyway, off otherwise, so
         that the same seed and evaluation budget give the same history.
     """

@@ -157,11 +157,10 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         """Score ``pairs`` with the current problem: the arrays every ask reads."""
         problem = self.problem_
         dim = int(problem.dim)
-        self.obs_ = [obs for _, obs in pairs]
         X = np.array([np.asarray(x, dtype=float) for x, _ in pairs]).reshape(len(pairs), dim)
         self.X_ = _Rows(X)
         pen = _gp.penalty_rows(problem.penalty, X) if len(X) else np.zeros(0)
-        aug = np.array([problem.augment(x, o) for x, o in zip(X, self.obs_)], dtype=float)
+        aug = np.array([problem.augment(x, o) for x, (_, o) in zip(X, pairs)], dtype=float)
         self.pen_ = _Rows(pen)
         self.g_ = _Rows(aug - pen)
         gp = getattr(self, "gp_", None)
@@ -180,7 +179,6 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
     def _tell(self, suggestion, observation) -> None:
         x = np.asarray(suggestion.config, dtype=float)
         pen = float(_gp.penalty_rows(self.problem_.penalty, x[None, :])[0])
-        self.obs_.append(observation)
         self.X_.append(x)
         self.pen_.append(pen)
         self.g_.append(float(self.problem_.augment(x, observation)) - pen)
