@@ -683,6 +683,7 @@ def maximize_batched(
         for x0, v0, x1, v1 in zip(starts, values[chosen], polished, new_values):
             head.append((float(v1), x1) if v1 >= v0 else (float(v0), x0))
         head.sort(key=lambda t: -t[0])
-    taken = set(chosen)
-    rest = [candidates[i] for i in order if i not in taken]
-    return np.array([x for _, x in head] + rest)
+    keep = np.ones(len(candidates), dtype=bool)
+    keep[chosen] = False
+    polished = np.array([x for _, x in head]).reshape(len(head), dim)
+    return np.vstack([polished, candidates[order[keep[order]]]])

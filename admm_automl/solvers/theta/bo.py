@@ -84,7 +84,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         stalls the refinement on objectives with a wide value range (Branin: regret 0.02 instead
         of 1e-5 at 50 evaluations with ``xi=0.01``).
     n_candidates : int or None, default=None
-        Candidates scored before the L-BFGS-B polish; None: 256 per dimension (512–2048), fewer
+        Candidates scored before the L-BFGS-B polish; None: 128 per dimension (512–1024), fewer
         once the GP holds more than 64 points (see :meth:`_candidates`).
     n_restarts : int, default=5
         Starts of the L-BFGS-B polish of the acquisition (Optuna: 10 separate runs; 5 in one
@@ -235,11 +235,11 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         return self.gp_
 
     def _candidates(self, n_model: int) -> int:
-        """Candidates scored before the polish: ``n_candidates``, or by default 256 per dimension
-        (512–2048), fewer as the GP grows so that scoring them stays O(2048·64²)."""
+        """Candidates scored before the polish: ``n_candidates``, or by default 128 per dimension
+        (512–1024), fewer as the GP grows so that scoring them stays O(1024·64²)."""
         if self.n_candidates is not None:
             return int(self.n_candidates)
-        base = int(np.clip(256 * int(self.problem_.dim), 512, 2048))
+        base = int(np.clip(128 * int(self.problem_.dim), 512, 1024))
         return max(128, min(base, int(base * (64.0 / max(n_model, 64)) ** 2)))
 
     def _model_ask(self) -> np.ndarray | None:
