@@ -40,6 +40,7 @@ smoke: $(STAMP)
 	$(BIN)/python experiments/probes.py --smoke
 	$(BIN)/python experiments/flash.py --smoke --data-dir $(DATA_DIR)
 	tmp=$$(mktemp -d) && $(BIN)/python experiments/dask_throughput.py --smoke --out $$tmp && rm -rf $$tmp
+	$(BIN)/python experiments/overhead.py --smoke
 	@if [ -d "$(DATA_DIR)" ]; then \
 		tmp=$$(mktemp -d) && \
 		$(BIN)/python experiments/algorithm_selection.py --smoke --data-dir $(DATA_DIR) --out $$tmp/as && \

@@ -150,6 +150,12 @@ class RunOptions:
     clock, start_time : callable, float, optional
         The clock of the time budget and the ``clock()`` value it runs from (default: the start of
         the run), so a caller can count its own set-up, such as starting worker processes.
+    overhead_aware : bool or None
+        Whether the solvers that can (``supports_cheap_proposals``) add cheap proposals to a
+        batch when their asks cost more than the evaluations
+        (:class:`~admm_automl.solvers.base.OverheadBalance`); None (default): on
+        under a time budget, where the history depends on the clock anyway, off otherwise, so
+        that the same seed and evaluation budget give the same history.
     """
 
     schedule: Schedule = Schedule()
@@ -165,10 +171,18 @@ class RunOptions:
     batch_size: int = 1
     clock: Callable[[], float] = time.monotonic
     start_time: float | None = None
+    overhead_aware: bool | None = None
 
     def __post_init__(self) -> None:
         if self.max_evals is None and self.time_budget is None:
             raise InvalidParameterError("give max_evals or time_budget (or both)")
+
+    @property
+    def cheap_proposals(self) -> bool:
+        """Whether the sub-problems are overhead-aware (``overhead_aware``, resolved)."""
+        if self.overhead_aware is None:
+            return self.time_budget is not None
+        return bool(self.overhead_aware)
 
     def solver_seeds(self) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
         """The θ-solver's and the z-solver's seed sequences, spawned from the seed (fresh each

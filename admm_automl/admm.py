@@ -34,7 +34,7 @@ import numpy as np
 from ._lagrangian import Constraints, optimal_slack, update_multipliers
 from ._recorder import Engine, Result, RunOptions, Schedule
 from .exceptions import InvalidParameterError
-from .problem import ThetaProblem, ZProblem
+from .problem import QuadraticPenalty, ThetaProblem, ZProblem
 from .records import Observation, Suggestion
 from .space.encoding import Encoding
 
@@ -130,6 +130,8 @@ class _ADMMRun:
             lam=np.zeros(int(enc.discrete.sum())), mu=np.zeros(m), u=np.ones(m),
         )
         self.states: list[ADMMState] = []
+        #: evaluated sub-solver suggestions: [by the solvers' own rules, cheap (overhead-aware)]
+        self.proposals = [0, 0]
 
     def run(self) -> Result:
         self._set_mu(self.state.mu)
@@ -171,9 +173,7 @@ class _ADMMRun:
         dpos = self.dpos[active]
         is_d = dpos >= 0
 
-        def penalty(x: np.ndarray) -> float:
-            diff = np.asarray(x, dtype=float)[is_d] - b[dpos[is_d]]
-            return 0.5 * rho * float(diff @ diff)
+        penalty = QuadraticPenalty(rho, is_d, b[dpos[is_d]])
 
         def augment(x: np.ndarray, obs: Observation) -> float:
             return obs.loss + penalty(x) + self.constraints.term(obs, s.mu, rho)
@@ -186,6 +186,7 @@ class _ADMMRun:
                 points.append((z, full, 1.0 if sug.fidelity is None else sug.fidelity)
                               + (() if sug.iterations is None else (sug.iterations,)))
             observations = self.recorder.evaluate(points, "theta")
+            self._count(suggestions[: len(observations)])
             history = self.theta_history.setdefault(z, [])
             history.extend((np.array(sug.config), obs) for sug, obs in zip(suggestions, observations))
             return observations
@@ -197,6 +198,7 @@ class _ADMMRun:
             batch_size=self.options.batch_size, low_cost=enc.low_cost[active].copy(),
             grids=tuple(enc.grids[i] for i in active),
             training_length=None if length is None else lambda x: length,
+            overhead_aware=self.options.cheap_proposals,
         )
         solver = self.theta_solvers.get(z)
         if solver is None:
@@ -226,7 +228,9 @@ class _ADMMRun:
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
             points = [(enc.check_z(sug.config), theta, 1.0 if sug.fidelity is None else sug.fidelity)
                       for sug in suggestions]
-            return self.recorder.evaluate(points, "z")
+            observations = self.recorder.evaluate(points, "z")
+            self._count(suggestions[: len(observations)])
+            return observations
 
         def augment(zc: tuple[int, ...], obs: Observation) -> float:
             # with θ fixed the coupling penalty does not depend on z
@@ -238,6 +242,7 @@ class _ADMMRun:
             history=[(s.z, s.current)] if s.current is not None else [], start=s.z,
             n_train=self.config.n_train, batch_size=self.options.batch_size,
             observations=self.recorder.observations,
+            overhead_aware=self.options.cheap_proposals,
         )
         if self.z_solver is None:
             self.z_solver = self.config.z_solver()
@@ -255,6 +260,10 @@ class _ADMMRun:
         if len(self.constraints) and self.constraints.mode == "admm" and chosen is not None:
             self._set_mu(update_multipliers(s.mu, self.constraints.g(chosen), s.u, rho))
 
+    def _count(self, suggestions: Sequence[Suggestion]) -> None:
+        for sug in suggestions:
+            self.proposals[bool(sug.cheap)] += 1
+
     def _set_mu(self, mu: np.ndarray) -> None:
         self.state.mu = mu
         self.recorder.tags = {f"mu:{k}": float(m) for k, m in zip(self.constraints.keys, mu)}
@@ -267,6 +276,7 @@ class _ADMMRun:
         row["rho"] = self.rho
         row["primal_residual"] = float(np.linalg.norm(s.theta[enc.discrete] - s.delta))
         row["lambda_norm"] = float(np.linalg.norm(s.lam))
+        row["solver_proposals"], row["cheap_proposals"] = self.proposals
         for key, u_m, mu_m in zip(self.constraints.keys, s.u, s.mu):
             row[f"u:{key}"] = float(u_m)
             row[f"mu:{key}"] = float(mu_m)

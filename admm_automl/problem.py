@@ -18,12 +18,38 @@ from .records import Observation, Suggestion
 Evaluate = Callable[[Sequence[Suggestion]], list[Observation]]
 
 
+@dataclass(frozen=True)
+class QuadraticPenalty:
+    """``p(x) = (ρ/2)·‖x[mask] − centre‖²``: the ADMM coupling term of a θ-problem as a callable
+    that also works on the rows of a matrix (``rows``) and has a ``gradient``, so a model-based
+    solver can add it to its surrogate without one Python call per candidate."""
+
+    rho: float
+    mask: np.ndarray
+    centre: np.ndarray
+
+    def __call__(self, x: np.ndarray) -> float:
+        diff = np.asarray(x, dtype=float)[self.mask] - self.centre
+        return 0.5 * self.rho * float(diff @ diff)
+
+    def rows(self, X: np.ndarray) -> np.ndarray:
+        diff = np.atleast_2d(np.asarray(X, dtype=float))[:, self.mask] - self.centre
+        return 0.5 * self.rho * (diff * diff).sum(axis=1)
+
+    def gradient(self, X: np.ndarray) -> np.ndarray:
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        grad = np.zeros_like(X)
+        grad[:, self.mask] = self.rho * (X[:, self.mask] - self.centre)
+        return grad
+
+
 @dataclass
 class ThetaProblem:
     """θ-min on the active set of one algorithm selection (Liu et al. 2020, problem (10)).
 
     ``x`` is the vector of active coordinates in [0, 1]^dim. ``augment(x, obs)`` is the sub-problem
-    value f̃ + (ρ/2)‖x_d − b‖² (+ constraint terms); ``penalty(x)`` is its analytic part alone.
+    value f̃ + (ρ/2)‖x_d − b‖² (+ constraint terms); ``penalty(x)`` is its analytic part alone (ADMM
+    passes a :class:`QuadraticPenalty`; any callable of one point is allowed).
     ``history`` holds earlier ``(x, observation)`` pairs of the same selection; ``start`` is the
     current iterate.
 
@@ -57,6 +83,8 @@ class ThetaProblem:
     pipeline_space: Any = None
     training_length: Callable[[np.ndarray], Any] | None = None
     time_left: Callable[[], float | None] | None = None
+    #: add cheap proposals when asks cost more than evaluations (``BaseSolver.run``)
+    overhead_aware: bool = False
 
 
 @dataclass
@@ -84,3 +112,5 @@ class ZProblem:
     batch_size: int = 1
     #: every new evaluation of the run so far, oldest first (None: the solver sees only its own)
     observations: Callable[[], Sequence[tuple[tuple[int, ...], Observation]]] | None = None
+    #: add cheap proposals when asks cost more than evaluations (``BaseSolver.run``)
+    overhead_aware: bool = False

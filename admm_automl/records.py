@@ -49,6 +49,9 @@ class Suggestion:
     config: "np.ndarray | tuple[int, ...]"
     fidelity: float | None = None
     iterations: int | None = None
+    #: proposed by the overhead-aware loop's cheap rule (random or a local perturbation), not by
+    #: the solver's own model (:meth:`~admm_automl.solvers.base.BaseSolver.run`)
+    cheap: bool = False
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from ..exceptions import BudgetExhausted, InvalidParameterError, MissingDependen
 from ..space import Categorical, Float, Int, PipelineSpace
 from ..space.flaml import flaml_point, flaml_space
 
-OPTUNA_SAMPLERS = ("tpe", "random")
+OPTUNA_SAMPLERS = ("tpe", "random", "gp")
 FLAML_SEARCHERS = ("blendsearch", "cfo")
 SMAC_FACADES = ("hpo",)
 #: configurations of SMAC3's initial design (see :func:`run_smac`)
@@ -107,8 +107,9 @@ def run_optuna(
     space: PipelineSpace, engine: Callable[..., Any], budget: Budget, *, seed: int,
     option: str = "tpe",
 ) -> tuple[int, str]:
-    """Optuna's TPE (default settings) or random sampler until the budget runs out; returns the
-    number of new evaluations and the stop reason."""
+    """Optuna's TPE (default settings), random or GP sampler until the budget runs out; returns
+    the number of new evaluations and the stop reason. The GP sampler needs torch, which is no
+    dependency of this package (``pip install torch``)."""
     sampler = option
     try:
         import optuna
@@ -119,7 +120,13 @@ def run_optuna(
     if sampler not in OPTUNA_SAMPLERS:
         raise InvalidParameterError(f"Optuna sampler must be one of {OPTUNA_SAMPLERS!r}, got {sampler!r}")
     optuna.logging.set_verbosity(logging.WARNING)
-    make = optuna.samplers.TPESampler if sampler == "tpe" else optuna.samplers.RandomSampler
+    if sampler == "gp":
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise MissingDependencyError("Optuna's GP sampler needs torch: pip install torch") from None
+    make = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler,
+            "gp": optuna.samplers.GPSampler}[sampler]
     study = optuna.create_study(direction="minimize", sampler=make(seed=seed))
     evaluator = _Evaluator(space, engine, budget, f"optuna-{sampler}")
 

@@ -162,7 +162,7 @@ def _parse_name(name: str, label: str, params: dict[str, dict[str, Any]],
         return Method(label, library, option=option)
     raise InvalidParameterError(
         f"unknown method {label!r}: expected AdADMM-F<k>(θ,z), ADMM-I<k>(θ,z), JOPT(θ), FLASH(θ), "
-        "Random, Optuna(TPE|Random), FLAML(BlendSearch|CFO) or SMAC3(HPO)"
+        "Random, Optuna(TPE|Random|GP), FLAML(BlendSearch|CFO) or SMAC3(HPO)"
     )
 
 

@@ -32,6 +32,9 @@ it) and :func:`random_z` (one uniform choice per module).
 from __future__ import annotations
 
 import abc
+import math
+import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -51,6 +54,46 @@ def random_z(rng: np.random.Generator, n_choices: tuple[int, ...]) -> tuple[int,
     return tuple(int(rng.integers(k)) for k in n_choices)
 
 
+@dataclass
+class OverheadBalance:
+    """How many cheap proposals the overhead-aware loop adds to a batch (issue 14, item 5).
+
+    After each batch it keeps exponential moving averages (weight ``smoothing`` on the newest
+    value) of the seconds per solver ask and per evaluation (everything ``problem.evaluate``
+    costs per point, engine included). A batch of ``n`` solver asks then gets
+    ``min(max_cheap·n, floor(ratio·n·ask/evaluation))`` cheap proposals, so that with ``ratio=1``
+    the loop spends at least as long evaluating as asking: when an evaluation costs microseconds
+    and an ask milliseconds, the loop still evaluates at about half the rate of random search
+    instead of starving, and when evaluations are slower than asks nothing changes. The first
+    batch of a run has no measurement and so no cheap proposals.
+
+    The counts depend on measured times, so the loop is overhead-aware only where the history
+    depends on the clock anyway: ADMM turns it on under a time budget (``RunOptions``), and an
+    evaluation budget alone keeps the history a function of the seed.
+    """
+
+    ratio: float = 1.0
+    max_cheap: int = 64
+    smoothing: float = 0.3
+    ask_seconds: float | None = None
+    eval_seconds: float | None = None
+
+    def observe(self, ask_seconds: float, eval_seconds: float) -> None:
+        w = self.smoothing
+        self.ask_seconds = ask_seconds if self.ask_seconds is None else (
+            w * ask_seconds + (1 - w) * self.ask_seconds)
+        self.eval_seconds = eval_seconds if self.eval_seconds is None else (
+            w * eval_seconds + (1 - w) * self.eval_seconds)
+
+    def n_cheap(self, n_asked: int) -> int:
+        if self.ask_seconds is None or self.eval_seconds is None:
+            return 0
+        cap = self.max_cheap * n_asked
+        if self.eval_seconds <= 0:
+            return cap
+        return int(min(cap, math.floor(self.ratio * n_asked * self.ask_seconds / self.eval_seconds)))
+
+
 class BaseSolver(ParamsMixin, abc.ABC):
     """Template for solvers: id bookkeeping, history, ``run`` and ``best``."""
 
@@ -65,6 +108,9 @@ class BaseSolver(ParamsMixin, abc.ABC):
     #: whether the ADMM loop keeps one instance per algorithm selection z and calls
     #: ``update_problem`` when it returns to z, instead of a fresh instance per θ-step
     keeps_state: ClassVar[bool] = False
+    #: whether :meth:`ask_cheap` works, so that an overhead-aware :meth:`run` can add cheap
+    #: proposals to a batch (the solver's ``tell`` must accept any configuration)
+    supports_cheap_proposals: ClassVar[bool] = False
 
     # -------------------------------------------------------------- lifecycle
     def setup(self, problem: Any, rng: np.random.Generator) -> "BaseSolver":
@@ -110,10 +156,26 @@ class BaseSolver(ParamsMixin, abc.ABC):
         if not hasattr(self, "problem_"):
             raise SolverError(f"{type(self).__name__}.ask() called before setup()")
         config, fidelity = self._ask()
-        suggestion = Suggestion(self.n_asked_, config, fidelity)
+        return self._issue(config, fidelity)
+
+    def ask_cheap(self, n: int) -> list[Suggestion]:
+        """``n`` cheap suggestions (``Suggestion.cheap``) from :meth:`_cheap_configs`: what the
+        overhead-aware :meth:`run` adds to a batch when the solver's own ask costs more than an
+        evaluation. Only for solvers with ``supports_cheap_proposals``."""
+        if not self.supports_cheap_proposals:
+            raise SolverError(f"{type(self).__name__} does not take cheap proposals")
+        return [self._issue(config, None, cheap=True) for config in self._cheap_configs(int(n))]
+
+    def _issue(self, config: Any, fidelity: float | None, cheap: bool = False) -> Suggestion:
+        suggestion = Suggestion(self.n_asked_, config, fidelity, cheap=cheap)
         self.n_asked_ += 1
         self.pending_[suggestion.id] = suggestion
         return suggestion
+
+    def _cheap_configs(self, n: int) -> list[Any]:
+        """Hook for solvers with ``supports_cheap_proposals``: ``n`` configurations that cost
+        next to nothing to propose."""
+        raise NotImplementedError
 
     def tell(self, suggestion: Suggestion, observation: Observation) -> None:
         if self.pending_.pop(suggestion.id, None) is None:
@@ -147,10 +209,27 @@ class BaseSolver(ParamsMixin, abc.ABC):
         self._run()
 
     def _run(self) -> None:
-        """The loop of :meth:`run`; override to drive a foreign loop through :meth:`_evaluate`."""
+        """The loop of :meth:`run`; override to drive a foreign loop through :meth:`_evaluate`.
+
+        Overhead-aware (``problem.overhead_aware`` and ``supports_cheap_proposals``): after the
+        solver's own asks, each batch gets the cheap suggestions that :class:`OverheadBalance`
+        allows from the measured seconds per ask and per evaluation.
+        """
         batch = max(1, int(getattr(self.problem_, "batch_size", 1))) if self.supports_batch else 1
+        balance = None
+        if self.supports_cheap_proposals and getattr(self.problem_, "overhead_aware", False):
+            balance = OverheadBalance()
         while not self._run_done():
-            self._evaluate([self.ask() for _ in range(min(batch, self.fresh_left_))])
+            n = min(batch, self.fresh_left_)
+            start = time.perf_counter()
+            suggestions = [self.ask() for _ in range(n)]
+            asked = time.perf_counter()
+            if balance is not None:
+                suggestions += self.ask_cheap(min(balance.n_cheap(n), self.fresh_left_ - n))
+            self._evaluate(suggestions)
+            if balance is not None:
+                balance.observe((asked - start) / n,
+                                (time.perf_counter() - asked) / len(suggestions))
 
     def _run_done(self) -> bool:
         """Whether :meth:`run` has made its new evaluations, spent its free cache hits, or has
@@ -217,6 +296,22 @@ class BaseThetaSolver(BaseSolver):
         it (the nearest value)."""
         x = np.clip(np.asarray(config, dtype=float), 0.0, 1.0)
         return tuple(int(np.abs(g - v).argmin()) for g, v in zip(self.problem_.grids, x))
+    def _cheap_configs(self, n: int) -> list[np.ndarray]:
+        """Half uniform points, half Gaussian perturbations of the best point so far (scale
+        log-uniform in [0.01, 0.3] per point), drawn from the solver's stream: random search and
+        a (1+1)-evolution strategy's move, the two cheap rules that do well where evaluations
+        cost microseconds (our choice; one ``best()`` per batch)."""
+        dim = int(self.problem_.dim)
+        best = self.best() if n else None
+        out = []
+        for _ in range(n):
+            if best is None or self.rng_.random() < 0.5:
+                out.append(self.rng_.uniform(0.0, 1.0, size=dim))
+            else:
+                scale = math.exp(self.rng_.uniform(math.log(0.01), math.log(0.3)))
+                centre = np.asarray(best[0], dtype=float)
+                out.append(np.clip(centre + self.rng_.normal(0.0, scale, size=dim), 0.0, 1.0))
+        return out
 
 
 class BaseZSolver(BaseSolver):
@@ -233,3 +328,6 @@ class BaseZSolver(BaseSolver):
 
     def _configuration(self, config: Any) -> tuple[int, ...]:
         return tuple(int(j) for j in config)
+    def _cheap_configs(self, n: int) -> list[tuple[int, ...]]:
+        """Uniform choices (:func:`random_z`)."""
+        return [random_z(self.rng_, self.problem_.n_choices) for _ in range(n)]

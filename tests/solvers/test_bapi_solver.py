@@ -72,9 +72,9 @@ def test_same_seed_same_history_another_seed_another():
 
 def test_without_a_training_length_it_is_bo():
     """EI at the configured length: the asks of bo with the same parameters and seed."""
-    params = {"n_initial_points": 3, "n_candidates": 64, "n_restarts": 1, "gp_restarts": 0}
+    params = {"n_initial_points": 3, "n_candidates": 64, "n_restarts": 1}
     logs = []
-    for solver in (BAPIThetaSolver(**params), GPBayesOptThetaSolver(**params)):
+    for solver in (BAPIThetaSolver(gp_restarts=0, **params), GPBayesOptThetaSolver(**params)):
         problem, log = make_theta_problem(2)
         solver.setup(problem, np.random.default_rng(3))
         solver.run(6)

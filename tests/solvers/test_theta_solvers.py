@@ -33,7 +33,7 @@ from admm_automl.records import Observation
 
 MODEL_SOLVERS = ["bo", "skopt", "rbfopt"]
 FAST = {
-    "bo": {"n_initial_points": 4, "n_candidates": 256, "n_restarts": 2, "gp_restarts": 0},
+    "bo": {"n_initial_points": 4, "n_candidates": 256, "n_restarts": 2},
     "skopt": {"n_initial_points": 4, "n_points": 1000, "n_restarts_optimizer": 2, "gp_restarts": 0},
     "rbfopt": {},
 }
@@ -258,13 +258,13 @@ def test_bo_penalty_pulls_asks_towards_b():
 def test_bo_models_the_black_box_part_only(monkeypatch):
     """The GP is fitted to augment − penalty (here: the raw loss), not to the augmented value."""
     seen = {}
-    real_fit = _gp.fit_gp
+    real_gp = _gp.MaternGP
 
-    def spy(X, y, **kw):
+    def spy(X, y, *args, **kw):
         seen["X"], seen["y"] = np.array(X), np.array(y)
-        return real_fit(X, y, **kw)
+        return real_gp(X, y, *args, **kw)
 
-    monkeypatch.setattr(_gp, "fit_gp", spy)
+    monkeypatch.setattr(_gp, "MaternGP", spy)
     problem, _, _ = quadratic_problem(rho=10.0, history=spread_history(3, 0.3))
     solver = make("bo")
     solver.setup(problem, np.random.default_rng(0))
@@ -291,7 +291,7 @@ def test_bo_falls_back_to_random_points_with_one_warning(monkeypatch):
     def broken(*args, **kwargs):
         raise np.linalg.LinAlgError("not positive definite")
 
-    monkeypatch.setattr(_gp, "fit_gp", broken)
+    monkeypatch.setattr(_gp, "MaternGP", broken)
     problem, evaluated, _ = quadratic_problem()
     solver = make("bo")
     solver.setup(problem, np.random.default_rng(0))
@@ -317,7 +317,9 @@ def test_bo_with_no_finite_value_asks_random_points():
 
 
 @pytest.mark.parametrize(
-    "params", [{"n_initial_points": -1}, {"xi": -0.1}, {"n_candidates": 2.5}, {"gp_restarts": True}]
+    "params",
+    [{"n_initial_points": -1}, {"xi": -0.1}, {"n_candidates": 2.5}, {"refit_growth": True},
+     {"max_points": 1}],
 )
 def test_bo_bad_parameters(params):
     problem, _, _ = quadratic_problem()
@@ -515,3 +517,64 @@ def test_update_problem_continues_on_the_new_iterate(name):
     assert min(second.augment(c, o) for c, o in candidates) == pytest.approx(
         second.augment(x, solver.best()[1])
     )
+
+
+# ----------------------------------------------------------------------------- cheap GP updates
+def test_bo_refits_hyperparameters_only_as_the_data_grows(monkeypatch):
+    """Hyperparameters are refitted when the observations grew by ``refit_growth``; in between,
+    new points are appended to the last fit (its hyperparameters unchanged)."""
+    fits = []
+    real_gp = _gp.MaternGP
+
+    def spy(X, y, *args, **kw):
+        fits.append(len(X))
+        return real_gp(X, y, *args, **kw)
+
+    monkeypatch.setattr(_gp, "MaternGP", spy)
+    problem, _, _ = quadratic_problem(history=spread_history(3, 0.3, n=20, include_optimum=False))
+    solver = make("bo", refit_growth=0.25)
+    solver.setup(problem, np.random.default_rng(0))
+    solver.run(8)
+    assert fits == [20, 25]  # at 20 observations, then at 20 + ceil(0.25 * 20)
+    assert len(solver.gp_.X) == 27 and solver.n_fit_ == 25  # 26, 27 appended to the fit at 25
+
+
+def test_bo_caps_the_modelled_points_keeping_the_best():
+    problem, _, _ = quadratic_problem(history=spread_history(3, 0.3, n=40, include_optimum=False))
+    solver = make("bo", max_points=10)
+    solver.setup(problem, np.random.default_rng(0))
+    solver.run(1)
+    g = solver.g_.array
+    rows = solver.gp_rows_
+    assert len(rows) == 10
+    assert set(np.argsort(g[:40], kind="stable")[:5]) <= set(rows)  # the best half
+    assert rows[-1] == 39  # then the most recent
+
+
+def test_bo_update_problem_rescores_the_history_with_the_new_penalty():
+    history = spread_history(3, 0.3, n=12, include_optimum=False)
+    solver = make("bo")
+    problem, _, _ = quadratic_problem(rho=0.0, history=history)
+    solver.setup(problem, np.random.default_rng(0))
+    solver.run(2)
+    g_before = solver.g_.array[:12].copy()
+    problem, _, _ = quadratic_problem(rho=10.0, history=history)
+    solver.update_problem(problem)
+    np.testing.assert_allclose(solver.g_.array, g_before)  # the black-box part is unchanged
+    X = np.array([x for x, _ in history])
+    np.testing.assert_allclose(solver.pen_.array, 5.0 * np.sum((X - 0.8) ** 2, axis=1))
+
+
+def test_bo_keeps_its_gp_across_an_update_whose_history_extends_the_fit():
+    solver = make("bo")
+    problem, _, _ = quadratic_problem(history=spread_history(3, 0.3, n=12, include_optimum=False))
+    solver.setup(problem, np.random.default_rng(0))
+    solver.run(2)
+    gp = solver.gp_
+    history = list(problem.history) + list(solver.trials_)
+    problem, _, _ = quadratic_problem(rho=5.0, history=history)
+    solver.update_problem(problem)
+    assert solver.gp_ is gp  # kept: targets are re-read at the next ask
+    problem, _, _ = quadratic_problem(history=history[5:])
+    solver.update_problem(problem)
+    assert solver.gp_ is None  # another set of points: refitted at the next ask

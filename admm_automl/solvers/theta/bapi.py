@@ -106,7 +106,7 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
     **Learners without a training length.** On a problem whose points declare no training length
     (an algorithm selection without an iterative learner, the synthetic problems of the protocol
     checks) the solver is the ``bo`` solver it extends: EI at the configured length, ``t_max``
-    (``n_initial_points``, ``xi``, ``n_candidates``, ``n_restarts``, ``gp_restarts`` are ``bo``'s).
+    (``n_initial_points``, ``xi``, ``n_candidates``, ``n_restarts`` are ``bo``'s).
     Over the joint space of JOPT, a point whose algorithm has no training length is trained as
     configured and enters the model at ``t = 1``. ``ask``/``tell`` from outside ``run`` also give
     ``bo``'s suggestions. The ADMM loop keeps one instance per algorithm selection
@@ -130,10 +130,12 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         Points of a learning curve that enter GP_f (1 gives BAPI-4-L).
     cost : {"time", "iterations"}, default="time"
         What the budget counts (above).
-    n_initial_points, xi, n_candidates, n_restarts, gp_restarts
+    n_initial_points, xi, n_candidates, n_restarts
         ``bo``'s parameters, for the learners without a training length; ``n_candidates`` (Sobol'
-        candidates per greedy step) and ``gp_restarts`` (extra random starts of each
-        hyperparameter fit) also apply to BAPI's own models.
+        candidates per greedy step) also applies to BAPI's own models.
+    gp_restarts : int, default=0
+        Extra random starts of each hyperparameter fit of BAPI's own models (the objective and
+        cost GPs).
 
     References
     ----------
@@ -162,7 +164,8 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         gp_restarts: int = 0,
     ) -> None:
         super().__init__(n_initial_points=n_initial_points, xi=xi, n_candidates=n_candidates,
-                         n_restarts=n_restarts, gp_restarts=gp_restarts)
+                         n_restarts=n_restarts)
+        self.gp_restarts = gp_restarts
         self.h_max = h_max
         self.monotone = monotone
         self.epsilon = epsilon
@@ -176,6 +179,7 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         super()._validate()
         defaults.check_int(self.h_max, "bapi: h_max", low=1)
         defaults.check_int(self.pts_per_curve, "bapi: pts_per_curve", low=1)
+        defaults.check_int(self.gp_restarts, "bapi: gp_restarts", low=0)
         defaults.check_real(self.epsilon, "bapi: epsilon", low=0.0)
         defaults.check_real(self.tau, "bapi: tau", low=1.0)
         defaults.check_real(self.check_fraction, "bapi: check_fraction", low=0.0, high=1.0,
@@ -423,7 +427,7 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
 
     # ------------------------------------------------------------------ Evaluate (Alg. 5)
     def _suggest(self, x: np.ndarray, iterations: int | None) -> Suggestion:
-        suggestion = Suggestion(self.n_asked_, np.array(x, dtype=float), None, iterations)
+        suggestion = Suggestion(self.n_asked_, np.array(x, dtype=float), None, iterations=iterations)
         self.n_asked_ += 1
         self.pending_[suggestion.id] = suggestion
         return suggestion

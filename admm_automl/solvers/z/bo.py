@@ -55,6 +55,7 @@ class GPBayesOptZSolver(BaseZSolver):
     machine learning algorithms. NeurIPS 2012.
     """
 
+    supports_cheap_proposals = True
 
     def __init__(
         self,
