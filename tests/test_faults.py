@@ -128,13 +128,16 @@ def test_a_trial_past_its_timeout_is_stopped_and_the_others_finish(pool):
 
 
 @pytest.mark.timeout(30)
-def test_blas_threads_are_capped_per_worker(pool):
-    from threadpoolctl import threadpool_info
+@pytest.mark.skipif(os.cpu_count() == 1, reason="one core: BLAS runs one thread anyway")
+def test_blas_threads_are_capped_per_worker(pool, monkeypatch):
+    from admm_automl.evaluation.worker_process import THREAD_VARIABLES
 
+    for name in THREAD_VARIABLES:  # experiment scripts imported by other tests set them to 1
+        monkeypatch.delenv(name, raising=False)
     (capped,) = pool(1).run([job(THREADS)], [None])
     (free,) = pool(1, threads=None).run([job(THREADS)], [None])
     assert capped["loss"] == 1.0
-    assert free["loss"] == max(info["num_threads"] for info in threadpool_info())
+    assert free["loss"] > 1.0  # BLAS's own default (a thread per core) when not capped
 
 
 @pytest.mark.timeout(30)
