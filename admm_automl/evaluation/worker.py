@@ -51,6 +51,8 @@ class TrialContext:
     #: constraints measured on every fitted pipeline: name -> object with
     #: ``measure(pipeline, X_valid, y_valid, valid_rows) -> float``
     measures: dict[str, Any] = field(default_factory=dict)
+    #: return the validation predictions of every trial (``result["predictions"]``, for the ensemble)
+    keep_predictions: bool = False
 
     def run(self, z: tuple[int, ...], theta: np.ndarray, fidelity: float) -> dict[str, Any]:
         return run_trial(self, z, theta, fidelity)
@@ -72,6 +74,7 @@ def run_trial(
     result: dict[str, Any] = {"status": "ok", "error": None, "fit_time": 0.0, "predict_time": 0.0}
     losses: list[float] = []
     measured: dict[str, list[float]] = {name: [] for name in ctx.measures}
+    predictions: list[Any] = []
     try:
         scorer = ctx.metric.make_scorer(ctx.labels)
         for split in ctx.splits:
@@ -95,7 +98,11 @@ def run_trial(
                     measured[name].append(
                         float(constraint.measure(pipeline, X_valid, y_valid, split.valid))
                     )
+                if ctx.keep_predictions:
+                    predictions.append(validation_predictions(pipeline, X_valid))
         loss = float(np.mean(losses))
+        if predictions and all(p is not None for p in predictions):
+            result["predictions"] = np.concatenate(predictions)
         if not math.isfinite(loss):
             result.update(status="failed", error=f"non-finite {ctx.metric.name} loss: {loss!r}")
         result["loss"] = loss
@@ -108,6 +115,18 @@ def run_trial(
     result["constraints"] = {k: float(np.mean(v)) for k, v in measured.items() if v}
     result["n_train"] = int(len(ctx.splits[0].train_rows(fidelity))) if ctx.splits else 0
     return result
+
+
+def validation_predictions(pipeline: Any, X_valid: Any) -> np.ndarray | None:
+    """What the ensemble averages: class probabilities of a classifier (None without
+    ``predict_proba``), predictions of a regressor; one row per validation row."""
+    from sklearn.base import is_classifier
+
+    if not is_classifier(pipeline):
+        return np.asarray(pipeline.predict(X_valid), dtype=float)
+    if not hasattr(pipeline, "predict_proba"):
+        return None
+    return np.asarray(pipeline.predict_proba(X_valid), dtype=float)
 
 
 def executor_result(status: str, error: str) -> dict[str, Any]:
