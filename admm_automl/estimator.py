@@ -15,7 +15,7 @@ import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import (
@@ -29,6 +29,7 @@ from sklearn.utils.validation import (
 from . import _validation as v
 from ._recorder import Schedule
 from .constraints import make_constraints
+from .ensemble import build_ensemble
 from .evaluation import get_metric
 from .evaluation.data import as_frame_if_mixed, check_no_inf
 from .evaluation.setup import METHODS, SearchSettings, run_search
@@ -36,6 +37,7 @@ from .exceptions import DataError, InvalidParameterError
 from .results import fitted_attributes
 from .solvers import THETA_SOLVERS, Z_SOLVERS
 from .space import load_space
+from .space.portfolio import resolve_portfolio
 from .space.space import import_class
 
 logger = logging.getLogger("admm_automl")
@@ -50,7 +52,7 @@ _RULES = {
     "inner_iter_max": [v.int_at_least(1)],
     "constraint_mode": [v.options("auto", "admm", "penalty", "filter")],
     "penalty_weight": [v.POSITIVE_NUMBER],
-    "cv": [v.int_at_least(2), v.NONE],
+    "cv": [v.options("auto"), v.int_at_least(2), v.NONE],
     "validation_size": [v.FRACTION],
     "executor": [v.options("auto", "serial", "process")],
     "n_jobs": [v.int_at_least(1)],
@@ -61,6 +63,7 @@ _RULES = {
     "random_state": [v.SEED],
     "verbose": [v.int_at_least(0)],
     "task": [v.options("auto", "classification", "regression")],
+    "ensemble_size": [v.int_at_least(0)],
 }
 
 
@@ -88,7 +91,7 @@ def _pipeline_has(attr: str):
 
     def check(self) -> bool:
         if hasattr(self, "best_pipeline_"):
-            return hasattr(self.best_pipeline_, attr)
+            return hasattr(self._model(), attr)
         try:
             task = self._fixed_task or (self.task if self.task != "auto" else None)
             return all(hasattr(import_class(a.class_path), attr)
@@ -124,13 +127,33 @@ def _check_target(X: Any, y: Any, task: str, owner: str) -> tuple[np.ndarray, st
         raise DataError(f"regression needs a numeric target, got dtype {y.dtype}") from None
 
 
+def _label_indices(classes: np.ndarray, y: Any) -> np.ndarray:
+    """The indices in ``classes`` of the labels ``y``; an unseen label is an error."""
+    y = column_or_1d(np.asarray(y))
+    index = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+    unseen = classes[index] != y
+    if unseen.any():
+        raise DataError(f"y has labels not seen in fit: {sorted(set(y[unseen].tolist()))[:5]!r}")
+    return index
+
+
+def _refit(model: Any, X: Any, y: np.ndarray) -> Any:
+    """``model`` fitted on all of (X, y), its warnings silenced (the search saw them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(X, y)
+
+
 class ADMM(BaseEstimator):
     """AutoML pipeline search by ADMM (Liu et al., AAAI 2020), with pluggable sub-solvers.
 
     Parameters
     ----------
-    search_space : str, path or PipelineSpace, default="paper_small"
+    search_space : str, path or PipelineSpace, default="default"
         A built-in space name (``admm_automl.list_spaces()``), a YAML file or a space object.
+        ``"default"``: HistGradientBoosting, LightGBM, XGBoost, forests, linear models, k-NN and
+        an RBF SVM; ``paper_small`` / ``paper_large`` / ``blds`` reproduce the papers. Algorithms
+        whose ``max_rows`` is below the number of rows are left out.
     theta_solver, z_solver : str, dict or solver, default="bo", "cmab"
         The θ-step and z-step solvers: a registered name, ``{"name": ..., "params": {...}}`` or an
         instance (``list_theta_solvers()``, ``list_z_solvers()``). With the adaptive schedule the
@@ -165,9 +188,10 @@ class ADMM(BaseEstimator):
     scoring : str or callable, optional
         Loss: None (1 − AUROC binary, log-loss multiclass, RMSE regression), a built-in name
         (bounded scores are used as 1 − score), a scikit-learn scorer name or a callable.
-    cv : int, optional
+    cv : int, "auto" or None, default="auto"
         k-fold cross-validation; None: one holdout split of ``validation_size`` (stratified for
-        classification), fixed for the run.
+        classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, else a holdout
+        (:func:`admm_automl.evaluation.setup.resolve_cv` says why).
     validation_size : float, default=0.2
     executor : {"auto", "serial", "process"}, default="auto"
         Worker processes (which a timeout or memory limit can stop) or this process; ``"auto"``
@@ -175,7 +199,9 @@ class ADMM(BaseEstimator):
         needs them.
     n_jobs : int, default=1
     trial_timeout : float, optional
-        Seconds one evaluation may take (status ``timeout``).
+        Seconds one evaluation may take (status ``timeout``). None with a ``time_budget``: a
+        quarter of the time left; and from 10 000 training rows a pipeline is first fitted on a
+        tenth of them, and on all only if that took under a tenth of the timeout.
     memory_limit : int, optional
         Address-space limit per worker in MiB (status ``memout``).
     output_dir : str or path, optional
@@ -191,11 +217,24 @@ class ADMM(BaseEstimator):
     verbose : int, default=0
         1 logs every iteration, 2 every evaluation.
     task : {"auto", "classification", "regression"}, default="auto"
+    portfolio : "auto", None, path or list of dict, default="auto"
+        Configurations the ADMM method evaluates first (after the initial pipeline), then starting
+        from the best: ``"auto"`` is the portfolio shipped for a built-in space (learned offline
+        by ``experiments/portfolio.py``), None none.
+    ensemble_size : int, default=0
+        Steps of greedy ensemble selection with replacement over the best evaluations' validation
+        predictions (Caruana et al. 2004); 0 is off. The ensemble (``ensemble_``) is used when it
+        beats the best single pipeline on validation data and meets the constraints.
 
     Attributes
     ----------
     best_pipeline_ : sklearn.pipeline.Pipeline
-        The best configuration refitted on all of X, y (a plain scikit-learn object).
+        The best configuration refitted on all of X, y (a plain scikit-learn object). A classifier
+        is fitted on the label indices: ``classes_[best_pipeline_.predict(X)]`` are the labels.
+    ensemble_ : VotingClassifier, VotingRegressor or None
+        The refitted ensemble that ``predict`` uses, when one was built (``ensemble_size``);
+        ``ensemble_weights_`` maps its members' ``eval_id`` to their weight, ``ensemble_loss_``
+        is its validation loss.
     best_params_ : dict
         Its configuration, ``{"module": choice, "module__param": value}``.
     best_loss_, best_score_ : float
@@ -217,15 +256,15 @@ class ADMM(BaseEstimator):
     _fixed_task: str | None = None
 
     def __init__(
-        self, *, search_space: Any = "paper_small", theta_solver: Any = "bo",
+        self, *, search_space: Any = "default", theta_solver: Any = "bo",
         z_solver: Any = "cmab", method: str = "admm", max_evals: int | None = None,
         time_budget: float | None = None, rho: float = 1.0, inner_iter: int = 16,
         inner_iter_step: int = 16, inner_iter_max: int = 128, constraints: Any = None,
         constraint_mode: str = "auto", penalty_weight: float = 1.0, scoring: Any = None,
-        cv: int | None = None, validation_size: float = 0.2, executor: str = "auto",
+        cv: Any = "auto", validation_size: float = 0.2, executor: str = "auto",
         n_jobs: int = 1, trial_timeout: float | None = None, memory_limit: int | None = None,
         output_dir: Any = None, resume: bool = True, random_state: Any = None, verbose: int = 0,
-        task: str = "auto",
+        task: str = "auto", portfolio: Any = "auto", ensemble_size: int = 0,
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver
@@ -252,6 +291,8 @@ class ADMM(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.task = task
+        self.portfolio = portfolio
+        self.ensemble_size = ensemble_size
 
     def _validate_params(self) -> None:
         """Check every parameter, and resolve names, before any work."""
@@ -263,7 +304,7 @@ class ADMM(BaseEstimator):
                 "apply: use 'penalty' or 'filter' (or 'auto')"
             )
         make_constraints(self.constraints)
-        load_space(self.search_space)
+        resolve_portfolio(self.portfolio, load_space(self.search_space), "classification")
         THETA_SOLVERS.create(self.theta_solver)
         Z_SOLVERS.create(self.z_solver)
 
@@ -281,30 +322,30 @@ class ADMM(BaseEstimator):
         if sensitive_features is not None and len(sensitive_features) != len(y):
             raise DataError(f"sensitive_features has {len(sensitive_features)} rows but X has "
                             f"{len(y)}")
-        if task == "classification":
-            self.classes_ = np.unique(y)
+        if task == "classification":  # label indices: XGBoost accepts no other labels
+            self.classes_, y = np.unique(y, return_inverse=True)
         with _verbosity(self.verbose):
-            space = load_space(self.search_space).for_task(task)
+            space = load_space(self.search_space).for_task(task).for_data(len(y))
             outcome = run_search(X, y, SearchSettings.from_params(self.get_params(deep=False)),
                                  space=space, task=task, target_type=target_type,
                                  sensitive_features=sensitive_features, start_time=start)
             for name, value in fitted_attributes(outcome, space).items():
                 setattr(self, name, value)
-            self.best_pipeline_, self.refit_time_ = self._refit(space, outcome, X, y)
+            refit_start = time.perf_counter()
+            ctx = outcome.task.context
+            self.best_pipeline_ = _refit(space.to_pipeline(
+                self.best_z_, self.best_theta_, preprocessor=clone(ctx.preprocessor),
+                random_state=ctx.random_state), X, y)
+            choice = build_ensemble(outcome, space, self.ensemble_size, self.best_eval_id_)
+            self.ensemble_ = None if choice is None else _refit(choice.model, X, y)
+            self.ensemble_weights_ = {} if choice is None else choice.weights
+            self.ensemble_loss_ = float("nan") if choice is None else choice.loss
+            self.refit_time_ = time.perf_counter() - refit_start
         return self
 
-    def _refit(self, space: Any, outcome: Any, X: Any, y: np.ndarray) -> tuple[Any, float]:
-        from sklearn.base import clone
-
-        ctx = outcome.task.context
-        pipeline = space.to_pipeline(self.best_z_, self.best_theta_,
-                                     preprocessor=clone(ctx.preprocessor),
-                                     random_state=ctx.random_state)
-        start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pipeline.fit(X, y)
-        return pipeline, time.perf_counter() - start
+    def _model(self) -> Any:
+        """What predictions come from: the ensemble when one was built, else the best pipeline."""
+        return self.best_pipeline_ if self.ensemble_ is None else self.ensemble_
 
     # ------------------------------------------------------------------ prediction
     def _check_X(self, X: Any, reset: bool = False) -> Any:
@@ -322,25 +363,22 @@ class ADMM(BaseEstimator):
         return as_frame_if_mixed(X)
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predictions of ``best_pipeline_``."""
-        X = self._check_X(X)
-        return self.best_pipeline_.predict(X)
+        """Predictions of ``ensemble_`` if there is one, else of ``best_pipeline_``."""
+        predictions = self._model().predict(self._check_X(X))
+        return self.classes_[predictions] if self.task_ == "classification" else predictions
 
     @available_if(_pipeline_has("predict_proba"))
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities of ``best_pipeline_``."""
-        X = self._check_X(X)
-        return self.best_pipeline_.predict_proba(X)
+        """Class probabilities (columns in the order of ``classes_``)."""
+        return self._model().predict_proba(self._check_X(X))
 
     @available_if(_pipeline_has("predict_log_proba"))
     def predict_log_proba(self, X: Any) -> np.ndarray:
-        X = self._check_X(X)
-        return self.best_pipeline_.predict_log_proba(X)
+        return self._model().predict_log_proba(self._check_X(X))
 
     @available_if(_pipeline_has("decision_function"))
     def decision_function(self, X: Any) -> np.ndarray:
-        X = self._check_X(X)
-        return self.best_pipeline_.decision_function(X)
+        return self._model().decision_function(self._check_X(X))
 
     def score(self, X: Any, y: Any) -> float:
         """Accuracy (classification) or R² (regression), as scikit-learn's mixins define it; the
@@ -352,11 +390,13 @@ class ADMM(BaseEstimator):
     def metric_score(self, X: Any, y: Any) -> float:
         """The search metric on (X, y) as a score, ``offset − loss`` (e.g. AUROC for 1 − AUROC)."""
         X = self._check_X(X)
+        labels = None
+        if self.task_ == "classification":
+            y, labels = _label_indices(self.classes_, y), np.arange(len(self.classes_))
         target = ("continuous" if self.task_ == "regression"
                   else "binary" if len(self.classes_) == 2 else "multiclass")
         metric = get_metric(self.scoring, self.task_, target)
-        scorer = metric.make_scorer(getattr(self, "classes_", None))
-        return float(metric.offset - metric.loss(scorer, self.best_pipeline_, X, y))
+        return float(metric.offset - metric.loss(metric.make_scorer(labels), self._model(), X, y))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
