@@ -144,6 +144,23 @@ def _refit(model: Any, X: Any, y: np.ndarray) -> Any:
         return model.fit(X, y)
 
 
+def _refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
+                  ensemble_size: int) -> dict[str, Any]:
+    """``best_pipeline_`` and, when one is built (:mod:`admm_automl.ensemble`), ``ensemble_``,
+    refitted on all of (X, y); the ensemble's weights and loss; the time it took."""
+    start = time.perf_counter()
+    ctx = outcome.task.context
+    best = _refit(space.to_pipeline(fitted["best_z_"], fitted["best_theta_"],
+                                    preprocessor=clone(ctx.preprocessor),
+                                    random_state=ctx.random_state), X, y)
+    choice = build_ensemble(outcome, space, ensemble_size, fitted["best_eval_id_"])
+    return {"best_pipeline_": best,
+            "ensemble_": None if choice is None else _refit(choice.model, X, y),
+            "ensemble_weights_": {} if choice is None else choice.weights,
+            "ensemble_loss_": float("nan") if choice is None else choice.loss,
+            "refit_time_": time.perf_counter() - start}
+
+
 class ADMM(BaseEstimator):
     """AutoML pipeline search by ADMM (Liu et al., AAAI 2020), with pluggable sub-solvers.
 
@@ -329,18 +346,10 @@ class ADMM(BaseEstimator):
             outcome = run_search(X, y, SearchSettings.from_params(self.get_params(deep=False)),
                                  space=space, task=task, target_type=target_type,
                                  sensitive_features=sensitive_features, start_time=start)
-            for name, value in fitted_attributes(outcome, space).items():
+            fitted = fitted_attributes(outcome, space)
+            fitted.update(_refit_models(outcome, space, X, y, fitted, self.ensemble_size))
+            for name, value in fitted.items():
                 setattr(self, name, value)
-            refit_start = time.perf_counter()
-            ctx = outcome.task.context
-            self.best_pipeline_ = _refit(space.to_pipeline(
-                self.best_z_, self.best_theta_, preprocessor=clone(ctx.preprocessor),
-                random_state=ctx.random_state), X, y)
-            choice = build_ensemble(outcome, space, self.ensemble_size, self.best_eval_id_)
-            self.ensemble_ = None if choice is None else _refit(choice.model, X, y)
-            self.ensemble_weights_ = {} if choice is None else choice.weights
-            self.ensemble_loss_ = float("nan") if choice is None else choice.loss
-            self.refit_time_ = time.perf_counter() - refit_start
         return self
 
     def _model(self) -> Any:
@@ -364,21 +373,25 @@ class ADMM(BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions of ``ensemble_`` if there is one, else of ``best_pipeline_``."""
-        predictions = self._model().predict(self._check_X(X))
+        X = self._check_X(X)
+        predictions = self._model().predict(X)
         return self.classes_[predictions] if self.task_ == "classification" else predictions
 
     @available_if(_pipeline_has("predict_proba"))
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities (columns in the order of ``classes_``)."""
-        return self._model().predict_proba(self._check_X(X))
+        X = self._check_X(X)
+        return self._model().predict_proba(X)
 
     @available_if(_pipeline_has("predict_log_proba"))
     def predict_log_proba(self, X: Any) -> np.ndarray:
-        return self._model().predict_log_proba(self._check_X(X))
+        X = self._check_X(X)
+        return self._model().predict_log_proba(X)
 
     @available_if(_pipeline_has("decision_function"))
     def decision_function(self, X: Any) -> np.ndarray:
-        return self._model().decision_function(self._check_X(X))
+        X = self._check_X(X)
+        return self._model().decision_function(X)
 
     def score(self, X: Any, y: Any) -> float:
         """Accuracy (classification) or R² (regression), as scikit-learn's mixins define it; the

@@ -5,8 +5,10 @@ Greedy portfolio construction as in auto-sklearn 2.0 (Feurer, Eggensperger, Falk
 Hutter, JMLR 2022, §3.2 / Algorithm 1):
 
 1. **Candidates** (bounded): on each dataset (a stratified subsample of at most ``--max-rows``
-   rows), a short search of the ``default`` space (``--search-budget`` seconds, no portfolio) and
-   its best configuration of each of the ``--per-dataset`` best algorithms (auto-sklearn 2.0 takes
+   rows), a short search of the ``default`` space (``--search-evals`` evaluations of ADMM with
+   4 + 4t evaluations per sub-problem, so that the z-step comes early; ``--timeout`` seconds per
+   trial; no portfolio; an evaluation budget, not a time budget, so that a busy machine makes the
+   search slower but not shorter) and its best configuration of each of the ``--per-dataset`` best algorithms (auto-sklearn 2.0 takes
    the incumbent of each dataset's search; one per algorithm keeps the candidates diverse), plus
    every algorithm's default configuration (data-free).
 2. **Performance matrix**: every candidate evaluated on every dataset's subsample by the engine of
@@ -29,8 +31,8 @@ list stays empty, so regression runs start from the initial pipeline as before.
 Usage (one core; run it niced on a shared machine)::
 
     nice -n 10 python experiments/portfolio.py --data-dir ../shared/data            # full scale
-    nice -n 10 python experiments/portfolio.py --data-dir ../shared/data --max-rows 1000 \\
-        --search-budget 20 --per-dataset 2 --timeout 10                           # modest scale
+    nice -n 10 python experiments/portfolio.py --data-dir ../shared/data --max-rows 500 \\
+        --search-evals 16 --per-dataset 1 --timeout 10                            # modest scale
     python experiments/portfolio.py --smoke --data-dir ../shared/data              # CI: seconds
 """
 
@@ -90,12 +92,13 @@ def default_configs(space) -> list[dict]:
     return configs
 
 
-def search_candidates(X, y, budget: float, per_dataset: int) -> list[dict]:
+def search_candidates(X, y, evals: int, per_dataset: int, timeout: float) -> list[dict]:
     """The best configuration of each of the ``per_dataset`` best algorithms of a short search."""
     from admm_automl import ADMMClassifier
 
     try:
-        model = ADMMClassifier(search_space=SPACE, portfolio=None, time_budget=budget,
+        model = ADMMClassifier(search_space=SPACE, portfolio=None, max_evals=evals,
+                               inner_iter=4, inner_iter_step=4, trial_timeout=timeout,
                                random_state=0).fit(X, y)
     except RuntimeError as err:  # nothing finished within the budget
         print(f"  no candidate: {err}", flush=True)
@@ -210,17 +213,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--datasets", nargs="*", help="default: every dataset in --data-dir")
     parser.add_argument("--max-rows", type=int, default=2000,
                         help="rows of each dataset's stratified subsample (default 2000)")
-    parser.add_argument("--search-budget", type=float, default=60.0,
-                        help="seconds of the candidate search per dataset (default 60)")
+    parser.add_argument("--search-evals", type=int, default=64,
+                        help="evaluations of the candidate search per dataset (default 64)")
     parser.add_argument("--per-dataset", type=int, default=3,
                         help="candidates per dataset: its best algorithms' best configurations")
     parser.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds per evaluation of the performance matrix (default 30)")
+                        help="seconds per evaluation of the searches and the matrix (default 30)")
     parser.add_argument("--size", type=int, default=8, help="portfolio size (default 8)")
     parser.add_argument("--out", default=str(PACKAGE_PORTFOLIO))
     parser.add_argument("--lodo-out", default=str(LODO_FILE))
     parser.add_argument("--smoke", action="store_true",
-                        help="2 datasets, 200 rows, 8 s searches, outputs to a temporary folder")
+                        help="2 datasets, 200 rows, 3-evaluation searches, outputs to a temporary folder")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     from admm_automl.datasets import list_data_dir
@@ -228,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
 
     names = args.datasets or list_data_dir(args.data_dir)
     if args.smoke:  # the first three algorithms' defaults and one search candidate per dataset
-        names, args.max_rows, args.search_budget, args.per_dataset = names[:2], 200, 8.0, 1
+        names, args.max_rows, args.search_evals, args.per_dataset = names[:2], 200, 3, 1
         args.timeout, args.size = 10.0, 3
         tmp = Path(tempfile.mkdtemp())
         args.out, args.lodo_out = str(tmp / "portfolio.yaml"), str(tmp / "lodo.yaml")
@@ -239,7 +242,7 @@ def main(argv: list[str] | None = None) -> None:
     data = {name: load(name, args.data_dir, args.max_rows) for name in names}
     for name, (X, y) in data.items():
         t0 = time.monotonic()
-        found = search_candidates(X, y, args.search_budget, args.per_dataset)
+        found = search_candidates(X, y, args.search_evals, args.per_dataset, args.timeout)
         new = [c for c in found if c not in candidates]
         candidates += new
         origin += [name] * len(new)
@@ -276,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
 
     command = " ".join(["python experiments/portfolio.py", *(argv or sys.argv[1:])])
     scale = (f"{len(names)} datasets, subsamples of <= {args.max_rows} rows, "
-             f"{args.search_budget:g} s searches, {args.per_dataset} candidate(s) per dataset + "
+             f"{args.search_evals}-evaluation searches, {args.per_dataset} candidate(s) per dataset + "
              f"{sum(o is None for o in origin)} defaults = {len(candidates)} candidates, "
              f"{args.timeout:g} s per evaluation; {elapsed / 60:.0f} min")
     write_yaml(Path(args.out), {

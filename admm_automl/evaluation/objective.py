@@ -207,6 +207,8 @@ class PipelineObjective:
             return todo
         probes = {key: Request(r.z, r.theta, PROBE_FIDELITY) for key, r in todo.items()
                   if r.fidelity >= 1.0}
+        if not probes:
+            return todo
         answers = dict(zip(probes, self(list(probes.values()), time_left, {**tags, "probe": True})))
         kept = {}
         for key, request in todo.items():
