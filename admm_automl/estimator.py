@@ -137,11 +137,17 @@ def _label_indices(classes: np.ndarray, y: Any) -> np.ndarray:
     return index
 
 
-def _refit(model: Any, X: Any, y: np.ndarray) -> Any:
-    """``model`` fitted on all of (X, y), its warnings silenced (the search saw them)."""
+def _refit(model: Any, X: Any, y: np.ndarray, y_index: np.ndarray) -> Any:
+    """``model`` fitted on all of (X, y), its warnings silenced (the search saw them); on the
+    label indices ``y_index`` if it refuses the labels themselves (XGBoost takes only 0..K-1)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return model.fit(X, y)
+        try:
+            return model.fit(X, y)
+        except Exception:
+            if y is y_index:
+                raise
+            return model.fit(X, y_index)
 
 
 def _refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
@@ -152,10 +158,10 @@ def _refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[
     ctx = outcome.task.context
     best = _refit(space.to_pipeline(fitted["best_z_"], fitted["best_theta_"],
                                     preprocessor=clone(ctx.preprocessor),
-                                    random_state=ctx.random_state), X, y)
+                                    random_state=ctx.random_state), X, y, ctx.y)
     choice = build_ensemble(outcome, space, ensemble_size, fitted["best_eval_id_"])
     return {"best_pipeline_": best,
-            "ensemble_": None if choice is None else _refit(choice.model, X, y),
+            "ensemble_": None if choice is None else _refit(choice.model, X, y, ctx.y),
             "ensemble_weights_": {} if choice is None else choice.weights,
             "ensemble_loss_": float("nan") if choice is None else choice.loss,
             "refit_time_": time.perf_counter() - start}
@@ -247,7 +253,8 @@ class ADMM(BaseEstimator):
     ----------
     best_pipeline_ : sklearn.pipeline.Pipeline
         The best configuration refitted on all of X, y (a plain scikit-learn object). A classifier
-        is fitted on the label indices: ``classes_[best_pipeline_.predict(X)]`` are the labels.
+        is fitted on your labels, or on their indices in ``classes_`` if it takes no other labels
+        (XGBoost): then ``classes_[best_pipeline_.predict(X)]`` are the labels.
     ensemble_ : VotingClassifier, VotingRegressor or None
         The refitted ensemble that ``predict`` uses, when one was built (``ensemble_size``);
         ``ensemble_weights_`` maps its members' ``eval_id`` to their weight, ``ensemble_loss_``
@@ -339,11 +346,12 @@ class ADMM(BaseEstimator):
         if sensitive_features is not None and len(sensitive_features) != len(y):
             raise DataError(f"sensitive_features has {len(sensitive_features)} rows but X has "
                             f"{len(y)}")
-        if task == "classification":  # label indices: XGBoost accepts no other labels
-            self.classes_, y = np.unique(y, return_inverse=True)
+        y_search = y
+        if task == "classification":  # the search sees label indices (XGBoost takes no others)
+            self.classes_, y_search = np.unique(y, return_inverse=True)
         with _verbosity(self.verbose):
             space = load_space(self.search_space).for_task(task).for_data(len(y))
-            outcome = run_search(X, y, SearchSettings.from_params(self.get_params(deep=False)),
+            outcome = run_search(X, y_search, SearchSettings.from_params(self.get_params(deep=False)),
                                  space=space, task=task, target_type=target_type,
                                  sensitive_features=sensitive_features, start_time=start)
             fitted = fitted_attributes(outcome, space)
@@ -355,6 +363,12 @@ class ADMM(BaseEstimator):
     def _model(self) -> Any:
         """What predictions come from: the ensemble when one was built, else the best pipeline."""
         return self.best_pipeline_ if self.ensemble_ is None else self.ensemble_
+
+    def _on_indices(self) -> bool:
+        """Whether the model was fitted on label indices rather than the labels (see ``_refit``)."""
+        classes = getattr(self._model(), "classes_", None)
+        return (self.task_ == "classification" and classes is not None
+                and not np.array_equal(classes, self.classes_))
 
     # ------------------------------------------------------------------ prediction
     def _check_X(self, X: Any, reset: bool = False) -> Any:
@@ -375,7 +389,7 @@ class ADMM(BaseEstimator):
         """Predictions of ``ensemble_`` if there is one, else of ``best_pipeline_``."""
         X = self._check_X(X)
         predictions = self._model().predict(X)
-        return self.classes_[predictions] if self.task_ == "classification" else predictions
+        return self.classes_[predictions] if self._on_indices() else predictions
 
     @available_if(_pipeline_has("predict_proba"))
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -404,8 +418,10 @@ class ADMM(BaseEstimator):
         """The search metric on (X, y) as a score, ``offset − loss`` (e.g. AUROC for 1 − AUROC)."""
         X = self._check_X(X)
         labels = None
-        if self.task_ == "classification":
+        if self._on_indices():
             y, labels = _label_indices(self.classes_, y), np.arange(len(self.classes_))
+        elif self.task_ == "classification":
+            labels = self.classes_
         target = ("continuous" if self.task_ == "regression"
                   else "binary" if len(self.classes_) == 2 else "multiclass")
         metric = get_metric(self.scoring, self.task_, target)

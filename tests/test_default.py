@@ -84,6 +84,9 @@ def test_string_labels_reach_xgboost_as_indices(breast_cancer):
     assert model.history_["pipeline"][1] == "none -> xgboost"
     assert list(model.classes_) == ["benign", "malignant"]
     assert set(model.predict(X)) <= {"benign", "malignant"}
+    refitted = set(model.best_pipeline_.predict(X))  # XGBoost was refitted on the indices
+    assert refitted <= ({0, 1} if model.best_params_["estimator"] == "xgboost"
+                        else {"benign", "malignant"})
     assert 0.5 < model.metric_score(X, labels) <= 1.0
 
 
