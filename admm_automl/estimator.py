@@ -223,8 +223,9 @@ class ADMM(BaseEstimator):
     n_jobs : int, default=1
     trial_timeout : float, optional
         Seconds one evaluation may take (status ``timeout``). None with a ``time_budget``: a
-        quarter of the time left; and from 10 000 training rows a pipeline is first fitted on a
-        tenth of them, and on all only if that took under a tenth of the timeout.
+        quarter of the time left, at least a tenth of the budget; and from 10 000 training rows
+        a pipeline is first fitted on a tenth of them, and on all only if that predicts it can
+        finish (:mod:`admm_automl.evaluation.objective`).
     memory_limit : int, optional
         Address-space limit per worker in MiB (status ``memout``).
     output_dir : str or path, optional

@@ -187,22 +187,13 @@ def leave_one_out(losses: np.ndarray, origin: list[str | None], names: list[str]
     return out
 
 
-def plain(value):
-    """YAML-safe Python values (numpy scalars become int / float / bool)."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def write_yaml(path: Path, node: dict, header: str) -> None:
     import yaml
 
+    from admm_automl.config import _plain  # YAML-safe values (numpy scalars become Python ones)
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(plain(node), sort_keys=False, width=100, default_flow_style=None)
+    text = yaml.safe_dump(_plain(node), sort_keys=False, width=100, default_flow_style=None)
     path.write_text("".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
                     + text, encoding="utf-8")
 

@@ -10,12 +10,15 @@ evaluation budget retrace the same search and continue it), without running or r
 Time-aware trials (when a time budget or a trial timeout applies):
 
 * **automatic timeout** — with ``timeout_fraction`` and no ``trial_timeout``, a trial may take at
-  most that fraction of the time left (the estimator uses :data:`AUTO_TIMEOUT_FRACTION`), once a
-  pipeline has succeeded on all rows: until then a trial may use all the time left, so that a run
-  on slow data still returns a model;
+  most that fraction of the time left (the estimator uses :data:`AUTO_TIMEOUT_FRACTION`), but never
+  less than ``min_timeout`` (the estimator: a tenth of the whole budget, auto-sklearn's per-run
+  limit, so that the end of a run still fits full-data trials of a few seconds), once a pipeline
+  has succeeded on all rows: until then a trial may use all the time left, so that a run on slow
+  data still returns a model;
 * **subsample first** — on ``probe_min_rows`` training rows or more, a full-data request is first
-  run on :data:`PROBE_FIDELITY` of the training rows; when that probe fails, or its duration scaled
-  linearly to all rows exceeds the timeout, the full fit is not started and the probe's observation
+  run on :data:`PROBE_FIDELITY` of the training rows; when that probe fails, or its duration with
+  the fit time scaled linearly to all rows (prediction and scoring run on the same validation rows
+  either way) exceeds the timeout, the full fit is not started and the probe's observation
   (fidelity < 1, so never the incumbent) answers the request.
 
 With ``keep_predictions`` > 0 the validation predictions of the best evaluations (by ``rank``) are
@@ -43,11 +46,20 @@ logger = logging.getLogger(__name__)
 #: early in a run (auto-sklearn's fixed per-run limit, a tenth of the whole budget, would stop the
 #: full-data boosted trees of a 60 s run on 45 000 rows after 6 s)
 AUTO_TIMEOUT_FRACTION = 0.25
+#: ... but at least this fraction of the whole budget (auto-sklearn's default per-run limit)
+AUTO_MIN_TIMEOUT_FRACTION = 0.1
 #: the fraction of the training rows a probe fits on (FLAML AutoML's first sample is 10 000 rows;
 #: a tenth keeps the probe's cost at about a tenth of the full fit for learners linear in the rows)
 PROBE_FIDELITY = 0.1
 #: the training rows from which full-data requests are probed first (smaller data fit fast)
 PROBE_MIN_ROWS = 10_000
+
+
+def _full_duration(probe: Observation) -> float:
+    """The duration a probe predicts for the full-data trial: its fit time scaled linearly to all
+    training rows (exact for learners linear in the rows, optimistic for superlinear ones), the
+    rest (prediction, scoring, overhead) as measured."""
+    return probe.duration + probe.fit_time * (1.0 / PROBE_FIDELITY - 1.0)
 
 
 class PipelineObjective:
@@ -69,8 +81,9 @@ class PipelineObjective:
     start_time : float, optional
         ``time.monotonic()`` value from which the records' ``time`` runs (default: now); a resumed
         journal's times continue after its last one.
-    timeout_fraction : float, optional
-        Without ``trial_timeout``, a trial's timeout is this fraction of the time left.
+    timeout_fraction, min_timeout : float, optional
+        Without ``trial_timeout``, a trial's timeout is this fraction of the time left, at least
+        ``min_timeout`` seconds.
     probe_min_rows : int, optional
         Training rows from which full-data requests run on a subsample first (module docstring);
         None: never.
@@ -91,6 +104,7 @@ class PipelineObjective:
         trial_timeout: float | None = None,
         start_time: float | None = None,
         timeout_fraction: float | None = None,
+        min_timeout: float = 0.0,
         probe_min_rows: int | None = None,
         keep_predictions: int = 0,
         rank: Any = None,
@@ -101,6 +115,7 @@ class PipelineObjective:
         self.worst_loss = float(worst_loss)
         self.trial_timeout = trial_timeout
         self.timeout_fraction = timeout_fraction
+        self.min_timeout = min_timeout
         self.probe_min_rows = probe_min_rows
         self.keep_predictions = keep_predictions
         self.rank = rank or (lambda obs: obs.loss)
@@ -167,7 +182,7 @@ class PipelineObjective:
         timeout = self.trial_timeout
         if (timeout is None and self.timeout_fraction is not None and time_left is not None
                 and self.succeeded):
-            timeout = max(self.timeout_fraction * time_left, 1e-3)
+            timeout = max(self.timeout_fraction * time_left, self.min_timeout, 1e-3)
         if time_left is not None and (timeout is None or time_left < timeout):
             return max(time_left, 1e-3), True
         return timeout, False
@@ -213,7 +228,7 @@ class PipelineObjective:
         kept = {}
         for key, request in todo.items():
             probe = answers.get(key)
-            if probe is None or (probe.ok and probe.duration / PROBE_FIDELITY <= timeout):
+            if probe is None or (probe.ok and _full_duration(probe) <= timeout):
                 kept[key] = request
                 continue
             logger.debug("not fitted on all rows: the probe %s", probe.status.value

@@ -28,7 +28,9 @@ from ..journal import Journal
 from .data import fingerprint, make_preprocessor
 from .executors import make_executor, refuse_nested_search
 from .metrics import Metric, get_metric
-from .objective import AUTO_TIMEOUT_FRACTION, PROBE_MIN_ROWS, PipelineObjective
+from .objective import (
+    AUTO_MIN_TIMEOUT_FRACTION, AUTO_TIMEOUT_FRACTION, PROBE_MIN_ROWS, PipelineObjective,
+)
 from .splits import make_splits
 from .worker import TrialContext, take_rows
 
@@ -185,8 +187,8 @@ def open_objective(
 ) -> PipelineObjective:
     """The cached, journaled objective over a task (a :class:`TrialContext` or any object with
     ``space`` and ``run``); the journal is ``output_dir/journal.jsonl`` when a directory is given.
-    ``time_aware`` goes to :class:`PipelineObjective` (``timeout_fraction``, ``probe_min_rows``,
-    ``keep_predictions``, ``rank``)."""
+    ``time_aware`` goes to :class:`PipelineObjective` (``timeout_fraction``, ``min_timeout``,
+    ``probe_min_rows``, ``keep_predictions``, ``rank``)."""
     path = Path(output_dir) / "journal.jsonl" if output_dir is not None else None
     journal = Journal(path, dict(header or {}), resume=resume)
     return PipelineObjective(task_or_context, executor, journal, worst_loss=worst_loss,
@@ -282,7 +284,8 @@ def run_search(
 ) -> SearchOutcome:
     """One search as the estimator runs it (the time budget runs from ``start_time``): folds by
     :func:`resolve_cv`; with a time budget and no ``trial_timeout``, trials time out at
-    ``AUTO_TIMEOUT_FRACTION`` of the time left and large data are probed on a subsample first
+    ``AUTO_TIMEOUT_FRACTION`` of the time left (at least ``AUTO_MIN_TIMEOUT_FRACTION`` of the
+    budget) and large data are probed on a subsample first
     (:mod:`.objective`); ADMM evaluates the warm-start portfolio first; with ``ensemble_size``
     the best evaluations' validation predictions are kept in ``outcome.predictions``."""
     from .._lagrangian import Constraints
@@ -315,6 +318,7 @@ def run_search(
         prepared.context, executor=executor, worst_loss=prepared.worst_loss,
         output_dir=s.output_dir, header=header, resume=s.resume, trial_timeout=s.trial_timeout,
         start_time=start_time, timeout_fraction=AUTO_TIMEOUT_FRACTION,
+        min_timeout=(s.time_budget or 0.0) * AUTO_MIN_TIMEOUT_FRACTION,
         probe_min_rows=PROBE_MIN_ROWS, keep_predictions=ENSEMBLE_POOL if s.ensemble_size else 0,
         rank=Constraints(prepared.constraints).rank,
     )
