@@ -34,6 +34,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from .evaluation.setup import ENSEMBLE_POOL
 from .evaluation.worker import take_rows
 from .records import Observation
+from .results import observation_of
 
 __all__ = ["ENSEMBLE_POOL", "EnsembleChoice", "build_ensemble", "ensemble_selection"]
 
@@ -138,10 +139,11 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int) -> En
     if size < 1 or best_eval_id not in kept:
         return None
     records = {r["eval_id"]: r for r in outcome.records}
-    candidates = sorted(
-        (i for i in kept if not len(constraints) or constraints.feasible(_observation(records[i]))),
-        key=lambda i: constraints.rank(_observation(records[i])),
-    )
+    observed = {i: observation_of(records[i]) for i in kept}
+    candidates = sorted((i for i in kept if not len(constraints) or constraints.feasible(observed[i])),
+                        key=lambda i: constraints.rank(observed[i]))
+    if best_eval_id not in candidates:  # nothing met the constraints: the least violating stays
+        return None
     loss = prediction_loss(ctx)
     predictions = [kept[i] for i in candidates]
     counts, ens_loss = ensemble_selection(predictions, loss, size)
@@ -154,12 +156,6 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int) -> En
     if len(constraints) and not constraints.feasible(Observation(ens_loss, constraints=measured)):
         return None
     return EnsembleChoice(model, weights, ens_loss, single_loss, measured)
-
-
-def _observation(record: dict[str, Any]) -> Observation:
-    from .results import observation_of
-
-    return observation_of(record)
 
 
 def _voting(ctx: Any, space: Any, records: dict[int, Any], weights: dict[int, int]) -> Any:

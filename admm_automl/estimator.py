@@ -145,7 +145,7 @@ def _refit(model: Any, X: Any, y: np.ndarray, y_index: np.ndarray) -> Any:
         try:
             return model.fit(X, y)
         except Exception:
-            if y is y_index:
+            if y is y_index or np.array_equal(y, y_index):
                 raise
             return model.fit(X, y_index)
 

@@ -204,6 +204,17 @@ def test_constrained_ensemble_is_feasible_or_falls_back_to_the_best_feasible_pip
         assert model.best_params_ == ensembled.best_params_
 
 
+def test_no_ensemble_when_nothing_meets_the_constraints(breast_cancer):
+    from admm_automl.exceptions import ConstraintViolationWarning
+
+    X, y = breast_cancer
+    model = ADMMClassifier(search_space=DIVERSE, max_evals=6, ensemble_size=10,
+                           constraints=["model_size <= 10"], **SERIAL)
+    with pytest.warns(ConstraintViolationWarning, match="least violating"):
+        model.fit(X, y)
+    assert not model.feasible_ and model.ensemble_ is None and model.ensemble_weights_ == {}
+
+
 def test_prediction_loss_matches_the_recorded_holdout_loss(breast_cancer):
     from admm_automl.evaluation.setup import SearchSettings, run_search
 

@@ -227,7 +227,7 @@ def test_time_budget_is_honoured():
     import time
 
     start = time.monotonic()
-    model = ADMM(time_budget=4.0, random_state=0).fit(X, Y)
+    model = ADMM(time_budget=4.0, random_state=0, search_space="paper_small", cv=None).fit(X, Y)
     elapsed = time.monotonic() - start
     assert model.stop_reason_ == "time_budget"
     assert model.history_["time"].max() <= 4.0 + 1.0  # overrun <= max(1 s, 2 %)
