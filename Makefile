@@ -1,11 +1,11 @@
-# One-command set-up: a virtual environment with the package, its test tools and the benchmark's
-# peers (Optuna, FLAML) and plotting.
+# One-command set-up: a virtual environment with the package, its test tools, the benchmark's
+# peers (Optuna, FLAML), plotting and Dask (the Dask executor's tests run on a loopback cluster).
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast smoke clean
+.PHONY: install demo test test-fast smoke chromium clean
 
 # The shared benchmark data (read in place, never copied); the smoke runs fall back to
 # scikit-learn's bundled data or skip the scripts that need it when it is missing.
@@ -14,7 +14,7 @@ DATA_DIR ?= ../shared/data
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,experiments]'
+	$(BIN)/python -m pip install --quiet -e '.[test,report,experiments,dask]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -36,6 +36,9 @@ smoke: $(STAMP)
 	$(BIN)/python experiments/automl_benchmark.py smoke --data-dir $(DATA_DIR)
 	$(BIN)/python experiments/theta_solvers.py --seeds 1 --budget 8 --real-budget 4 \
 		--methods bo,skopt,rbfopt,random --problems branin,hartmann6
+	$(BIN)/python experiments/probes.py --smoke
+	$(BIN)/python experiments/flash.py --smoke --data-dir $(DATA_DIR)
+	tmp=$$(mktemp -d) && $(BIN)/python experiments/dask_throughput.py --smoke --out $$tmp && rm -rf $$tmp
 	@if [ -d "$(DATA_DIR)" ]; then \
 		tmp=$$(mktemp -d) && \
 		$(BIN)/python experiments/algorithm_selection.py --smoke --data-dir $(DATA_DIR) --out $$tmp/as && \
@@ -46,6 +49,11 @@ smoke: $(STAMP)
 		rm -rf $$tmp; \
 	else echo "smoke: $(DATA_DIR) not found: the scripts that need it are skipped" && \
 		$(BIN)/python experiments/vs_automl.py --smoke; fi
+
+# Debian's headless Chromium, for the screenshot test of the HTML run report (skipped without it).
+# Needs root (or sudo).
+chromium:
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -4,7 +4,10 @@
   AAAI 2020, §5).
 * :class:`Budget` — the evaluation and wall-clock limits of a run.
 * :class:`RunOptions` — what every optimiser's run is configured with (budgets, seed, schedule,
-  constraints, callback, batch size, clock).
+  constraints, callback, listeners, batch size, clock).
+* :class:`RunListener` — what a run reports as it happens (start, each batch before and after it is
+  evaluated, each iteration, the end): the hook of progress displays, which every optimiser composed
+  from the recorder and :func:`drive` feeds without any code of its own.
 * :class:`Recorder` — evaluates ``(z, θ, fidelity)`` points through the engine within the budget and
   keeps every evaluation and the incumbent (the best observation by
   :meth:`~admm_automl._lagrangian.Constraints.rank` over *all* full-fidelity evaluations).
@@ -88,6 +91,33 @@ class Budget:
         return None if self.time_budget is None else self.time_budget - self.elapsed()
 
 
+class RunListener:
+    """Receives what a run does as it happens; every method is a no-op here, so a listener
+    overrides only what it needs (:class:`admm_automl.progress.ProgressDisplay` is one).
+
+    The recorder and :func:`drive` call them in the process and on the thread that runs the
+    optimiser (never in worker processes), after the engine has recorded the evaluations in the
+    journal. A listener only reads the recorder: it must not evaluate or change it.
+    """
+
+    def run_started(self, recorder: "Recorder", name: str) -> None:
+        """The run ``name`` (``"ADMM"``, ``"JOPT"``, ...) starts; ``recorder.budget`` is set."""
+
+    def evaluating(self, recorder: "Recorder", points: Sequence[Point], phase: str) -> None:
+        """``points`` (``(z, θ, fidelity)``) are about to be evaluated in ``phase``."""
+
+    def evaluated(self, recorder: "Recorder", items: Sequence["Evaluated"]) -> None:
+        """``items`` were evaluated (cache hits included, ``observation.cached``) and recorded;
+        ``recorder.incumbent`` is up to date."""
+
+    def iteration_done(self, recorder: "Recorder", row: dict[str, Any]) -> None:
+        """An iteration ended with this trace row."""
+
+    def run_finished(self, recorder: "Recorder", stop_reason: str) -> None:
+        """The run ended: ``"max_evals"``, ``"time_budget"``, ``"callback"``, ``"exhausted"``, or
+        ``"error"`` when an exception (an interrupt included) stops it."""
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """The settings every optimiser's run shares.
@@ -104,6 +134,8 @@ class RunOptions:
         Source of the solvers' random streams.
     callback : callable, optional
         Called with each trace row; returning True stops the run.
+    listeners : sequence of RunListener
+        Told about the run as it happens (a progress display).
     constraints : sequence
         Black-box constraints (objects with ``key``, ``threshold``, ``sense``), measured by the
         engine into ``observation.constraints[key]``.
@@ -124,6 +156,7 @@ class RunOptions:
     time_budget: float | None = None
     seed: Any = None
     callback: Callable[[dict[str, Any]], Any] | None = None
+    listeners: Sequence[RunListener] = ()
     constraints: Sequence[Any] = ()
     constraint_mode: str | None = None
     penalty_weight: float = 1.0
@@ -152,7 +185,7 @@ class RunOptions:
         """A recorder over ``engine`` with this run's budget, starting now (or at start_time)."""
         budget = Budget(self.max_evals, self.time_budget, clock=self.clock,
                         start_time=self.start_time)
-        return Recorder(encoding, engine, budget, constraints)
+        return Recorder(encoding, engine, budget, constraints, listeners=self.listeners)
 
     def drive(self, recorder: "Recorder", iterate: Callable[[int], Any],
               summarize: Callable[[int], dict[str, Any]], start: Callable[[], Any],
@@ -192,18 +225,26 @@ class Recorder:
 
     ``iteration`` and ``tags`` are set by the optimiser and written with every evaluation (the
     journal's ``admm_iter`` and, for ADMM, the multipliers ``mu:<constraint>`` in force).
+    ``listeners`` are told about every batch (:class:`RunListener`); every new evaluation is
+    logged at DEBUG level.
     """
 
     def __init__(
-        self, encoding: Encoding, engine: Engine, budget: Budget, constraints: Constraints
+        self, encoding: Encoding, engine: Engine, budget: Budget, constraints: Constraints,
+        *, listeners: Sequence[RunListener] = (),
     ) -> None:
         self.encoding = encoding
         self.engine = engine
         self.budget = budget
         self.constraints = constraints
         self.evaluated: list[Evaluated] = []
+        #: every new evaluation as ``(z, observation)``, oldest first (see :meth:`observations`)
+        self.fresh: list[tuple[tuple[int, ...], Observation]] = []
         self.incumbent: Evaluated | None = None
+        self.listeners = tuple(listeners)
         self.n_evals = 0
+        #: new evaluations that failed (raised, timed out, ran out of memory, scored NaN)
+        self.n_failed = 0
         self.fastest = 0.0
         self.iteration = 0
         self.tags: dict[str, Any] = {}
@@ -226,22 +267,54 @@ class Recorder:
             raise BudgetExhausted("time_budget")
         requests = [Request(z, self.encoding.project(theta), f) for z, theta, f in points]
         tags = {"phase": phase, "admm_iter": self.iteration, **self.tags}
+        for listener in self.listeners:
+            listener.evaluating(self, points, phase)
         observations = self.engine(requests, time_left=time_left, tags=tags)
+        items = []
         for (z, theta, _), obs in zip(points, observations):
             item = Evaluated(z, np.array(theta), obs, phase, self.iteration)
-            self.evaluated.append(item)
+            items.append(item)
             if not obs.cached:
                 self.n_evals += 1
+                self.fresh.append((z, obs))
+                self.n_failed += not obs.ok
                 if obs.duration > 0:
                     self.fastest = min(self.fastest or obs.duration, obs.duration)
+                self._log(item)
             if obs.fidelity >= 1.0 and (
                 self.incumbent is None
                 or self.constraints.rank(obs) < self.constraints.rank(self.incumbent.observation)
             ):
                 self.incumbent = item
+        self.evaluated.extend(items)
+        for listener in self.listeners:
+            listener.evaluated(self, items)
         if len(observations) < len(points) or any(o.budget_stop for o in observations):
             raise BudgetExhausted("time_budget")
         return observations
+
+    def observations(self) -> list[tuple[tuple[int, ...], Observation]]:
+        """Every new evaluation of the run so far as ``(z, observation)``, oldest first, whatever
+        its phase, θ or fidelity (cache hits left out: they repeat an earlier one). The list grows
+        in place; read it, do not change it."""
+        return self.fresh
+
+    def pipeline(self, z: Sequence[int]) -> str:
+        """The names of the algorithms chosen by ``z``, ``"scaler -> ... -> estimator"``."""
+        return " -> ".join(names[int(j)] for names, j in zip(self.encoding.choice_names, z))
+
+    def _log(self, item: Evaluated) -> None:
+        if not logger.isEnabledFor(logging.DEBUG):
+            return
+        obs = item.observation
+        values = "".join(f", {k} {v:.4g}" for k, v in obs.constraints.items()
+                         if isinstance(v, (int, float)))
+        logger.debug(
+            "evaluation %d (%s, iteration %d): %s at fidelity %.3g: loss %.5g%s, %s in %.2f s%s",
+            obs.eval_id, item.phase, item.iteration, self.pipeline(item.z), obs.fidelity,
+            obs.loss, values, obs.status.value, obs.duration,
+            f": {obs.error.strip().splitlines()[-1]}" if obs.error else "",
+        )
 
     def row(self, n: int) -> dict[str, Any]:
         """The trace columns every optimiser shares, for iteration ``self.iteration`` of ``n``
@@ -276,9 +349,36 @@ def drive(
     exhausted (the partly done iteration gets a row too), when ``callback(row)`` returns True, or
     when ``max_idle_iterations`` iterations in a row made no new evaluation (the space is
     exhausted). Returns the trace and the stop reason (``"max_evals"``, ``"time_budget"``,
-    ``"callback"`` or ``"exhausted"``).
+    ``"callback"`` or ``"exhausted"``). The recorder's listeners are told when the run starts,
+    after each iteration and when it ends, however it ends.
     """
+    listeners = recorder.listeners
+    for listener in listeners:
+        listener.run_started(recorder, name)
+    stop = "error"
+    try:
+        trace, stop = _iterate(recorder, schedule, iterate, summarize, start, callback,
+                               max_idle_iterations, name)
+        return trace, stop
+    finally:
+        for listener in listeners:
+            listener.run_finished(recorder, stop)
+
+
+def _iterate(recorder: Recorder, schedule: Schedule, iterate: Callable[[int], Any],
+             summarize: Callable[[int], dict[str, Any]], start: Callable[[], Any] | None,
+             callback: Callable[[dict[str, Any]], Any] | None, max_idle_iterations: int,
+             name: str) -> tuple[list[dict[str, Any]], str]:
+    """The loop of :func:`drive`."""
     trace: list[dict[str, Any]] = []
+
+    def done(row: dict[str, Any]) -> None:
+        trace.append(row)
+        logger.info("%s iteration %d: best loss %.5g, %d evaluations", name, row["iteration"],
+                    row["best_loss"], row["n_evals"])
+        for listener in recorder.listeners:
+            listener.iteration_done(recorder, row)
+
     idle = 0
     try:
         if start is not None:
@@ -287,12 +387,7 @@ def drive(
             n = schedule(recorder.iteration)
             before = recorder.n_evals
             iterate(n)
-            row = summarize(n)
-            trace.append(row)
-            logger.info(
-                "%s iteration %d: best loss %.5g, %d evaluations", name, row["iteration"],
-                row["best_loss"], row["n_evals"],
-            )
+            done(row := summarize(n))
             if callback is not None and callback(row):
                 return trace, "callback"
             idle = idle + 1 if recorder.n_evals == before else 0
@@ -301,5 +396,5 @@ def drive(
             recorder.iteration += 1
     except BudgetExhausted as stop:
         if not trace or trace[-1]["iteration"] != recorder.iteration:
-            trace.append(summarize(schedule(recorder.iteration)))
+            done(summarize(schedule(recorder.iteration)))
         return trace, str(stop) or "budget"

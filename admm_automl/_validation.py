@@ -47,6 +47,8 @@ POSITIVE_NUMBER = Rule(lambda v: _real(v) and v > 0, "a positive number")
 FRACTION = Rule(lambda v: _real(v) and 0 < v < 1, "a number in (0, 1)")
 NONE = Rule(lambda v: v is None, "None")
 BOOL = Rule(lambda v: isinstance(v, (bool, np.bool_)), "a bool")
+MAPPING = Rule(lambda v: isinstance(v, Mapping), "a mapping {'name': ..., 'params': {...}}")
+TEXT = Rule(lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string")
 PATH = Rule(lambda v: isinstance(v, (str, Path)), "a path")
 SEED = Rule(lambda v: v is None or _integer(v) or isinstance(v, np.random.RandomState),
             "None, an int or a numpy RandomState")

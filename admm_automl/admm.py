@@ -260,6 +260,7 @@ class _ADMMRun:
             module_names=enc.module_names, choice_names=enc.choice_names,
             history=[(s.z, s.current)] if s.current is not None else [], start=s.z,
             n_train=self.config.n_train, batch_size=self.options.batch_size,
+            observations=self.recorder.observations,
         )
         if self.z_solver is None:
             self.z_solver = self.config.z_solver()

@@ -6,7 +6,9 @@
   setting of Kishimoto et al., BLDS, AutoML workshop at ICML 2021).
 
 Both evaluate through the same engine, record into the same journal and stop by the same rules as
-ADMM, so their histories and traces compare directly. Without the split there are no multipliers:
+ADMM, so their histories and traces compare directly. :class:`JointSpace` (the joint box, over all
+choices or a pruned subset) and :func:`split_free_constraints` are shared with FLASH's method
+(:mod:`admm_automl.flash`). Without the split there are no multipliers:
 constraints are handled as a fixed-weight penalty (``constraint_mode="penalty"``, the default here)
 or ignored during the search (``"filter"``); ``"admm"`` is refused. Free of scikit-learn.
 """
@@ -14,6 +16,7 @@ or ignored during the search (``"filter"``); ``"admm"`` is refused. Free of scik
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -25,22 +28,137 @@ from .problem import ThetaProblem, ZProblem
 from .records import Observation, Suggestion
 from .space.encoding import Encoding
 
-__all__ = ["JointOptimizer", "SelectionOptimizer", "joint_decode", "joint_encode"]
+__all__ = ["JointOptimizer", "JointSpace", "SelectionOptimizer", "joint_decode", "joint_encode",
+           "split_free_constraints"]
+
+
+@dataclass(frozen=True, eq=False)
+class JointSpace:
+    """One unit box for ``(z, θ)``, over all choices or a subset of each module's choices.
+
+    A joint point is one relaxed categorical coordinate per module with at least two kept choices
+    (its j-th kept choice of k at j/(k − 1), like a categorical hyperparameter), then the θ
+    coordinates of every kept algorithm, in θ order. Decoding rounds a module coordinate to the
+    nearest kept choice; θ coordinates of algorithms that are not kept stay at their defaults
+    (they are never active).
+
+    Parameters
+    ----------
+    encoding : Encoding
+        The space's (z, θ) bookkeeping.
+    kept : tuple of tuple of int, optional
+        Per module, the indices of the kept choices (default: all of them).
+    """
+
+    encoding: Encoding
+    kept: tuple[tuple[int, ...], ...] | None = None
+
+    def __post_init__(self) -> None:
+        enc = self.encoding
+        kept = self.kept or tuple(tuple(range(k)) for k in enc.n_choices)
+        if len(kept) != len(enc.n_choices) or not all(
+            kept[i] and all(0 <= j < k for j in kept[i]) for i, k in enumerate(enc.n_choices)
+        ):
+            raise InvalidParameterError(
+                f"kept must name at least one valid choice of each of the {len(enc.n_choices)} "
+                f"modules (sizes {enc.n_choices}), got {self.kept!r}"
+            )
+        kept = tuple(tuple(int(j) for j in sorted(set(c))) for c in kept)
+        slots = [enc.slots[i][j] for i, choices in enumerate(kept) for j in choices]
+        object.__setattr__(self, "kept", kept)
+        object.__setattr__(self, "modules", tuple(i for i, c in enumerate(kept) if len(c) > 1))
+        object.__setattr__(self, "theta_index",
+                           np.unique(np.concatenate([np.zeros(0, dtype=int), *slots])))
+
+    @property
+    def dim(self) -> int:
+        return len(self.modules) + len(self.theta_index)
+
+    @property
+    def discrete(self) -> np.ndarray:
+        """Which joint coordinates are discrete (the module coordinates, discrete θ)."""
+        return np.concatenate([np.ones(len(self.modules), dtype=bool),
+                               self.encoding.discrete[self.theta_index]])
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        enc = self.encoding
+        return (tuple(f"module:{enc.module_names[i]}" for i in self.modules)
+                + tuple(enc.theta_names[k] for k in self.theta_index))
+
+    @property
+    def low_cost(self) -> np.ndarray:
+        """The low-cost point of each joint coordinate (NaN where none is declared; a module
+        coordinate declares none)."""
+        return np.concatenate([np.full(len(self.modules), np.nan),
+                               self.encoding.low_cost[self.theta_index]])
+
+    @property
+    def grids(self) -> tuple[np.ndarray | None, ...]:
+        """The admissible unit values of each discrete joint coordinate (None: continuous)."""
+        return (tuple(np.linspace(0.0, 1.0, len(self.kept[i])) for i in self.modules)
+                + tuple(self.encoding.grids[k] for k in self.theta_index))
+
+    def encode(self, z: Sequence[int], theta: np.ndarray) -> np.ndarray:
+        """The joint point of ``(z, θ)`` (z must use kept choices)."""
+        units = [self.kept[i].index(z[i]) / (len(self.kept[i]) - 1) for i in self.modules]
+        theta = np.asarray(theta, dtype=float)
+        return np.concatenate([np.array(units, dtype=float), theta[self.theta_index]])
+
+    def decode(self, x: np.ndarray) -> tuple[tuple[int, ...], np.ndarray]:
+        """``(z, θ)`` of a joint point (module coordinates rounded to the nearest kept choice)."""
+        x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
+        z = [c[0] for c in self.kept]
+        for coord, i in zip(x, self.modules):
+            z[i] = self.kept[i][int(np.rint(coord * (len(self.kept[i]) - 1)))]
+        theta = np.array(self.encoding.initial_theta, dtype=float)
+        theta[self.theta_index] = x[len(self.modules):]
+        return tuple(z), theta
+
+
+def split_free_constraints(options: RunOptions, name: str) -> Constraints:
+    """The constraint algebra of a method without the ADMM split: ``constraint_mode`` "penalty"
+    by default, "filter" on request, "admm" refused (there are no multipliers to update)."""
+    if options.constraint_mode == "admm":
+        raise InvalidParameterError(
+            f"{name} has no ADMM split, so constraint_mode='admm' (slack variables and "
+            "multipliers) does not apply: use 'penalty' or 'filter'"
+        )
+    return Constraints(options.constraints, options.constraint_mode or "penalty",
+                       options.penalty_weight)
 
 
 def joint_encode(encoding: Encoding, z: Sequence[int], theta: np.ndarray) -> np.ndarray:
-    """The joint point of ``(z, θ)``: one relaxed categorical coordinate per module (choice k of K
-    at k/(K − 1), like a categorical hyperparameter), then every θ coordinate."""
-    units = [j / (k - 1) if k > 1 else 0.0 for j, k in zip(z, encoding.n_choices)]
-    return np.concatenate([np.array(units, dtype=float), np.asarray(theta, dtype=float)])
+    """The point of ``(z, θ)`` in the joint box over all choices (:class:`JointSpace`)."""
+    return JointSpace(encoding).encode(z, theta)
 
 
 def joint_decode(encoding: Encoding, x: np.ndarray) -> tuple[tuple[int, ...], np.ndarray]:
-    """``(z, θ)`` of a joint point (module coordinates rounded to the nearest choice)."""
-    x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
-    m = len(encoding.n_choices)
-    z = tuple(int(np.rint(x[i] * (k - 1))) if k > 1 else 0 for i, k in enumerate(encoding.n_choices))
-    return z, x[m:].copy()
+    """``(z, θ)`` of a point of the joint box over all choices (:class:`JointSpace`)."""
+    return JointSpace(encoding).decode(x)
+
+
+def joint_problem(
+    joint: JointSpace, recorder: Recorder, phase: str,
+    value: Callable[[Any, Observation], float], history: list[tuple[np.ndarray, Observation]],
+    start: np.ndarray | None, batch_size: int, pipeline_space: Any = None,
+) -> ThetaProblem:
+    """The θ-problem of one solver over ``joint``: its points are decoded and evaluated at full
+    fidelity through ``recorder`` (tagged ``phase``) and scored by ``value``; no ADMM penalty. It
+    carries the joint coordinates' low-cost point and grids, and ``pipeline_space`` when the box is
+    the whole space's (JOPT), for solvers that search the conditional space natively."""
+
+    def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
+        points = [(*joint.decode(s.config), 1.0 if s.fidelity is None else s.fidelity)
+                  for s in suggestions]
+        return recorder.evaluate(points, phase)
+
+    return ThetaProblem(
+        dim=joint.dim, evaluate=evaluate, augment=value, penalty=lambda x: 0.0,
+        discrete=joint.discrete, names=joint.names, history=history,
+        start=None if start is None else start.copy(), batch_size=batch_size,
+        low_cost=joint.low_cost, grids=joint.grids, pipeline_space=pipeline_space,
+    )
 
 
 class _SingleSolverMethod(abc.ABC):
@@ -53,16 +171,9 @@ class _SingleSolverMethod(abc.ABC):
 
     def __init__(self, encoding: Encoding, engine: Engine, **options: Any) -> None:
         self.options = RunOptions(**options)
-        if self.options.constraint_mode == "admm":
-            raise InvalidParameterError(
-                f"{self.name} has no ADMM split, so constraint_mode='admm' (slack variables and "
-                "multipliers) does not apply: use 'penalty' or 'filter'"
-            )
+        self.constraints = split_free_constraints(self.options, self.name)
         self.encoding = encoding
         self.engine = engine
-        opts = self.options
-        self.constraints = Constraints(opts.constraints, opts.constraint_mode or "penalty",
-                                       opts.penalty_weight)
 
     def _value(self, config: Any, obs: Observation) -> float:
         """The sub-problem value: the loss plus the constraint penalty (none in filter mode)."""
@@ -90,16 +201,16 @@ class _SingleSolverMethod(abc.ABC):
 class JointOptimizer(_SingleSolverMethod):
     """JOPT: one θ-solver over the joint box of every module choice and every hyperparameter.
 
-    A joint point is :func:`joint_encode`'s: one relaxed categorical coordinate per module followed
-    by every θ coordinate of every algorithm (the inactive ones included: that is the difficulty
-    the ADMM split removes). It decodes to ``(z, θ)`` by rounding the module coordinates and is
-    evaluated at full fidelity. The θ-solver (a factory) lives for the whole run; its history
-    starts with the initial pipeline. The problem also carries the low-cost point and the grids of
-    the joint coordinates (a module coordinate declares no low cost) and, when ``space`` (the
-    :class:`~admm_automl.space.PipelineSpace` of ``encoding``) is given, the space itself, so that a
-    solver which searches the conditional space natively (``cfo``, ``blendsearch``: FLAML's nested
-    choices, the setting of Wang et al., ICLR 2021) can. ``options`` as
-    :class:`_SingleSolverMethod`.
+    A joint point is :class:`JointSpace`'s over all choices: one relaxed categorical coordinate
+    per module (with more than one choice) followed by every θ coordinate of every algorithm (the
+    inactive ones included: that is the difficulty the ADMM split removes). It decodes to
+    ``(z, θ)`` by rounding the module coordinates and is evaluated at full fidelity. The θ-solver
+    (a factory) lives for the whole run; its history starts with the initial pipeline. The problem
+    also carries the low-cost point and the grids of the joint coordinates (a module coordinate
+    declares no low cost) and, when ``space`` (the :class:`~admm_automl.space.PipelineSpace` of
+    ``encoding``) is given, the space itself, so that a solver which searches the conditional space
+    natively (``cfo``, ``blendsearch``: FLAML's nested choices, the setting of Wang et al., ICLR
+    2021) can. ``options`` as :class:`_SingleSolverMethod`.
     """
 
     name = "JOPT"
@@ -109,30 +220,17 @@ class JointOptimizer(_SingleSolverMethod):
         super().__init__(encoding, engine, **kwargs)
         self.theta_solver = theta_solver
         self.space = space
+        self.joint = JointSpace(encoding)
 
     @property
     def dim(self) -> int:
-        return len(self.encoding.n_choices) + self.encoding.theta_dim
+        return self.joint.dim
 
     def _solver(self, recorder: Recorder, first: Observation) -> Any:
-        enc = self.encoding
-        x0 = joint_encode(enc, enc.check_z(enc.initial_z), enc.project(enc.initial_theta))
-
-        def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
-            points = [(*joint_decode(enc, s.config), 1.0 if s.fidelity is None else s.fidelity)
-                      for s in suggestions]
-            return recorder.evaluate(points, "joint")
-
-        problem = ThetaProblem(
-            dim=self.dim, evaluate=evaluate, augment=self._value, penalty=lambda x: 0.0,
-            discrete=np.concatenate([np.ones(len(enc.n_choices), dtype=bool), enc.discrete]),
-            names=tuple(f"module:{m}" for m in enc.module_names) + tuple(enc.theta_names),
-            history=[(x0, first)], start=x0.copy(), batch_size=self.options.batch_size,
-            low_cost=np.concatenate([np.full(len(enc.n_choices), np.nan), enc.low_cost]),
-            grids=tuple(np.linspace(0.0, 1.0, k) if k > 1 else None for k in enc.n_choices)
-            + tuple(enc.grids),
-            pipeline_space=self.space,
-        )
+        enc, joint = self.encoding, self.joint
+        x0 = joint.encode(enc.check_z(enc.initial_z), enc.project(enc.initial_theta))
+        problem = joint_problem(joint, recorder, "joint", self._value, [(x0, first)], x0,
+                                self.options.batch_size, pipeline_space=self.space)
         solver = self.theta_solver()
         solver.setup(problem, np.random.default_rng(self.options.solver_seeds()[0]))
         return solver
@@ -168,6 +266,7 @@ class SelectionOptimizer(_SingleSolverMethod):
             n_choices=enc.n_choices, evaluate=evaluate, augment=self._value,
             module_names=enc.module_names, choice_names=enc.choice_names, history=[(z0, first)],
             start=z0, n_train=self.n_train, batch_size=self.options.batch_size,
+            observations=recorder.observations,
         )
         solver = self.z_solver()
         solver.setup(problem, np.random.default_rng(self.options.solver_seeds()[1]))

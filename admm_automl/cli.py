@@ -1,24 +1,44 @@
-"""Command line: ``admm-automl fit`` and ``admm-automl list``."""
+"""Command line: ``admm-automl fit``, ``admm-automl report`` and ``admm-automl list``.
+
+Exit codes, as is conventional: 0 success; 1 a run error (every pipeline failed, workers that
+cannot start, a missing optional dependency, any unexpected error); 2 a usage error (a bad option,
+configuration, data file, name or output directory); 130 interrupted (Ctrl-C). An error prints one
+line, ``admm-automl: error: ...``, on standard error (``--traceback`` adds the traceback).
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
-import pickle
+import os
 import sys
+import traceback
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
-from .exceptions import ADMMAutoMLError, EvaluationFailedWarning
+from .evaluation.metrics import shown
+from .evaluation.setup import METHOD_SUMMARIES, METHODS
+from .exceptions import (
+    ADMMAutoMLError,
+    ADMMAutoMLWarning,
+    ConfigError,
+    DataError,
+    InvalidParameterError,
+    MissingDependencyError,
+    ResumeError,
+)
 
-_LABELS = {"roc_auc": "AUROC", "roc_auc_ovr": "AUROC (one-vs-rest)", "accuracy": "accuracy"}
+#: errors in what the user gave (exit code 2); any other error is a run error (exit code 1)
+USAGE_ERRORS = (InvalidParameterError, ConfigError, DataError, ResumeError)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="admm-automl", description="AutoML pipeline search by ADMM."
+        prog="admm-automl", description="AutoML pipeline search by ADMM.",
+        epilog="exit codes: 0 success, 1 run error, 2 usage error, 130 interrupted",
     )
+    parser.add_argument("--traceback", action="store_true",
+                        help="print the traceback of an error, not only its message")
     sub = parser.add_subparsers(dest="command", required=True)
     fit = sub.add_parser("fit", help="search a pipeline for a dataset and report its scores")
     fit.add_argument("--config", help="YAML configuration (estimator and data sections)")
@@ -37,26 +57,40 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--search-space", help="built-in space name or YAML file")
     fit.add_argument("--theta-solver", help="θ-min solver name")
     fit.add_argument("--z-solver", help="z-min solver name")
-    fit.add_argument("--method", choices=["admm", "jopt", "select"],
-                     help="admm (default), jopt (one θ-solver over the joint space) or select "
-                     "(algorithm selection only, hyperparameters at their defaults)")
+    fit.add_argument("--method", choices=METHODS,
+                     help="search method (default admm; `admm-automl list` describes them)")
     fit.add_argument("--inner-iter", type=int, help="evaluations per sub-problem (I or I0)")
     fit.add_argument("--inner-iter-step", type=int, help="adaptive step F (0 = fixed I)")
     fit.add_argument("--inner-iter-max", type=int, help="cap of the adaptive schedule")
     fit.add_argument("--cv", type=int, help="k-fold cross-validation instead of a holdout split")
     fit.add_argument("--n-jobs", type=int, help="worker processes")
+    fit.add_argument("--executor", choices=["auto", "serial", "process", "dask"],
+                     help="where trials run (dask: on --dask-address, else a local Dask cluster "
+                     "of --n-jobs workers)")
+    fit.add_argument("--dask-address", help="a Dask scheduler address, e.g. tcp://10.0.0.5:8786")
     fit.add_argument(
         "--constraint", action="append", metavar="EXPR",
         help="a black-box constraint such as 'latency <= 2e-5' or 'fpr <= 0.1' (repeatable)",
     )
     fit.add_argument("--constraint-mode", choices=["auto", "admm", "penalty", "filter"])
     fit.add_argument("--test-size", type=float, help="held-out test fraction (default 0.25)")
-    fit.add_argument("--output", help="directory for the journal, resolved config and pipeline")
+    fit.add_argument("--output", help="run directory: journal, trace, summary, resolved config, "
+                     "pipeline and the report (report.html, report.md)")
     fit.add_argument("--no-resume", dest="resume", action="store_false", default=None,
                      help="keep an existing journal in --output as journal-1.jsonl and start afresh "
                      "(by default a journal of the same run is resumed, one of another run refused)")
-    fit.add_argument("-v", "--verbose", action="count", default=0)
-    sub.add_parser("list", help="list solvers, spaces and metrics")
+    talk = fit.add_mutually_exclusive_group()
+    talk.add_argument("-v", "--verbose", action="count", default=0,
+                      help="log every iteration (-vv: every evaluation) to standard error")
+    talk.add_argument("-q", "--quiet", action="store_true",
+                      help="print nothing but errors: no progress display, no summary")
+    fit.add_argument("--progress", action="store_true",
+                     help="show the progress display even when standard error is not a terminal")
+    report = sub.add_parser("report", help="write the HTML and Markdown report of a run directory")
+    report.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (fit --output)")
+    report.add_argument("--output", help="the HTML file to write (default RUN_DIR/report.html); "
+                        "the Markdown twin goes beside it")
+    sub.add_parser("list", help="list methods, solvers, constraints, spaces and metrics")
     return parser
 
 
@@ -64,9 +98,11 @@ def _fit(args: argparse.Namespace) -> int:
     import numpy as np
     from sklearn.model_selection import train_test_split
 
-    from .config import Config, config_from_estimator, dump_config, load_config
+    from .config import Config, load_config
     from .datasets import load_csv, load_dataset
+    from .rundir import write_run
 
+    say: Callable[..., Any] = (lambda *a, **k: None) if args.quiet else print
     config = load_config(args.config) if args.config else Config()
     overrides = {
         "time_budget": args.time_budget,
@@ -81,11 +117,14 @@ def _fit(args: argparse.Namespace) -> int:
         "inner_iter_max": args.inner_iter_max,
         "cv": args.cv,
         "n_jobs": args.n_jobs,
+        "executor": args.executor,
+        "dask_address": args.dask_address,
         "constraints": args.constraint,
         "constraint_mode": args.constraint_mode,
         "output_dir": args.output,
         "resume": args.resume,
         "verbose": args.verbose or None,
+        "progress": False if args.quiet else True if args.progress else None,
     }
     config.estimator.update({k: v for k, v in overrides.items() if v is not None})
     if args.dataset:
@@ -94,7 +133,7 @@ def _fit(args: argparse.Namespace) -> int:
             config.data["data_dir"] = args.data_dir
     elif args.data:
         if not args.target:
-            raise ADMMAutoMLError("--data needs --target (the name of the target column)")
+            raise ConfigError("--data needs --target (the name of the target column)")
         config.data = {"csv": args.data, "target": args.target}
     if args.test_size is not None:
         config.data["test_size"] = args.test_size
@@ -103,7 +142,7 @@ def _fit(args: argparse.Namespace) -> int:
     elif "csv" in config.data:
         X, y = load_csv(config.data["csv"], config.data["target"])
     else:
-        raise ADMMAutoMLError("no data: give --dataset, --data with --target, or a config data section")
+        raise ConfigError("no data: give --dataset, --data with --target, or a config data section")
     seed = config.estimator.get("random_state")
     model = config.make_estimator()
     task = getattr(model, "_fixed_task", None) or config.estimator.get("task", "auto")
@@ -113,39 +152,53 @@ def _fit(args: argparse.Namespace) -> int:
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=config.data.get("test_size", 0.25), random_state=seed, stratify=stratify
     )
-    with warnings.catch_warnings():  # failures are reported in the summary below
-        warnings.simplefilter("ignore", EvaluationFailedWarning)
+    asked = model.progress
+    if asked is None and sys.stderr.isatty():  # the command line shows progress in a terminal
+        model.set_params(progress=True)
+    with warnings.catch_warnings():  # failures and constraints are reported in the summary below
+        warnings.simplefilter("ignore", ADMMAutoMLWarning)
         model.fit(X_train, y_train)
-    label = _LABELS.get(model.metric_, model.metric_)
+    model.set_params(progress=asked)  # the resolved configuration records what was asked
     test_score = model.metric_score(X_test, y_test)
-    print("Best pipeline:")
+    offset = model.best_score_ + model.best_loss_  # score = offset − loss
+    label, validation = shown(model.metric_, offset, model.best_loss_)
+    test = shown(model.metric_, offset, offset - test_score)[1]
+    say("Best pipeline:")
     for name, step in model.best_pipeline_.steps:
-        print(f"  {name}: {step}")
-    print(f"Evaluations: {model.n_evals_} ({model.n_failed_} failed), stopped by {model.stop_reason_}")
+        say(f"  {name}: {step}")
+    say(f"Evaluations: {model.n_evals_} ({model.n_failed_} failed), stopped by {model.stop_reason_}")
     if getattr(model, "constraints", None):
         verdict = "met" if model.feasible_ else "NOT met (least violating pipeline)"
-        print(f"Constraints {verdict}:")
+        say(f"Constraints {verdict}:")
         best = model.history_.loc[model.history_["eval_id"] == model.best_eval_id_].iloc[0]
         for c in model.constraints_:
-            print(f"  {c}: validation value {best[f'constraint:{c.key}']:.4g}")
-    print(f"Validation {label}: {model.best_score_:.4f}")
-    print(f"Test {label}: {test_score:.4f}")
-    if args.output:
-        out = Path(args.output)
-        out.mkdir(parents=True, exist_ok=True)
-        dump_config(config_from_estimator(model, config.data), out / "config.resolved.yaml")
-        with open(out / "best_pipeline.pkl", "wb") as fh:
-            pickle.dump(model.best_pipeline_, fh)
-        summary = {
-            "best_params": {k: repr(v) if isinstance(v, tuple) else v
-                            for k, v in model.best_params_.items()},
-            "metric": model.metric_,
-            "validation_score": model.best_score_,
-            "test_score": test_score,
-            "n_evals": model.n_evals_,
-        }
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-        print(f"Wrote {out / 'journal.jsonl'}, config.resolved.yaml, best_pipeline.pkl, summary.json")
+            say(f"  {c}: validation value {best[f'constraint:{c.key}']:.4g}")
+    say(f"Validation {label}: {validation:.4f}")
+    say(f"Test {label}: {test:.4f}")
+    if model.output_dir is not None:  # from --output or the configuration file
+        out = write_run(model, model.output_dir, data=config.data, test_score=test_score)
+        say(f"Run directory: {out} (journal.jsonl, trace.csv, summary.json, "
+            "config.resolved.yaml, best_pipeline.pkl)")
+        say(_write_report(out, after_fit=True))
+    return 0
+
+
+def _write_report(run_dir: Any, path: Any = None, *, after_fit: bool = False) -> str:
+    """Write the report of ``run_dir``; the line that says where it is. After ``fit`` a missing
+    matplotlib is said, not raised: the run itself succeeded."""
+    from .report import write_report
+
+    try:
+        html = write_report(run_dir, path)
+    except MissingDependencyError as err:
+        if not after_fit:
+            raise
+        return f"Report: not written ({err}); then `admm-automl report {run_dir}` writes it"
+    return f"Report: {html} (Markdown: {html.with_suffix('.md')})"
+
+
+def _report(args: argparse.Namespace) -> int:
+    print(_write_report(args.run_dir, args.output))
     return 0
 
 
@@ -155,6 +208,9 @@ def _list() -> int:
     from .solvers import THETA_SOLVERS, Z_SOLVERS
     from .space import list_spaces, load_space
 
+    print("methods:")
+    for name in METHODS:
+        print(f"  {name:<16} {METHOD_SUMMARIES.get(name, '(no summary in METHOD_SUMMARIES)')}")
     registries = (
         ("theta solvers", THETA_SOLVERS), ("z solvers", Z_SOLVERS), ("constraints", CONSTRAINTS)
     )
@@ -179,12 +235,27 @@ def _list() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (argparse exits with 2 by itself on a bad
+    option)."""
     args = _parser().parse_args(argv)
+    commands = {"fit": _fit, "report": _report, "list": lambda _: _list()}
     try:
-        return _fit(args) if args.command == "fit" else _list()
-    except (ADMMAutoMLError, ValueError) as err:
-        print(f"admm-automl: error: {err}", file=sys.stderr)
-        return 2
+        return commands[args.command](args)
+    except BrokenPipeError:  # `admm-automl list | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        resume = " (run the same command again to resume it)" if getattr(args, "output", None) else ""
+        print(f"admm-automl: interrupted{resume}", file=sys.stderr)
+        return 130
+    except Exception as err:  # one line, not a traceback: the user reads the message
+        if args.traceback:
+            traceback.print_exc()
+        usage = isinstance(err, USAGE_ERRORS)
+        plain = isinstance(err, (ADMMAutoMLError, RuntimeError, OSError))  # messages for users
+        what = str(err) if plain and str(err) else f"{type(err).__name__}: {err}"
+        print(f"admm-automl: error: {what}", file=sys.stderr)
+        return 2 if usage else 1
 
 
 if __name__ == "__main__":

@@ -80,21 +80,23 @@ class Config:
             raise ConfigError(f"estimator: {err}") from None
         return est
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"estimator": _plain(self.estimator)}
+    def to_dict(self, lenient: bool = False) -> dict[str, Any]:
+        """Plain types for YAML; ``lenient`` writes what YAML cannot hold (a function, a space
+        object) as its repr instead of raising :class:`ConfigError`."""
+        out: dict[str, Any] = {"estimator": _plain(self.estimator, lenient)}
         if self.data:
-            out["data"] = _plain(self.data)
+            out["data"] = _plain(self.data, lenient)
         return out
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, lenient: bool = False) -> Any:
     """Plain Python types for ``yaml.safe_dump`` (it rejects numpy scalars and tuples)."""
     import numpy as np
 
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, lenient) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v, lenient) for v in value]
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Path):
@@ -102,7 +104,9 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if hasattr(value, "get_params") and getattr(value, "name", ""):
-        return {"name": value.name, "params": _plain(value.get_params())}
+        return {"name": value.name, "params": _plain(value.get_params(), lenient)}
+    if lenient:
+        return repr(value)
     raise ConfigError(f"cannot write {value!r} ({type(value).__name__}) to YAML")
 
 
@@ -153,6 +157,15 @@ def config_from_estimator(est: Any, data: Mapping[str, Any] | None = None) -> Co
     return Config(dict(params), dict(data or {}))
 
 
-def dump_config(config: Config, path: "str | Path") -> None:
+def dump_config(config: Config, path: "str | Path", lenient: bool = False) -> None:
+    """Write ``config`` as YAML; ``lenient`` as :meth:`Config.to_dict` (the file then records the
+    run but cannot be loaded again, which a comment on its first line says)."""
+    try:
+        node, note = config.to_dict(), ""
+    except ConfigError as err:
+        if not lenient:
+            raise
+        node, note = config.to_dict(lenient=True), f"# not loadable as a configuration: {err}\n"
     with open(path, "w", encoding="utf-8") as fh:
-        yaml.safe_dump(config.to_dict(), fh, sort_keys=False)
+        fh.write(note)
+        yaml.safe_dump(node, fh, sort_keys=False)

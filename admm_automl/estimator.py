@@ -8,14 +8,11 @@ scikit-learn knows the estimator type before ``fit``. The search itself is set u
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import time
-import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import (
@@ -27,23 +24,25 @@ from sklearn.utils.validation import (
 )
 
 from . import _validation as v
+from . import plots
 from ._recorder import Schedule
 from .constraints import make_constraints
-from .ensemble import build_ensemble
 from .evaluation import get_metric
-from .evaluation.data import as_frame_if_mixed, check_no_inf
-from .evaluation.setup import METHODS, SearchSettings, run_search
+from .evaluation.data import as_frame_if_mixed, check_unique_columns, column_kinds, conform
+from .evaluation.setup import METHODS, SearchSettings, method_spec, run_search
 from .exceptions import DataError, InvalidParameterError
-from .results import fitted_attributes
+from .progress import watching
+from .report import write_report
+from .ensemble import build_ensemble
+from .results import fit_on_labels, fitted_attributes, refit
+from .rundir import as_method, write_run
 from .solvers import THETA_SOLVERS, Z_SOLVERS
 from .space import load_space
 from .space.portfolio import resolve_portfolio
 from .space.space import import_class
 
-logger = logging.getLogger("admm_automl")
-
 _RULES = {
-    "method": [v.options(*METHODS)],
+    "method": [v.options(*METHODS), v.MAPPING],
     "max_evals": [v.int_at_least(1), v.NONE],
     "time_budget": [v.POSITIVE_NUMBER, v.NONE],
     "rho": [v.POSITIVE_NUMBER],
@@ -54,35 +53,19 @@ _RULES = {
     "penalty_weight": [v.POSITIVE_NUMBER],
     "cv": [v.options("auto"), v.int_at_least(2), v.NONE],
     "validation_size": [v.FRACTION],
-    "executor": [v.options("auto", "serial", "process")],
+    "executor": [v.options("auto", "serial", "process", "dask")],
     "n_jobs": [v.int_at_least(1)],
+    "dask_address": [v.TEXT, v.NONE],
     "trial_timeout": [v.POSITIVE_NUMBER, v.NONE],
     "memory_limit": [v.int_at_least(1), v.NONE],
     "output_dir": [v.PATH, v.NONE],
     "resume": [v.BOOL],
     "random_state": [v.SEED],
     "verbose": [v.int_at_least(0)],
+    "progress": [v.BOOL, v.NONE],
     "task": [v.options("auto", "classification", "regression")],
     "ensemble_size": [v.int_at_least(0)],
 }
-
-
-@contextlib.contextmanager
-def _verbosity(verbose: int):
-    """Log to stderr during ``fit``: iterations at ``verbose=1``, every evaluation at 2."""
-    if not verbose:
-        yield
-        return
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("[admm-automl] %(message)s"))
-    old = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old)
 
 
 def _pipeline_has(attr: str):
@@ -118,8 +101,8 @@ def _check_target(X: Any, y: Any, task: str, owner: str) -> tuple[np.ndarray, st
         check_classification_targets(y)
         classes = np.unique(y)
         if len(classes) < 2:
-            raise DataError(f"y contains a single class ({classes[0]!r}); classification needs "
-                            "at least 2 classes")
+            raise DataError(f"y contains a single class ({classes[:1].tolist()[0]!r}); "
+                            "classification needs at least 2 classes")
         return y, task, "binary" if len(classes) == 2 else "multiclass"
     try:
         return y.astype(float), task, "continuous"
@@ -137,53 +120,28 @@ def _label_indices(classes: np.ndarray, y: Any) -> np.ndarray:
     return index
 
 
-def _refit(model: Any, X: Any, y: np.ndarray, y_index: np.ndarray) -> Any:
-    """``model`` fitted on all of (X, y), its warnings silenced (the search saw them); on the
-    label indices ``y_index`` if it refuses the labels themselves (XGBoost takes only 0..K-1)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return model.fit(X, y)
-        except Exception:
-            if y is y_index or np.array_equal(y, y_index):
-                raise
-            return model.fit(X, y_index)
-
-
-def _refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
-                  ensemble_size: int) -> dict[str, Any]:
-    """``best_pipeline_`` and, when one is built (:mod:`admm_automl.ensemble`), ``ensemble_``,
-    refitted on all of (X, y); the ensemble's weights and loss; the time it took."""
-    start = time.perf_counter()
-    ctx = outcome.task.context
-    best = _refit(space.to_pipeline(fitted["best_z_"], fitted["best_theta_"],
-                                    preprocessor=clone(ctx.preprocessor),
-                                    random_state=ctx.random_state), X, y, ctx.y)
-    choice = build_ensemble(outcome, space, ensemble_size, fitted["best_eval_id_"])
-    return {"best_pipeline_": best,
-            "ensemble_": None if choice is None else _refit(choice.model, X, y, ctx.y),
-            "ensemble_weights_": {} if choice is None else choice.weights,
-            "ensemble_loss_": float("nan") if choice is None else choice.loss,
-            "refit_time_": time.perf_counter() - start}
-
-
 class ADMM(BaseEstimator):
     """AutoML pipeline search by ADMM (Liu et al., AAAI 2020), with pluggable sub-solvers.
 
     Parameters
     ----------
     search_space : str, path or PipelineSpace, default="default"
-        A built-in space name (``admm_automl.list_spaces()``), a YAML file or a space object.
-        ``"default"``: HistGradientBoosting, LightGBM, XGBoost, forests, linear models, k-NN and
-        an RBF SVM; ``paper_small`` / ``paper_large`` / ``blds`` reproduce the papers. Algorithms
-        whose ``max_rows`` is below the number of rows are left out.
+        A built-in space name (``admm_automl.list_spaces()``), a YAML file or a space object:
+        ``"default"`` (HistGradientBoosting, LightGBM, XGBoost, forests, linear models, k-NN, an
+        RBF SVM; see the README), or ``paper_small`` / ``paper_large`` / ``blds`` to reproduce
+        the papers. Algorithms whose ``max_rows`` is below the number of rows are left out.
     theta_solver, z_solver : str, dict or solver, default="bo", "cmab"
         The θ-step and z-step solvers: a registered name, ``{"name": ..., "params": {...}}`` or an
         instance (``list_theta_solvers()``, ``list_z_solvers()``). With the adaptive schedule the
         defaults are the paper's AdADMM-F16(BO, Ba).
-    method : {"admm", "jopt", "select"}, default="admm"
+    method : {"admm", "jopt", "select", "flash"} or dict, default="admm"
         The ADMM split; ``"jopt"``: one ``theta_solver`` over the joint space of all choices and
-        hyperparameters; ``"select"``: ``z_solver`` with every hyperparameter at its default.
+        hyperparameters; ``"select"``: ``z_solver`` with every hyperparameter at its default;
+        ``"flash"``: FLASH (Zhang et al., KDD 2016) — a D-optimal design of pipelines, EIPS with
+        a linear path model, then ``theta_solver`` on the pruned space
+        (:class:`admm_automl.flash.FlashOptimizer`). Like a solver, a method may be given as
+        ``{"name": "flash", "params": {"top_r": 5, ...}}``; only ``"flash"`` has params of its own
+        (:class:`admm_automl.flash.FlashSettings`).
     max_evals : int, optional
         New pipeline evaluations (cache hits are free; a resumed run's count). With neither
         ``max_evals`` nor ``time_budget``, 100.
@@ -214,22 +172,33 @@ class ADMM(BaseEstimator):
     cv : int, "auto" or None, default="auto"
         k-fold cross-validation; None: one holdout split of ``validation_size`` (stratified for
         classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, else a holdout
-        (:func:`admm_automl.evaluation.setup.resolve_cv` says why).
+        (:func:`admm_automl.evaluation.setup.resolve_cv`).
     validation_size : float, default=0.2
-    executor : {"auto", "serial", "process"}, default="auto"
+    executor : {"auto", "serial", "process", "dask"}, default="auto"
         Worker processes (which a timeout or memory limit can stop) or this process; ``"auto"``
         uses workers when ``trial_timeout``, ``time_budget``, ``memory_limit`` or ``n_jobs > 1``
-        needs them.
+        needs them. ``"dask"`` runs the trials on a Dask cluster (``pip install
+        'admm-automl[dask]'``): the one at ``dask_address``, else the current Dask client (a
+        ``distributed.Client`` created before ``fit``), else a local cluster of ``n_jobs`` worker
+        processes on 127.0.0.1, started and closed by ``fit``. Timeouts, memory limit and failure
+        capture are those of the process pool; a trial whose Dask worker dies is run again
+        elsewhere (up to Dask's ``allowed-failures``), then recorded as failed.
     n_jobs : int, default=1
+        Trials run at once (worker processes, or the workers of a local Dask cluster). On a Dask
+        cluster given by address or client, as many as its workers have threads.
+    dask_address : str, optional
+        Address of a Dask scheduler, e.g. ``"tcp://10.0.0.5:8786"`` (needs ``executor="dask"``).
     trial_timeout : float, optional
         Seconds one evaluation may take (status ``timeout``). None with a ``time_budget``: a
-        quarter of the time left, at least a tenth of the budget; and from 10 000 training rows
-        a pipeline is first fitted on a tenth of them, and on all only if that predicts it can
-        finish (:mod:`admm_automl.evaluation.objective`).
+        quarter of the time left, at least a tenth of the budget; from 10 000 training rows a
+        pipeline is first fitted on a tenth of them (:mod:`admm_automl.evaluation.objective`).
     memory_limit : int, optional
-        Address-space limit per worker in MiB (status ``memout``).
+        Address-space limit per worker process in MiB (status ``memout``).
     output_dir : str or path, optional
-        Where ``journal.jsonl`` is appended, one record per evaluation as it happens.
+        The run directory: ``journal.jsonl`` is appended, one record per evaluation as it
+        happens; at the end of ``fit`` the trace, the summary, the configuration and the
+        refitted pipeline are written beside it (:mod:`admm_automl.rundir`), which
+        ``admm-automl report DIR`` reads.
     resume : bool, default=True
         A journal in ``output_dir`` from the same data, task, metric, splits, seed and space is
         resumed: its evaluations are replayed, not repeated. One from another run is refused with
@@ -239,27 +208,27 @@ class ADMM(BaseEstimator):
         Seeds the splits, the solvers and the pipelines' ``random_state``. Same seed, evaluation
         budget and serial executor give the same history.
     verbose : int, default=0
-        1 logs every iteration, 2 every evaluation.
+        1 shows a live progress display (in a terminal or a notebook) and logs every iteration
+        to standard error; 2 also logs every evaluation.
+    progress : bool, optional
+        The progress display: None follows ``verbose``; True shows it even when standard error
+        is not a terminal; False never shows it (:mod:`admm_automl.progress`).
     task : {"auto", "classification", "regression"}, default="auto"
     portfolio : "auto", None, path or list of dict, default="auto"
-        Configurations the ADMM method evaluates first (after the initial pipeline), then starting
-        from the best: ``"auto"`` is the portfolio shipped for a built-in space (learned offline
-        by ``experiments/portfolio.py``), None none.
+        Configurations the ADMM method evaluates after the initial pipeline, starting from the
+        best: ``"auto"`` is the portfolio shipped for a built-in space, None none.
     ensemble_size : int, default=0
-        Steps of greedy ensemble selection with replacement over the best evaluations' validation
-        predictions (Caruana et al. 2004); 0 is off. The ensemble (``ensemble_``) is used when it
-        beats the best single pipeline on validation data and meets the constraints.
+        Steps of greedy ensemble selection (Caruana et al. 2004; 0 is off): ``ensemble_``, used
+        when it beats the best pipeline on validation data and meets the constraints.
 
     Attributes
     ----------
+    ensemble_, ensemble_weights_, ensemble_loss_ : VotingClassifier or VotingRegressor, dict, float
+        The refitted ensemble ``predict`` uses (None if none), its members' weights by
+        ``eval_id``, its validation loss.
     best_pipeline_ : sklearn.pipeline.Pipeline
-        The best configuration refitted on all of X, y (a plain scikit-learn object). A classifier
-        is fitted on your labels, or on their indices in ``classes_`` if it takes no other labels
-        (XGBoost): then ``classes_[best_pipeline_.predict(X)]`` are the labels.
-    ensemble_ : VotingClassifier, VotingRegressor or None
-        The refitted ensemble that ``predict`` uses, when one was built (``ensemble_size``);
-        ``ensemble_weights_`` maps its members' ``eval_id`` to their weight, ``ensemble_loss_``
-        is its validation loss.
+        The best configuration refitted on all of X, y (a plain scikit-learn object); on the
+        label indices of ``classes_`` if its learner refuses the labels (XGBoost).
     best_params_ : dict
         Its configuration, ``{"module": choice, "module__param": value}``.
     best_loss_, best_score_ : float
@@ -272,6 +241,8 @@ class ADMM(BaseEstimator):
         One row per iteration: best loss, evaluations, time; for ADMM ρ, ‖θ̃d − δ‖, ‖λ‖, u, μ.
     feasible_ : bool
         Whether ``best_pipeline_`` met every constraint on the validation data.
+    constraint_mode_ : str
+        How the search treated the constraints (``"auto"`` resolved).
     constraints_ : list of BaseConstraint
         The parsed constraints, bound to the training data.
     best_eval_id_, n_evals_, n_failed_, stop_reason_, task_, metric_, classes_, n_features_in_,
@@ -287,8 +258,9 @@ class ADMM(BaseEstimator):
         inner_iter_step: int = 16, inner_iter_max: int = 128, constraints: Any = None,
         constraint_mode: str = "auto", penalty_weight: float = 1.0, scoring: Any = None,
         cv: Any = "auto", validation_size: float = 0.2, executor: str = "auto",
-        n_jobs: int = 1, trial_timeout: float | None = None, memory_limit: int | None = None,
-        output_dir: Any = None, resume: bool = True, random_state: Any = None, verbose: int = 0,
+        n_jobs: int = 1, dask_address: str | None = None, trial_timeout: float | None = None,
+        memory_limit: int | None = None, output_dir: Any = None, resume: bool = True,
+        random_state: Any = None, verbose: int = 0, progress: bool | None = None,
         task: str = "auto", portfolio: Any = "auto", ensemble_size: int = 0,
     ) -> None:
         self.search_space = search_space
@@ -309,12 +281,14 @@ class ADMM(BaseEstimator):
         self.validation_size = validation_size
         self.executor = executor
         self.n_jobs = n_jobs
+        self.dask_address = dask_address
         self.trial_timeout = trial_timeout
         self.memory_limit = memory_limit
         self.output_dir = output_dir
         self.resume = resume
         self.random_state = random_state
         self.verbose = verbose
+        self.progress = progress
         self.task = task
         self.portfolio = portfolio
         self.ensemble_size = ensemble_size
@@ -323,9 +297,10 @@ class ADMM(BaseEstimator):
         """Check every parameter, and resolve names, before any work."""
         v.validate_params(type(self).__name__, self.get_params(deep=False), _RULES)
         Schedule(self.inner_iter, self.inner_iter_step, self.inner_iter_max)
-        if self.method != "admm" and self.constraint_mode == "admm":
+        method, _ = method_spec(self.method)
+        if method != "admm" and self.constraint_mode == "admm":
             raise InvalidParameterError(
-                f"method={self.method!r} has no ADMM split, so constraint_mode='admm' does not "
+                f"method={method!r} has no ADMM split, so constraint_mode='admm' does not "
                 "apply: use 'penalty' or 'filter' (or 'auto')"
             )
         make_constraints(self.constraints)
@@ -350,41 +325,58 @@ class ADMM(BaseEstimator):
         y_search = y
         if task == "classification":  # the search sees label indices (XGBoost takes no others)
             self.classes_, y_search = np.unique(y, return_inverse=True)
-        with _verbosity(self.verbose):
+        metric = get_metric(self.scoring, task, target_type)
+        with watching(self.verbose, self.progress, (metric.name, metric.offset)) as listeners:
             space = load_space(self.search_space).for_task(task).for_data(len(y))
-            outcome = run_search(X, y_search, SearchSettings.from_params(self.get_params(deep=False)),
-                                 space=space, task=task, target_type=target_type,
-                                 sensitive_features=sensitive_features, start_time=start)
-            fitted = fitted_attributes(outcome, space)
-            fitted.update(_refit_models(outcome, space, X, y, fitted, self.ensemble_size))
-            for name, value in fitted.items():
-                setattr(self, name, value)
+            outcome = run_search(X, y_search, SearchSettings.from_params(self.get_params(
+                deep=False)), space=space, task=task, target_type=target_type,
+                sensitive_features=sensitive_features, start_time=start, listeners=listeners)
+        for name, value in fitted_attributes(outcome, space).items():
+            setattr(self, name, value)
+        ctx = outcome.task.context
+        self.best_pipeline_, self.refit_time_ = refit(space, ctx, self.best_z_, self.best_theta_,
+                                                      X, y)
+        choice = build_ensemble(outcome, space, self.ensemble_size, self.best_eval_id_)
+        self.ensemble_ = None if choice is None else fit_on_labels(choice.model, X, y, ctx.y)
+        self.ensemble_weights_ = {} if choice is None else choice.weights
+        self.ensemble_loss_ = float("nan") if choice is None else choice.loss
+        if self.output_dir is not None:
+            write_run(self, self.output_dir)
         return self
+
+    # ------------------------------------------------------------------ prediction
+    def _check_X(self, X: Any, reset: bool = False) -> Any:
+        """Validate X (shape, inf, feature names and count, the kind of every column; at
+        predict time against the columns of ``fit``) and keep mixed columns as a frame."""
+        if not reset:
+            check_is_fitted(self)
+        if hasattr(X, "iloc"):
+            if X.ndim != 2:
+                raise DataError("X must be 2-D (rows x columns); for one feature pass "
+                                "X.to_frame() or X.reshape(-1, 1)")
+            if X.shape[0] < (2 if reset else 1) or X.shape[1] < 1:
+                raise DataError(f"X has shape {X.shape}; need at least 2 rows and 1 column")
+            check_unique_columns(X)
+        else:
+            X = check_array(X, dtype=None, ensure_all_finite="allow-nan", input_name="X",
+                            ensure_min_samples=2 if reset else 1)
+        if not reset:
+            X = conform(X, self._column_kinds, getattr(self, "feature_names_in_", None))
+        validate_data(self, X, skip_check_array=True, reset=reset)
+        if reset:
+            X = as_frame_if_mixed(X)
+            self._column_kinds = column_kinds(X)
+        return X
 
     def _model(self) -> Any:
         """What predictions come from: the ensemble when one was built, else the best pipeline."""
         return self.best_pipeline_ if self.ensemble_ is None else self.ensemble_
 
     def _on_indices(self) -> bool:
-        """Whether the model was fitted on label indices rather than the labels (see ``_refit``)."""
+        """Whether the model was fitted on label indices rather than the labels."""
         classes = getattr(self._model(), "classes_", None)
         return (self.task_ == "classification" and classes is not None
                 and not np.array_equal(classes, self.classes_))
-
-    # ------------------------------------------------------------------ prediction
-    def _check_X(self, X: Any, reset: bool = False) -> Any:
-        """Validate X (shape, inf, feature names and count) and keep mixed columns as a frame."""
-        if not reset:
-            check_is_fitted(self)
-        if hasattr(X, "iloc"):
-            if X.shape[0] < (2 if reset else 1) or X.shape[1] < 1:
-                raise DataError(f"X has shape {X.shape}; need at least 2 rows and 1 column")
-            check_no_inf(X)
-        else:
-            X = check_array(X, dtype=None, ensure_all_finite="allow-nan", input_name="X",
-                            ensure_min_samples=2 if reset else 1)
-        validate_data(self, X, skip_check_array=True, reset=reset)
-        return as_frame_if_mixed(X)
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions of ``ensemble_`` if there is one, else of ``best_pipeline_``."""
@@ -418,15 +410,21 @@ class ADMM(BaseEstimator):
     def metric_score(self, X: Any, y: Any) -> float:
         """The search metric on (X, y) as a score, ``offset − loss`` (e.g. AUROC for 1 − AUROC)."""
         X = self._check_X(X)
-        labels = None
+        labels = getattr(self, "classes_", None)
         if self._on_indices():
             y, labels = _label_indices(self.classes_, y), np.arange(len(self.classes_))
-        elif self.task_ == "classification":
-            labels = self.classes_
         target = ("continuous" if self.task_ == "regression"
                   else "binary" if len(self.classes_) == 2 else "multiclass")
         metric = get_metric(self.scoring, self.task_, target)
         return float(metric.offset - metric.loss(metric.make_scorer(labels), self._model(), X, y))
+
+    # ------------------------------------------------------------------ report and figures
+    report = as_method(write_report)
+    plot_convergence = as_method(plots.plot_convergence)
+    plot_algorithms = as_method(plots.plot_algorithms)
+    plot_constraints = as_method(plots.plot_constraints)
+    plot_multipliers = as_method(plots.plot_multipliers)
+    plot_residuals = as_method(plots.plot_residuals)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -46,6 +46,11 @@ class WorkerError(ADMMAutoMLError, RuntimeError):
     """Worker processes cannot start (the message gives their own reason), or none is left."""
 
 
+class SearchError(ADMMAutoMLError, RuntimeError):
+    """The search ended without a pipeline to refit: every evaluation failed, or the time budget
+    ended before one finished."""
+
+
 class UnknownSuggestionError(SolverError):
     """``tell`` received a suggestion the solver never asked."""
 
@@ -77,6 +82,10 @@ def unknown_name_message(kind: str, name: object, options: Iterable[str]) -> str
     options = sorted(options)
     listed = ", ".join(repr(o) for o in options) or "none"
     return f"Unknown {kind} {name!r}.{did_you_mean(str(name), options)} Available: {listed}."
+
+
+class TimeBudgetWarning(ADMMAutoMLWarning):
+    """The search overran its time budget (the serial executor cannot stop a running fit)."""
 
 
 class SolverFallbackWarning(ADMMAutoMLWarning):

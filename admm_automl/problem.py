@@ -57,6 +57,9 @@ class ZProblem:
 
     ``n_choices[i]`` is the number of choices of module ``i``. ``fidelity`` is the admissible range
     of training-data fractions for multi-fidelity solvers (``None``: full data only).
+    ``observations``, when the optimiser provides it, returns every new evaluation of the whole run
+    so far as ``(z, observation)`` pairs — other ADMM iterations, θ-steps and other θ included —
+    for solvers whose model spans the run (``flash``); ``history`` holds only the current θ's.
     """
 
     n_choices: tuple[int, ...]
@@ -71,3 +74,5 @@ class ZProblem:
     n_train: int | None = None
     #: suggestions a batch-capable solver should ask at once (the number of parallel workers)
     batch_size: int = 1
+    #: every new evaluation of the run so far, oldest first (None: the solver sees only its own)
+    observations: Callable[[], Sequence[tuple[tuple[int, ...], Observation]]] | None = None

@@ -3,13 +3,14 @@ and the other fitted attributes, built from the journal records and the optimise
 
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from ._lagrangian import Constraints, optimal_slack
-from .exceptions import ConstraintViolationWarning, EvaluationFailedWarning
+from .exceptions import ConstraintViolationWarning, EvaluationFailedWarning, SearchError
 from .records import Observation, Status
 
 
@@ -35,15 +36,17 @@ def _cell(value: Any) -> Any:
 
 
 def records_to_frame(records: Iterable[dict[str, Any]]):
-    """A pandas DataFrame, one row per evaluation; ``config`` and ``constraints`` become
-    ``param:*`` and ``constraint:*`` columns."""
+    """A pandas DataFrame, one row per evaluation; ``config``, ``constraints`` and (when the
+    worker reports it) ``prefix_cache`` become ``param:*``, ``constraint:*`` and ``cache:*``
+    columns."""
     import pandas as pd
 
     rows = []
     for rec in records:
-        row = {k: v for k, v in rec.items() if k not in ("config", "constraints")}
+        row = {k: v for k, v in rec.items() if k not in ("config", "constraints", "prefix_cache")}
         row.update({f"param:{k}": _cell(v) for k, v in rec.get("config", {}).items()})
         row.update({f"constraint:{k}": v for k, v in rec.get("constraints", {}).items()})
+        row.update({f"cache:{k}": v for k, v in rec.get("prefix_cache", {}).items()})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -106,7 +109,8 @@ def _best(outcome: Any, space: Any) -> tuple[tuple[int, ...], np.ndarray, Observ
 def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     """The estimator's fitted attributes of a finished search (except the refitted pipeline).
 
-    Raises ``RuntimeError`` when every evaluation failed; warns when some failed and when no
+    Raises :class:`~admm_automl.exceptions.SearchError` when every evaluation failed; warns when
+    some failed and when no
     pipeline met the constraints.
     """
     import pandas as pd
@@ -116,7 +120,7 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     best = _best(outcome, space)
     if best is None or not best[2].ok:
         errors = sorted({str(r.get("error")) for r in records if r.get("status") != "ok"})
-        raise RuntimeError(f"All {len(records)} evaluated pipelines failed, so there is nothing "
+        raise SearchError(f"All {len(records)} evaluated pipelines failed, so there is nothing "
                            f"to refit. Errors: {errors[:5]!r}")
     if outcome.n_failed:
         warnings.warn(f"{outcome.n_failed} of {len(records)} evaluated pipelines failed and were "
@@ -138,6 +142,7 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "task_": outcome.task.kind,
         "metric_": metric.name,
         "constraints_": outcome.task.constraints,
+        "constraint_mode_": constraints.mode,
         "feasible_": feasible,
         "best_eval_id_": obs.eval_id,
         "best_z_": z,
@@ -146,3 +151,30 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "best_loss_": obs.loss,
         "best_score_": metric.offset - obs.loss,
     }
+
+
+def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
+          y: Any) -> tuple[Any, float]:
+    """The pipeline of ``(z, θ)`` fitted on all of (X, y) with the run's preprocessing and model
+    seed (by :func:`fit_on_labels`), and the seconds it took."""
+    from sklearn.base import clone
+
+    pipeline = space.to_pipeline(z, theta, preprocessor=clone(context.preprocessor),
+                                 random_state=context.random_state)
+    start = time.perf_counter()
+    fit_on_labels(pipeline, X, y, context.y)
+    return pipeline, time.perf_counter() - start
+
+
+def fit_on_labels(model: Any, X: Any, y: Any, y_search: Any) -> Any:
+    """``model`` fitted on all of (X, y), its warnings silenced (the search reported them); on the
+    targets the search used, ``y_search`` (the label indices of a classification), if the model
+    refuses the labels themselves (XGBoost takes only 0..K-1)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return model.fit(X, y)
+        except Exception:
+            if y is y_search or np.array_equal(np.asarray(y), np.asarray(y_search)):
+                raise
+            return model.fit(X, y_search)

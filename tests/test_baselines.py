@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from admm_automl.baselines import JointOptimizer, joint_decode, joint_encode
+from admm_automl.baselines import JointOptimizer, JointSpace
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.solvers import THETA_SOLVERS
 from admm_automl.testing import wide_space
@@ -23,14 +23,33 @@ ENC = SPACE.encoding
 def test_joint_encoding_places_choices_like_categorical_hyperparameters(make_optimizer):
     opt = make_optimizer("jopt", space=SPACE)
     assert isinstance(opt, JointOptimizer) and opt.dim == 2 + ENC.theta_dim
+    joint = opt.joint
     theta = ENC.project(ENC.initial_theta)
     for z in [(0, 0), (1, 1), (2, 0), (2, 1)]:
-        x = joint_encode(ENC, z, theta)
+        x = joint.encode(z, theta)
         assert x[0] == z[0] / 2 and x[1] == z[1] / 1
-        z2, theta2 = joint_decode(ENC, x)
+        z2, theta2 = joint.decode(x)
         assert z2 == z and np.array_equal(theta2, theta)
-    assert joint_decode(ENC, np.r_[0.26, 0.49, theta])[0] == (1, 0)  # nearest choice
-    assert joint_decode(ENC, np.r_[0.24, 0.51, theta])[0] == (0, 1)
+    assert joint.decode(np.r_[0.26, 0.49, theta])[0] == (1, 0)  # nearest choice
+    assert joint.decode(np.r_[0.24, 0.51, theta])[0] == (0, 1)
+    assert joint.names[:2] == ("module:prep", "module:model") and joint.discrete[:2].all()
+
+
+def test_a_joint_space_over_kept_choices_has_only_their_coordinates():
+    """Pruned: a module with one kept choice has no coordinate, and only the kept algorithms'
+    θ coordinates are in the box; decoding maps back to the kept choices."""
+    joint = JointSpace(ENC, ((0, 1), (1,)))  # prep {none, p(w)} x model {b(lr)}
+    assert joint.names == ("module:prep", "prep:p:w", "model:b:lr")
+    assert joint.dim == 3 and joint.discrete.tolist() == [True, False, False]
+    theta = ENC.initial_theta.copy()
+    theta[ENC.theta_names.index("prep:p:w")] = 0.7
+    x = joint.encode((1, 1), theta)
+    np.testing.assert_allclose(x, [1.0, 0.7, theta[ENC.theta_names.index("model:b:lr")]])
+    z, theta2 = joint.decode(x)
+    assert z == (1, 1) and np.array_equal(theta2, theta)
+    assert joint.decode(np.r_[0.2, 0.5, 0.5])[0] == (0, 1)
+    with pytest.raises(InvalidParameterError, match="at least one valid choice"):
+        JointSpace(ENC, ((0,), ()))
 
 
 @pytest.mark.parametrize("theta_solver", THETA_SOLVERS.names())
@@ -76,14 +95,16 @@ def test_jopt_callback_stops_the_run(make_optimizer):
     assert result.stop_reason == "callback" and len(result.trace) == 2
 
 
-@pytest.mark.parametrize("method", ["jopt", "select"])
+@pytest.mark.parametrize("method", ["jopt", "select", "flash"])
 def test_the_methods_without_the_split_refuse_admm_constraint_mode(make_optimizer, method):
     with pytest.raises(InvalidParameterError, match="no ADMM split, so constraint_mode='admm'"):
         make_optimizer(method, space=SPACE, constraint_mode="admm")
 
 
-def test_jopt_penalises_violations_with_a_fixed_weight(make_engine, make_optimizer):
-    """The JOPT sub-problem value is loss + w × total violation, and its rows carry no μ."""
+@pytest.mark.parametrize("method", ["jopt", "flash"])
+def test_jopt_and_flash_penalise_violations_with_a_fixed_weight(make_optimizer, method):
+    """The value JOPT's θ-solver and FLASH's models see is loss + w × total violation, and the
+    trace rows carry no μ."""
     from admm_automl.records import Observation
 
     class Size:
@@ -92,7 +113,7 @@ def test_jopt_penalises_violations_with_a_fixed_weight(make_engine, make_optimiz
     def engine(requests, time_left=None, tags=None):
         return [Observation(loss=0.1, constraints={"size": 3.0}) for _ in requests]
 
-    opt = make_optimizer("jopt", engine=engine, space=SPACE, constraints=[Size()],
+    opt = make_optimizer(method, engine=engine, space=SPACE, constraints=[Size()],
                          penalty_weight=2.0, max_evals=3)
     obs = Observation(loss=0.1, constraints={"size": 3.0})
     assert opt._value(None, obs) == pytest.approx(0.1 + 2.0 * (3.0 - 1.0) / 1.0)
@@ -101,7 +122,8 @@ def test_jopt_penalises_violations_with_a_fixed_weight(make_engine, make_optimiz
 
 
 # ----------------------------------------------------------------------------- selection only
-@pytest.mark.parametrize("z_solver", ["random", "cmab", "blds", "hyperband", "daub", "bo"])
+@pytest.mark.parametrize("z_solver", ["random", "cmab", "blds", "hyperband", "daub", "bo",
+                                      "flash"])
 def test_selection_keeps_theta_at_the_defaults(make_engine, make_optimizer, z_solver):
     engine = make_engine(BIG)
     result = make_optimizer("select", engine=engine, z=z_solver, space=BIG, max_evals=15,
@@ -133,7 +155,7 @@ def test_selection_stops_when_the_space_is_exhausted(make_optimizer):
     assert result.stop_reason == "exhausted" and result.n_evals == 6
 
 
-@pytest.mark.parametrize("method", ["admm", "jopt", "select"])
+@pytest.mark.parametrize("method", ["admm", "jopt", "select", "flash"])
 def test_every_method_stops_at_the_same_budget_rules(make_engine, make_optimizer, fake_clock,
                                                      method):
     """One budget for every method: exact evaluation counts, and never an evaluation started

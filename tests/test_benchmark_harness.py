@@ -72,6 +72,8 @@ def test_artificial_objective_is_the_executor_task():
         ("ADMM-I32(RBFOpt,BLDS)", "admm", "rbfopt", "blds", Schedule(32, 0, 32)),
         ("JOPT(BO)", "jopt", "bo", None, Schedule()),
         ("Random", "jopt", "random", None, Schedule()),
+        ("FLASH(BO)", "flash", "bo", None, Schedule()),
+        ("AdADMM-F16(BO,FLASH)", "admm", "bo", "flash", Schedule(16, 16, 128)),
     ],
 )
 def test_parse_method_reads_the_paper_names(label, kind, theta, z, schedule):
@@ -85,6 +87,10 @@ def test_parse_method_options_and_peers():
     assert m.slug == "AdADMM-F16_BO_Ba_rho=10_z.loss_bound=0.5"
     assert (parse_method("Optuna(TPE)").kind, parse_method("Optuna(TPE)").option) == ("optuna", "tpe")
     assert parse_method("FLAML(CFO)").option == "cfo"
+    assert (parse_method("SMAC3(HPO)").kind, parse_method("SMAC3(HPO)").option) == ("smac3", "hpo")
+    m = parse_method("FLASH(Random)@flash.top_r=5,cache=0")
+    assert (m.kind, m.theta_solver, m.params, m.cache_size) == ("flash", "random", {"top_r": 5}, 0)
+    assert parse_method("FLASH(BO)").cache_size is None
 
 
 @pytest.mark.parametrize(
@@ -96,6 +102,10 @@ def test_parse_method_options_and_peers():
         ("JOPT(BO)@rho=2", "ADMM methods only"),
         ("AdADMM-F16(BO,Ba)@colour=red", "unknown option 'colour'"),
         ("AdADMM-F16(BO,Ba)@rho", "not key=value"),
+        ("FLASH(BO)@flash.top_r=0", "top_r must be an integer >= 1, got 0"),
+        ("JOPT(BO)@flash.n_init=3", "flash.<param> applies to FLASH only"),
+        ("FLASH(BO)@cache=-1", "cache size must be a finite number of MiB >= 0"),
+        ("SMAC3(BB)", "SMAC3 supports hpo"),
     ],
 )
 def test_parse_method_rejects_bad_names_clearly(label, message):
@@ -105,13 +115,13 @@ def test_parse_method_rejects_bad_names_clearly(label, message):
 
 # --------------------------------------------------------------------------------- runner
 ALL_KINDS = ["AdADMM-F16(BO,Ba)", "JOPT(BO)", "Random", "Optuna(TPE)", "FLAML(BlendSearch)",
-             "FLAML(CFO)"]
+             "FLAML(CFO)", "FLASH(BO)", "SMAC3(HPO)"]
 
 
 def _peer_available(label: str) -> bool:
     import importlib.util
 
-    lib = {"Optuna": "optuna", "FLAML": "flaml"}.get(label.split("(")[0])
+    lib = {"Optuna": "optuna", "FLAML": "flaml", "SMAC3": "smac"}.get(label.split("(")[0])
     return lib is None or importlib.util.find_spec(lib) is not None
 
 
@@ -132,7 +142,8 @@ def test_every_method_runs_on_the_artificial_objective_within_max_evals(label, t
         assert r["loss"] == pytest.approx(f.value(z, theta))
 
 
-@pytest.mark.parametrize("label", ["AdADMM-F16(BO,Ba)", "Optuna(TPE)", "FLAML(BlendSearch)"])
+@pytest.mark.parametrize("label", ["AdADMM-F16(BO,Ba)", "Optuna(TPE)", "FLAML(BlendSearch)",
+                                   "FLASH(Random)", "SMAC3(HPO)"])
 def test_same_seed_and_budget_give_the_same_history(label, tmp_path):
     if not _peer_available(label):
         pytest.skip(f"{label} needs the experiments extra")
@@ -219,3 +230,22 @@ def test_median_and_quantiles_over_seeds(tmp_path):
     lo, hi = report.iqr("p", "m")
     assert (lo[-1], hi[-1]) == pytest.approx((0.15, 0.4))
     assert report.median("p", "m")[0] == 1.0  # no score yet at budget/1000: the worst loss
+
+
+def test_time_to_final_and_throughput_by_hand(tmp_path):
+    """The median curve of 'new' reaches its final 0.3 at t = 80; 'ref' its 0.4 at t = 50. The
+    throughput table reads evaluations per minute and the prefix-cache counters of run.json."""
+    for seed in (0, 1, 2):
+        _write_run(tmp_path, "p", "ref", seed, [(1.0, 0.6), (50.0, 0.4)])
+        _write_run(tmp_path, "p", "new", seed, [(5.0, 0.4), (80.0, 0.3)])
+        path = tmp_path / "p" / "new" / f"seed{seed}" / "run.json"
+        summary = json.loads(path.read_text())
+        summary.update(wall_time=60.0, prefix_cache={"fits_saved": 10 * seed, "seconds_saved": 1.5})
+        path.write_text(json.dumps(summary))
+    report = analysis.Report(analysis.load_runs(tmp_path), ["ref", "new"], ["p"])
+    grid = report.grid["p"]
+    assert report.time_to_final("p", "new") == grid[np.argmax(grid >= 80.0)]
+    assert report.time_to_final("p", "ref") == grid[np.argmax(grid >= 50.0)]
+    assert "| p | new | 2 | 10 | 1.5 |" in report.throughput_table()
+    assert "| p | ref | — | 0 | 0 |" in report.throughput_table()  # no wall time, no counters
+    assert report.time_to_final_table().count("| p |") == 1

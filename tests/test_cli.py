@@ -15,6 +15,7 @@ import yaml
 
 from admm_automl import load_config
 from admm_automl.cli import main
+from admm_automl.evaluation.setup import METHOD_SUMMARIES, METHODS
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
 from admm_automl.journal import Journal
 from admm_automl.records import Status
@@ -36,6 +37,10 @@ def test_list(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "theta solvers:" in out and "z solvers:" in out
+    methods = out.split("methods:\n")[1].split("theta solvers:")[0]
+    assert [line.split()[0] for line in methods.splitlines()] == list(METHODS)
+    for name in METHODS:
+        assert f"  {name:<16} {METHOD_SUMMARIES[name]}\n" in methods
     for name in THETA_SOLVERS.names():
         assert re.search(rf"^  {name}\s+\S", out.split("z solvers:")[0], re.M), name
     for name in Z_SOLVERS.names():
@@ -68,6 +73,67 @@ def test_fit_returns_zero_and_reports_scores(fitted):
         assert match, label
         assert 0.0 <= float(match.group(1)) <= 1.0
         assert float(match.group(1)) > 0.8  # breast_cancer is easy; a broken metric would not be
+
+
+def test_every_method_has_a_summary_line():
+    """A method added to METHODS adds its one line for `admm-automl list`."""
+    assert set(METHOD_SUMMARIES) == set(METHODS)
+    assert all(len(text) < 200 and "\n" not in text for text in METHOD_SUMMARIES.values())
+
+
+def test_fit_writes_the_report_and_says_where(fitted):
+    code, stdout, _, out = fitted
+    assert code == 0
+    assert f"Report: {out / 'report.html'} (Markdown: {out / 'report.md'})" in stdout
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "data:image/png;base64," in html and "Leaderboard" in html
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert re.search(rf"test AUROC \| {summary['test_score']:.4g} \|",
+                     (out / "report.md").read_text(encoding="utf-8"))
+
+
+def test_report_command(fitted, tmp_path):
+    _, _, _, out = fitted
+    target = tmp_path / "again.html"
+    code, stdout, stderr = _run(["report", out, "--output", target])
+    assert code == 0, stderr
+    assert stdout == f"Report: {target} (Markdown: {tmp_path / 'again.md'})\n"
+    assert target.is_file() and (tmp_path / "again_files" / "convergence.png").is_file()
+
+
+def test_report_of_a_directory_that_is_not_a_run(capsys, tmp_path):
+    err = _error(capsys, ["report", tmp_path])
+    assert err == f"admm-automl: error: {str(tmp_path)!r} is not a run directory: it has no " \
+                  f"journal.jsonl ({tmp_path / 'journal.jsonl'})\n"
+
+
+def test_quiet_prints_nothing(tmp_path, capsys):
+    out = tmp_path / "q"
+    code = main(["fit", "--dataset", "iris", "--max-evals", "3", "--seed", "0", "--quiet",
+                 "--output", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0 and captured.out == "" and captured.err == ""
+    assert (out / "report.html").is_file()
+    assert load_config(out / "config.resolved.yaml").estimator["progress"] is False
+
+
+def test_a_run_error_is_one_line_and_exit_code_1(tmp_path, capsys):
+    """Every pipeline fails: a run error (1), said in one line, no traceback."""
+    space = tmp_path / "failing.yaml"
+    space.write_text(yaml.safe_dump({
+        "name": "failing",
+        "modules": [{"name": "estimator", "choices": [
+            {"name": "fails", "class": "admm_automl.testing.estimators.RaisingClassifier"}]}],
+    }), encoding="utf-8")
+    code = main(["fit", "--dataset", "iris", "--search-space", str(space), "--max-evals", "2",
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("admm-automl: error: All 1 evaluated pipelines failed")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert main(["--traceback", "fit", "--dataset", "iris", "--search-space", str(space),
+                 "--max-evals", "2", "--quiet"]) == 1
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
 
 
 def test_fit_writes_journal(fitted):
@@ -249,3 +315,7 @@ def test_argparse_errors_exit_2(capsys):
         main(["fit", "--max-evals", "many"])
     assert info.value.code == 2
     assert "invalid int value: 'many'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["fit", "--dataset", "iris", "--quiet", "-v"])
+    assert info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -226,7 +226,7 @@ def test_executor_choice():
     assert make_executor("auto", n_jobs=2, memory_limit_mb=None, needs_isolation=False).name == "process"
     with pytest.raises(InvalidParameterError, match="need executor='process'"):
         make_executor("serial", n_jobs=2, memory_limit_mb=None, needs_isolation=False)
-    with pytest.raises(InvalidParameterError, match="'auto', 'serial' or 'process'"):
+    with pytest.raises(InvalidParameterError, match="'auto', 'serial', 'process' or 'dask'"):
         make_executor("threads", n_jobs=1, memory_limit_mb=None, needs_isolation=False)
 
 

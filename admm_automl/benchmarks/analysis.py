@@ -108,6 +108,7 @@ class Report:
         self.curves: dict[tuple[str, str], np.ndarray] = {}
         self.n_evals: dict[tuple[str, str], list[int]] = {}
         self.seeds: dict[tuple[str, str], list[int]] = {}
+        self.runs: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for problem in self.problems:
             mine = [r for r in runs if r["problem"] == problem]
             self.grid[problem] = grid = time_grid(max(float(r["time_budget"]) for r in mine), n_grid)
@@ -121,6 +122,7 @@ class Report:
                     for r, w in zip(chosen, worst)
                 ])
                 self.n_evals[problem, method] = [int(r["n_evals"]) for r in chosen]
+                self.runs[problem, method] = chosen
                 self.seeds[problem, method] = [int(r["seed"]) for r in chosen]
 
     # ---------------------------------------------------------------------------- statistics
@@ -143,6 +145,14 @@ class Report:
             ranks += np.apply_along_axis(_ranks, 0, med)
         ranks /= len(problems)
         return {m: ranks[i] for i, m in enumerate(self.methods)}
+
+    def time_to_final(self, problem: str, method: str) -> float | None:
+        """The first grid time at which the method's median curve reaches its own final value
+        (None if it has no finite final value)."""
+        med = self.median(problem, method)
+        if not np.isfinite(med[-1]):
+            return None
+        return float(self.grid[problem][np.argmax(med <= med[-1])])
 
     def speedup(self, reference: str, method: str, problem: str) -> dict[str, float | None]:
         grid = self.grid[problem]
@@ -232,6 +242,37 @@ class Report:
                 "|" + "---|" * (len(fractions) + 1)]
         for m in self.methods:
             rows.append(f"| {m} | " + " | ".join(f"{ranks[m][i]:.2f}" for i in idx) + " |")
+        return "\n".join(rows)
+
+    def time_to_final_table(self) -> str:
+        """Per problem, the time each method's median curve takes to reach its own final value
+        (how early a method settles; compare together with the final values)."""
+        head = "| problem | " + " | ".join(self.methods) + " |"
+        rows = ["Time (s) for the median incumbent to reach its final value\n", head,
+                "|" + "---|" * (len(self.methods) + 1)]
+        for p in self.problems:
+            cells = [_fmt(self.time_to_final(p, m), 3) if (p, m) in self.curves else "—"
+                     for m in self.methods]
+            rows.append(f"| {p} | " + " | ".join(cells) + " |")
+        return "\n".join(rows)
+
+    def throughput_table(self) -> str:
+        """Per problem and method, medians over seeds of evaluations per minute of wall clock and,
+        from the workers' prefix-cache counters in ``run.json``, fits avoided and seconds saved."""
+        rows = ["Throughput and prefix cache: medians over seeds\n",
+                "| problem | method | evaluations / min | fits avoided | seconds saved |",
+                "|---|---|---|---|---|"]
+        for p in self.problems:
+            for m in self.methods:
+                runs = self.runs.get((p, m))
+                if not runs:
+                    continue
+                rate = [60.0 * r["n_evals"] / r["wall_time"] for r in runs if r.get("wall_time")]
+                cache = [r.get("prefix_cache") or {} for r in runs]
+                rows.append(
+                    f"| {p} | {m} | {_fmt(np.median(rate) if rate else None, 3)} | "
+                    f"{_fmt(np.median([c.get('fits_saved', 0) for c in cache]), 4)} | "
+                    f"{_fmt(np.median([c.get('seconds_saved', 0.0) for c in cache]), 3)} |")
         return "\n".join(rows)
 
     def wins_table(self) -> str:

@@ -1,13 +1,14 @@
 """Peer optimisers driven over the same pipeline space and the same evaluation engine as ADMM.
 
-Optuna (a define-by-run conditional space) and FLAML's BlendSearch / CFO (a hierarchical space:
-one ``tune.choice`` of per-algorithm dictionaries per module) propose configurations in their own
-terms; each is turned into the ``(z, θ)`` of :class:`~admm_automl.space.PipelineSpace` and
-evaluated through the engine every ADMM run uses (cache, executor, time budget, journal). So the
-comparison differs only in the search, not in how a pipeline is trained, scored or timed.
+Optuna (a define-by-run conditional space), FLAML's BlendSearch / CFO (a hierarchical space: one
+``tune.choice`` of per-algorithm dictionaries per module) and SMAC3 (a ConfigSpace with
+conditions) propose configurations in their own terms; each is turned into the ``(z, θ)`` of
+:class:`~admm_automl.space.PipelineSpace` and evaluated through the engine every ADMM run uses
+(cache, executor, time budget, journal). So the comparison differs only in the search, not in how
+a pipeline is trained, scored or timed.
 
-Both libraries are dependencies of the package (FLAML's searchers are also the ``cfo`` and
-``blendsearch`` θ-solvers).
+Optuna and FLAML are dependencies of the package (FLAML's searchers are also the ``cfo`` and
+``blendsearch`` θ-solvers); SMAC3 is optional (``pip install 'admm-automl[experiments]'``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from ..space.flaml import flaml_point, flaml_space
 
 OPTUNA_SAMPLERS = ("tpe", "random")
 FLAML_SEARCHERS = ("blendsearch", "cfo")
+SMAC_FACADES = ("hpo",)
+#: configurations of SMAC3's initial design (see :func:`run_smac`)
+SMAC_INITIAL_DESIGN = 20
 
 
 class _Evaluator:
@@ -164,4 +168,123 @@ def run_flaml(
             num_samples=budget.max_evals if budget.max_evals is not None else -1,
             verbose=0,
         )
+    return evaluator.outcome()
+
+
+# -------------------------------------------------------------------------------------- SMAC3
+def smac_space(space: PipelineSpace, seed: int) -> Any:
+    """SMAC3's ConfigSpace of ``space``: a categorical per module, each algorithm's
+    hyperparameters (named ``module:algorithm:hyperparameter``) active only when the module picks
+    that algorithm and when their own conditions hold. Categorical values are their indices."""
+    from ConfigSpace import (AndConjunction, Categorical as CSCategorical, ConfigurationSpace,
+                             EqualsCondition, Float as CSFloat, InCondition, Integer as CSInteger)
+
+    enc = space.encoding
+    cs = ConfigurationSpace(seed=seed)
+    for i, module in enumerate(space.modules):
+        chooser = CSCategorical(module.name, list(enc.choice_names[i]),
+                                default=enc.choice_names[i][enc.initial_z[i]])
+        cs.add(chooser)
+        for j, algo in enumerate(module.choices):
+            fixed = {h.name: h.default for h in algo.hyperparameters if not h.tunable}
+            made: dict[str, Any] = {}
+            for k, hp in _ordered(algo):
+                name = enc.theta_names[enc.slots[i][j][k]]
+                if isinstance(hp, Float):
+                    made[hp.name] = CSFloat(name, (hp.low, hp.high), log=hp.log,
+                                            default=hp.default)
+                elif isinstance(hp, Int):
+                    made[hp.name] = CSInteger(name, (hp.low, hp.high), log=hp.log,
+                                              default=hp.default)
+                else:
+                    made[hp.name] = CSCategorical(name, list(range(len(hp.choices))),
+                                                  default=hp.index(hp.default))
+                conditions = [EqualsCondition(made[hp.name], chooser, algo.name)]
+                for parent, allowed in hp.condition.items():
+                    if parent in fixed:  # a constant parent: always or never active
+                        if fixed[parent] not in allowed:
+                            conditions = []
+                            break
+                        continue
+                    if parent not in made:  # its parent is never active either
+                        conditions = []
+                        break
+                    parent_hp = next(h for h in algo.tunable if h.name == parent)
+                    conditions.append(InCondition(made[hp.name], made[parent],
+                                                  [parent_hp.index(v) for v in allowed]))
+                if not conditions:
+                    del made[hp.name]  # never active: not searched
+                    continue
+                cs.add(made[hp.name])
+                cs.add(conditions[0] if len(conditions) == 1 else AndConjunction(*conditions))
+    return cs
+
+
+def _smac_point(config: Any, space: PipelineSpace) -> tuple[tuple[int, ...], np.ndarray]:
+    enc = space.encoding
+    theta = enc.initial_theta.copy()
+    values = dict(config)
+    z = []
+    for i, module in enumerate(space.modules):
+        j = enc.choice_names[i].index(values[module.name])
+        z.append(j)
+        slot = enc.slots[i][j]
+        for k, hp in enumerate(module.choices[j].tunable):
+            name = enc.theta_names[slot[k]]
+            if name in values:
+                value = values[name]
+                theta[slot[k]] = hp.to_unit(hp.choices[int(value)] if isinstance(hp, Categorical)
+                                            else value)
+    return tuple(z), theta
+
+
+def run_smac(
+    space: PipelineSpace, engine: Callable[..., Any], budget: Budget, *, seed: int,
+    option: str = "hpo",
+) -> tuple[int, str]:
+    """SMAC3's hyperparameter-optimisation facade (a random forest with EI over the conditional
+    space, the SMAC that Zhang et al. 2016 and auto-sklearn use) by ask/tell until the budget runs
+    out; returns the number of new evaluations and the stop reason.
+
+    Default settings except two: the initial design has :data:`SMAC_INITIAL_DESIGN`
+    configurations (SMAC's default is 10 per hyperparameter, at most a quarter of ``n_trials``,
+    which on a pipeline space of ~90 hyperparameters would spend a short budget on the Sobol
+    design alone), and the random forest (the facade's ``get_model``) is fitted single-threaded
+    and without a leaf budget: SMAC's default ``n_jobs=-1`` would compete with the evaluations for
+    the cores, which every other method leaves to them, and its ``max_leaf_nodes=2**20`` grows the
+    same unlimited trees but makes scikit-learn allocate for a million leaves, ~0.4 s per tree.
+    SMAC's files go to a temporary directory.
+    """
+    try:
+        from smac import HyperparameterOptimizationFacade, Scenario
+        from smac.model.random_forest import RandomForest
+        from smac.runhistory.dataclasses import TrialValue
+    except ImportError:
+        raise MissingDependencyError(
+            "the SMAC3 peer needs smac: pip install 'admm-automl[experiments]'"
+        ) from None
+    import tempfile
+
+    if option not in SMAC_FACADES:
+        raise InvalidParameterError(f"SMAC3 facade must be one of {SMAC_FACADES!r}, got {option!r}")
+    evaluator = _Evaluator(space, engine, budget, f"smac3-{option}")
+    if evaluator.done():
+        return evaluator.outcome()
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scenario = Scenario(smac_space(space, seed), deterministic=True, seed=seed,
+                            n_trials=budget.max_evals or 10**9, output_directory=tmp)
+        design = HyperparameterOptimizationFacade.get_initial_design(
+            scenario, n_configs=SMAC_INITIAL_DESIGN)
+        model = RandomForest(scenario.configspace, log_y=True, n_trees=10, ratio_features=1.0,
+                             min_samples_split=2, min_samples_leaf=1, seed=scenario.seed,
+                             n_jobs=1, max_leaf_nodes=None)
+        smac = HyperparameterOptimizationFacade(
+            scenario, lambda config, seed=0: 0.0, model=model, initial_design=design,
+            overwrite=True, logging_level=logging.ERROR)
+        while not evaluator.done():
+            info = smac.ask()
+            loss = evaluator(*_smac_point(info.config, space))
+            if math.isfinite(loss):
+                smac.tell(info, TrialValue(cost=loss))
     return evaluator.outcome()

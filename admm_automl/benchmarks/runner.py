@@ -11,14 +11,21 @@ A *method* is named as in the paper and parsed by :func:`parse_method`:
 ``ADMM-I32(BO,Ba)``             fixed-I ADMM, 32 iterations per sub-problem
 ``JOPT(BO)``                    one θ-solver over the joint space (the splitting's baseline)
 ``Random``                      uniform random search over the joint space
+``FLASH(BO)``                   FLASH (Zhang et al., KDD 2016): design, EIPS pruning, then the
+                                θ-solver in parentheses on the pruned space
 ``Optuna(TPE)``                 Optuna's TPE sampler, define-by-run conditional space
 ``FLAML(BlendSearch)``          FLAML's BlendSearch (``FLAML(CFO)``: CFO alone)
+``SMAC3(HPO)``                  SMAC3's hyperparameter-optimisation facade (random forest + EI)
 ==============================  =============================================================
 
-Solver names inside the parentheses are registry names (``bo``, ``cmab``, ``rbfopt``, ``blds``, …)
-or the paper's abbreviations (``BO``, ``Ba`` = CMAB, ``RND`` = random). A suffix ``@key=value,…``
-sets ``rho`` or a solver parameter (``theta.<param>``, ``z.<param>``), e.g.
-``AdADMM-F16(BO,Ba)@rho=10`` or ``AdADMM-F16(BO,Ba)@z.loss_bound=0.5``.
+Solver names inside the parentheses are registry names (``bo``, ``cmab``, ``rbfopt``, ``blds``,
+``flash``, …) or the paper's abbreviations (``BO``, ``Ba`` = CMAB, ``RND`` = random). A suffix
+``@key=value,…`` sets ``rho``, a solver parameter (``theta.<param>``, ``z.<param>``), a FLASH
+parameter (``flash.<param>``) or the size in MiB of the workers' prefix cache (``cache``, 0 = off),
+e.g. ``AdADMM-F16(BO,Ba)@rho=10``, ``AdADMM-F16(BO,Ba)@z.loss_bound=0.5``,
+``FLASH(BO)@flash.top_r=5`` or ``FLASH(BO)@cache=0``. The cache size is recorded in ``run.json``;
+it takes effect once the worker fits pipelines through
+:mod:`admm_automl.evaluation.prefix_cache`.
 
 A *problem* is a pipeline space with a task (pipelines on data, or the artificial objective). Each
 run writes the package's journal (one JSON record per evaluation, with its time since the start of
@@ -42,14 +49,15 @@ from .._recorder import Budget, Schedule
 from ..exceptions import InvalidParameterError
 from ..space import PipelineSpace, load_space
 from .analysis import is_score
-from .peers import FLAML_SEARCHERS, OPTUNA_SAMPLERS, run_flaml, run_optuna
+from .peers import FLAML_SEARCHERS, OPTUNA_SAMPLERS, SMAC_FACADES, run_flaml, run_optuna, run_smac
 
 #: the paper's abbreviations of solver names
 SOLVER_ALIASES = {"ba": "cmab", "rnd": "random", "hb": "hyperband"}
-PEERS = {"optuna": OPTUNA_SAMPLERS, "flaml": FLAML_SEARCHERS}
+PEERS = {"optuna": OPTUNA_SAMPLERS, "flaml": FLAML_SEARCHERS, "smac3": SMAC_FACADES}
 _ADMM = re.compile(r"^(Ad)?ADMM-([FI])(\d+)\((\w+),(\w+)\)$")
 _JOPT = re.compile(r"^JOPT\((\w+)\)$")
-_PEER = re.compile(r"^(Optuna|FLAML)\((\w+)\)$")
+_FLASH = re.compile(r"^FLASH\((\w+)\)$")
+_PEER = re.compile(r"^(Optuna|FLAML|SMAC3)\((\w+)\)$")
 
 
 @dataclass(frozen=True)
@@ -57,12 +65,14 @@ class Method:
     """A parsed method name (see the module docstring)."""
 
     label: str
-    kind: str  # "admm", "jopt", "optuna" or "flaml"
+    kind: str  # "admm", "jopt", "flash", "optuna", "flaml" or "smac3"
     theta_solver: Any = None
     z_solver: Any = None
     schedule: Schedule = Schedule()
     rho: float = 1.0
-    option: str | None = None  # the Optuna sampler or FLAML searcher
+    option: str | None = None  # the Optuna sampler, FLAML searcher or SMAC3 facade
+    params: dict[str, Any] = field(default_factory=dict)  # FLASH's parameters
+    cache_size: float | None = None  # MiB of the workers' prefix cache (None: the default)
 
     @property
     def slug(self) -> str:
@@ -91,8 +101,8 @@ def parse_method(label: str) -> Method:
     """The :class:`Method` of a paper-style name such as ``AdADMM-F16(BO,Ba)``."""
     name, _, suffix = label.strip().partition("@")
     options = _options(suffix, label)
-    params: dict[str, dict[str, Any]] = {"theta": {}, "z": {}}
-    rho = 1.0
+    params: dict[str, dict[str, Any]] = {"theta": {}, "z": {}, "flash": {}}
+    rho, cache = 1.0, options.pop("cache", None)
     for key, value in options.items():
         target, dot, param = key.partition(".")
         if key == "rho":
@@ -101,8 +111,22 @@ def parse_method(label: str) -> Method:
             params[target][param] = value
         else:
             raise InvalidParameterError(
-                f"method {label!r}: unknown option {key!r} (use rho, theta.<param> or z.<param>)"
+                f"method {label!r}: unknown option {key!r} (use rho, cache, theta.<param>, "
+                "z.<param> or flash.<param>)"
             )
+    if cache is not None:
+        from ..evaluation.prefix_cache import PrefixCache
+
+        PrefixCache(cache)  # checks the size
+    method = _parse_name(name, label, params, options.get("rho"))
+    return replace(method, rho=rho, cache_size=cache)
+
+
+def _parse_name(name: str, label: str, params: dict[str, dict[str, Any]],
+                rho: Any) -> Method:
+    """The :class:`Method` of a name without its ``@`` options (``params`` are theirs)."""
+    if params["flash"] and not _FLASH.match(name):
+        raise InvalidParameterError(f"method {label!r}: flash.<param> applies to FLASH only")
     if m := _ADMM.match(name):
         adaptive, kind, n, theta, z = m.groups()
         n = int(n)
@@ -115,11 +139,17 @@ def parse_method(label: str) -> Method:
                 f"method {label!r}: write AdADMM-F<step>(θ,z) (adaptive) or ADMM-I<n>(θ,z) (fixed)"
             )
         return Method(label, "admm", _solver(theta, params["theta"]), _solver(z, params["z"]),
-                      schedule, rho)
-    if params["z"] or options.get("rho") is not None:
+                      schedule)
+    if params["z"] or rho is not None:
         raise InvalidParameterError(f"method {label!r}: rho and z.<param> apply to ADMM methods only")
     if m := _JOPT.match(name):
         return Method(label, "jopt", _solver(m.group(1), params["theta"]))
+    if m := _FLASH.match(name):
+        from ..flash import FlashSettings
+
+        FlashSettings.from_params(params["flash"])
+        return Method(label, "flash", _solver(m.group(1), params["theta"]),
+                      params=params["flash"])
     if name.lower() == "random":
         return Method(label, "jopt", _solver("random", params["theta"]))
     if m := _PEER.match(name):
@@ -130,8 +160,8 @@ def parse_method(label: str) -> Method:
             )
         return Method(label, library, option=option)
     raise InvalidParameterError(
-        f"unknown method {label!r}: expected AdADMM-F<k>(θ,z), ADMM-I<k>(θ,z), JOPT(θ), Random, "
-        "Optuna(TPE|Random) or FLAML(BlendSearch|CFO)"
+        f"unknown method {label!r}: expected AdADMM-F<k>(θ,z), ADMM-I<k>(θ,z), JOPT(θ), FLASH(θ), "
+        "Random, Optuna(TPE|Random), FLAML(BlendSearch|CFO) or SMAC3(HPO)"
     )
 
 
@@ -193,12 +223,26 @@ def data_problem(
     )
 
 
+def cache_totals(records: Any) -> dict[str, float]:
+    """The prefix-cache counters the worker reported, summed over a run's records (zeros while
+    the worker reports none)."""
+    totals = {"hits": 0, "misses": 0, "fits_saved": 0, "seconds_saved": 0.0}
+    for record in records:
+        for key, value in (record.get("prefix_cache") or {}).items():
+            if key in totals:
+                totals[key] += value
+    return totals
+
+
 def run(
     problem: Problem, method: "str | Method", *, seed: int, time_budget: float | None = None,
     max_evals: int | None = None, out_dir: "str | Path | None" = None,
+    trial_timeout: float | None = None,
 ) -> dict[str, Any]:
     """One search of ``problem`` by ``method``; returns (and writes to ``out_dir/run.json``) a
-    summary. The journal goes to ``out_dir/journal.jsonl``; an existing run there is replaced."""
+    summary. The journal goes to ``out_dir/journal.jsonl``; an existing run there is replaced.
+    ``trial_timeout`` stops one evaluation after that many seconds (status ``timeout``, the
+    failure loss; it needs an isolated problem, whose trials run in a worker process)."""
     from ..evaluation import ProcessExecutor, SerialExecutor
     from ..evaluation.setup import make_optimizer, open_objective
 
@@ -213,12 +257,14 @@ def run(
     start = time.monotonic()  # the budget covers set-up and worker start-up
     executor = ProcessExecutor(n_workers=1, threads=1) if problem.isolate else SerialExecutor()
     objective = open_objective(problem.make_task(seed), executor=executor,
-                               worst_loss=problem.worst_loss, output_dir=out, start_time=start)
+                               worst_loss=problem.worst_loss, output_dir=out, start_time=start,
+                               trial_timeout=trial_timeout)
     journal = objective.journal
     try:
-        if method.kind in ("admm", "jopt"):
+        if method.kind in ("admm", "jopt", "flash"):
             optimizer = make_optimizer(
-                method.kind, problem.space.encoding, objective, theta_solver=method.theta_solver,
+                {"name": method.kind, "params": method.params}, problem.space.encoding, objective,
+                theta_solver=method.theta_solver,
                 z_solver=method.z_solver, rho=method.rho, schedule=method.schedule,
                 max_evals=max_evals, time_budget=time_budget, seed=seed, n_train=problem.n_train,
                 start_time=start, space=problem.space,
@@ -227,7 +273,7 @@ def run(
             n_evals, stop_reason = result.n_evals, result.stop_reason
         else:
             budget = Budget(max_evals, time_budget, start_time=start)
-            peer = run_optuna if method.kind == "optuna" else run_flaml
+            peer = {"optuna": run_optuna, "flaml": run_flaml, "smac3": run_smac}[method.kind]
             n_evals, stop_reason = peer(problem.space, objective, budget, seed=seed,
                                         option=method.option)
     finally:
@@ -238,6 +284,7 @@ def run(
         "seed": seed,
         "time_budget": time_budget,
         "max_evals": max_evals,
+        "trial_timeout": trial_timeout,
         "n_evals": n_evals,
         "n_records": len(journal.records),
         "n_failed": objective.n_failed,
@@ -245,6 +292,8 @@ def run(
         "worst_loss": problem.worst_loss,
         "stop_reason": stop_reason,
         "wall_time": time.monotonic() - start,
+        "cache_size": method.cache_size,
+        "prefix_cache": cache_totals(journal.records),
         "problem_info": problem.info,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
     }

@@ -1,5 +1,6 @@
 """The evaluation engine: splits, metrics, workers, executors and the cached, journaled objective."""
 
+from .dask_executor import DaskExecutor
 from .executors import ProcessExecutor, SerialExecutor, make_executor
 from .metrics import Metric, get_metric, list_metrics
 from .objective import PipelineObjective
@@ -7,6 +8,7 @@ from .splits import Split, make_splits, nested_order
 from .worker import TrialContext, run_trial
 
 __all__ = [
+    "DaskExecutor",
     "Metric",
     "PipelineObjective",
     "ProcessExecutor",

@@ -369,9 +369,17 @@ def _shut_down(workers: list[WorkerProcess], task_fd: int) -> None:
 
 
 def make_executor(
-    kind: str, *, n_jobs: int, memory_limit_mb: int | None, needs_isolation: bool
-) -> SerialExecutor | ProcessExecutor:
-    """``"auto"`` picks the process pool when a timeout, memory limit or n_jobs > 1 needs it."""
+    kind: str, *, n_jobs: int, memory_limit_mb: int | None, needs_isolation: bool,
+    dask_address: str | None = None,
+) -> Any:
+    """The executor of ``kind``: ``"serial"``, ``"process"`` (this machine's worker pool),
+    ``"dask"`` (:class:`~.dask_executor.DaskExecutor` on ``dask_address``, else the current Dask
+    client, else a local cluster of ``n_jobs`` workers), or ``"auto"``, which picks the process
+    pool when a timeout, memory limit or ``n_jobs > 1`` needs it."""
+    if dask_address is not None and kind != "dask":
+        raise InvalidParameterError(
+            f"dask_address={dask_address!r} needs executor='dask', got executor={kind!r}"
+        )
     if kind == "auto":
         kind = "process" if (needs_isolation or memory_limit_mb or n_jobs > 1) else "serial"
     if kind == "serial":
@@ -383,6 +391,11 @@ def make_executor(
         return SerialExecutor()
     if kind == "process":
         return ProcessExecutor(n_workers=n_jobs, memory_limit_mb=memory_limit_mb)
+    if kind == "dask":
+        from .dask_executor import DaskExecutor
+
+        return DaskExecutor(address=dask_address, n_workers=n_jobs,
+                            memory_limit_mb=memory_limit_mb)
     raise InvalidParameterError(
-        f"executor must be 'auto', 'serial' or 'process', got {kind!r}"
+        f"executor must be 'auto', 'serial', 'process' or 'dask', got {kind!r}"
     )

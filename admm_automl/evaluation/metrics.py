@@ -64,6 +64,18 @@ CLASSIFICATION_ONLY = {"roc_auc", "roc_auc_ovr", "accuracy", "balanced_accuracy"
 REGRESSION_ONLY = {"rmse", "mae", "r2"}
 
 
+#: how a person reads the score of a metric (reports, the progress display, the command line)
+LABELS = {"roc_auc": "AUROC", "roc_auc_ovr": "AUROC (one-vs-rest)", "balanced_accuracy":
+          "balanced accuracy", "log_loss": "log-loss", "rmse": "RMSE", "mae": "MAE", "r2": "R²"}
+
+
+def shown(name: str, offset: float, loss: float) -> tuple[str, float]:
+    """``(label, value)`` of a loss as a person reads it: the score ``offset − loss`` of a metric
+    that has one (AUROC, accuracy, R²), the loss itself otherwise (RMSE, log-loss)."""
+    label = LABELS.get(name, name)
+    return (label, offset - loss) if offset else (label, loss)
+
+
 def list_metrics() -> list[str]:
     return sorted(_BUILTIN)
 

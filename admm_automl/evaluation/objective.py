@@ -69,7 +69,7 @@ class PipelineObjective:
     ----------
     ctx : TrialContext
         Data, splits, space and metric.
-    executor : SerialExecutor or ProcessExecutor
+    executor : SerialExecutor, ProcessExecutor or DaskExecutor
         Where trials run (started here).
     journal : Journal
         Receives one record per new evaluation before the observation is returned; the records
@@ -268,6 +268,8 @@ class PipelineObjective:
         }
         if result.get("traceback"):
             record["traceback"] = result["traceback"]
+        if result.get("prefix_cache"):  # what the worker's prefix cache saved for this trial
+            record["prefix_cache"] = dict(result["prefix_cache"])
         if stopped:
             record["budget_stop"] = True
         return record

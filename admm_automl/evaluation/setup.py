@@ -7,15 +7,18 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
   metric, preprocessing, constraints bound to the data) and the loss of a failed pipeline.
 * :func:`run_header` — what the recorded losses depend on (the journal guards resume with it).
 * :func:`open_objective` — executor + journal + cached objective.
-* :func:`make_optimizer` — ``"admm"``, ``"jopt"`` or ``"select"`` with their own arguments.
+* :func:`method_spec`, :func:`make_optimizer` — ``"admm"``, ``"jopt"``, ``"select"`` or
+  ``"flash"`` with their own arguments.
 * :func:`resolve_cv` — the ``cv="auto"`` rule.
 * :func:`run_search` — all of the above for one search, as the estimator runs it.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 import time
+import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
@@ -23,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._recorder import Result, Schedule
-from ..exceptions import DataError, InvalidParameterError
+from ..exceptions import DataError, InvalidParameterError, SearchError, TimeBudgetWarning
 from ..journal import Journal
 from .data import fingerprint, make_preprocessor
 from .executors import make_executor, refuse_nested_search
@@ -35,7 +38,7 @@ from .splits import make_splits
 from .worker import TrialContext, take_rows
 
 #: the search methods of the estimator (``method=``)
-METHODS = ("admm", "jopt", "select")
+METHODS = ("admm", "jopt", "select", "flash")
 #: ``cv="auto"``: k-fold cross-validation below this many rows, one holdout split from it
 CV_MAX_ROWS = 5000
 #: the folds of ``cv="auto"`` on small data
@@ -58,6 +61,17 @@ def resolve_cv(cv: "int | str | None", n_rows: int) -> int | None:
     if cv == "auto":
         return AUTO_FOLDS if n_rows < CV_MAX_ROWS else None
     return cv
+#: one line per method for ``admm-automl list`` (a method added to METHODS adds its line here)
+METHOD_SUMMARIES = {
+    "admm": "the ADMM split (Liu et al., AAAI 2020): the θ-solver tunes the chosen algorithms' "
+    "hyperparameters, the z-solver chooses the algorithms",
+    "jopt": "one θ-solver over the joint space of every choice and hyperparameter (the JOPT "
+    "baseline of Liu et al., 2020)",
+    "select": "algorithm selection alone by the z-solver, every hyperparameter at its default "
+    "(Kishimoto et al., 2021)",
+    "flash": "FLASH (Zhang et al., KDD 2016): a D-optimal design of pipelines, EIPS pruning to the "
+    "algorithms of the best paths, then the θ-solver on the pruned space",
+}
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,7 @@ def prepare_task(
     from ..constraints import make_constraints
 
     metric = get_metric(scoring, task, target_type)
+    space.check_classes()
     try:
         splits = make_splits(y, classification=task == "classification", cv=cv,
                              validation_size=validation_size, seed=split_seed)
@@ -117,27 +132,66 @@ def prepare_task(
     for constraint in bound:  # errors in the data come here, before any training
         constraint.bind(X, y, groups=sensitive_features, splits=splits, task=task)
     ctx.measures = {c.key: c for c in bound}
-    worst = metric.worst if metric.worst is not None else baseline_loss(ctx, task)
+    baseline = baseline_loss(ctx, task)  # also: can the metric be computed on every split?
+    worst = metric.worst if metric.worst is not None else baseline
     return Task(task, ctx, metric, bound, float(worst), split_seed)
 
 
 def baseline_loss(ctx: TrialContext, task: str) -> float:
-    """The loss of a constant predictor (class prior / mean): the failure loss of a metric with no
-    upper bound, such as RMSE or log-loss."""
-    from sklearn.base import clone
-    from sklearn.dummy import DummyClassifier, DummyRegressor
-    from sklearn.pipeline import make_pipeline
+    """The loss of a constant predictor (class prior / mean), averaged over the validation splits:
+    the failure loss of a metric with no upper bound, such as RMSE or log-loss.
 
-    dummy = DummyClassifier(strategy="prior") if task == "classification" else DummyRegressor()
+    It is also the check that the metric can be computed on every validation split at all: where
+    a constant predictor cannot be scored (AUROC on a split that holds one class, R² on one row),
+    no pipeline can, so :class:`DataError` says which split and why before any search.
+    """
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
     scorer = ctx.metric.make_scorer(ctx.labels)
     losses = []
-    for split in ctx.splits:
-        model = make_pipeline(clone(ctx.preprocessor), dummy).fit(
-            take_rows(ctx.X, split.train), ctx.y[split.train]
-        )
-        losses.append(ctx.metric.loss(scorer, model, take_rows(ctx.X, split.valid),
-                                      ctx.y[split.valid]))
+    for i, split in enumerate(ctx.splits):
+        dummy = DummyClassifier(strategy="prior") if task == "classification" else DummyRegressor()
+        why = "a constant predictor scores NaN"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                dummy.fit(take_rows(ctx.X, split.train), ctx.y[split.train])
+                loss = ctx.metric.loss(scorer, dummy, take_rows(ctx.X, split.valid),
+                                       ctx.y[split.valid])
+        except Exception as err:  # the metric's own reason
+            loss, why = math.nan, f"{type(err).__name__}: {err}"
+        if not math.isfinite(loss):
+            raise DataError(_unscorable(ctx, task, i, why))
+        losses.append(loss)
     return float(np.mean(losses))
+
+
+def _rows(y: np.ndarray) -> str:
+    """``"300 rows: 298 of class 0, 2 of class 1"``."""
+    labels, counts = np.unique(y, return_counts=True)
+    per_class = ", ".join(f"{n} of class {label!r}" for label, n in zip(labels.tolist(), counts))
+    return f"{len(y)} row(s): {per_class}"
+
+
+def _unscorable(ctx: TrialContext, task: str, i: int, why: str) -> str:
+    """Why the metric cannot be computed on validation split ``i``, and what to do."""
+    valid = ctx.y[ctx.splits[i].valid]
+    where = "split" if len(ctx.splits) == 1 else f"fold {i + 1} of {len(ctx.splits)}"
+    if task == "classification":
+        if len(np.unique(valid)) == 1:
+            why = f"it holds {len(valid)} row(s), all of class {valid[:1].tolist()[0]!r}"
+        else:
+            why = f"it holds {_rows(valid)}; {why}"
+        data = f"the data have {_rows(ctx.y)}"
+        advice = ("give more rows of the rare classes, a larger validation_size or cv with fewer "
+                  "folds (so that every class reaches every validation split), or a metric that "
+                  "is defined with one class present, e.g. scoring='accuracy' or 'log_loss'")
+    else:
+        why = f"it holds {len(valid)} row(s); {why}"
+        data = f"the data have {len(ctx.y)} rows"
+        advice = "give more rows, a larger validation_size or cv with fewer folds"
+    return (f"the {ctx.metric.name} metric cannot be computed on the validation {where}: {why} "
+            f"({data}). Every pipeline would fail: {advice}.")
 
 
 def _stable(value: Any) -> Any:
@@ -189,31 +243,69 @@ def open_objective(
     ``space`` and ``run``); the journal is ``output_dir/journal.jsonl`` when a directory is given.
     ``time_aware`` goes to :class:`PipelineObjective` (``timeout_fraction``, ``min_timeout``,
     ``probe_min_rows``, ``keep_predictions``, ``rank``)."""
+    if output_dir is not None and Path(output_dir).exists() and not Path(output_dir).is_dir():
+        raise InvalidParameterError(f"output_dir {str(output_dir)!r} is a file; give a directory "
+                                    "(it is created if it does not exist)")
     path = Path(output_dir) / "journal.jsonl" if output_dir is not None else None
     journal = Journal(path, dict(header or {}), resume=resume)
     return PipelineObjective(task_or_context, executor, journal, worst_loss=worst_loss,
                              trial_timeout=trial_timeout, start_time=start_time, **time_aware)
 
 
+def method_spec(method: Any) -> tuple[str, dict[str, Any]]:
+    """``(name, params)`` of a method given as a name of :data:`METHODS` or as a mapping
+    ``{"name": ..., "params": {...}}``, like a solver.
+
+    Only ``"flash"`` has parameters of its own (:class:`~admm_automl.flash.FlashSettings`, checked
+    here); the other methods are set by the estimator's parameters (``rho``, ``inner_iter``, ...)
+    and refuse any.
+    """
+    if isinstance(method, Mapping):
+        extra = set(method) - {"name", "params"}
+        if "name" not in method or extra:
+            raise InvalidParameterError(
+                "a method given as a mapping needs the key 'name' and optionally 'params'; got "
+                f"{sorted(method)!r}"
+            )
+        name, params = method["name"], method.get("params") or {}
+        if not isinstance(params, Mapping):
+            raise InvalidParameterError(f"method params must be a mapping, got {params!r}")
+    else:
+        name, params = method, {}
+    if name not in METHODS:
+        raise InvalidParameterError(f"method must be one of {METHODS!r}, got {name!r}")
+    if name == "flash":
+        from ..flash import FlashSettings
+
+        FlashSettings.from_params(params)
+    elif params:
+        raise InvalidParameterError(
+            f"method {name!r} takes no params (got {sorted(params)!r}): its settings are the "
+            "estimator's parameters"
+        )
+    return name, dict(params)
+
+
 def make_optimizer(
-    method: str, encoding: Any, engine: Any, *, theta_solver: Any = "bo", z_solver: Any = "cmab",
+    method: Any, encoding: Any, engine: Any, *, theta_solver: Any = "bo", z_solver: Any = "cmab",
     rho: float = 1.0, schedule: Schedule = Schedule(), constraints: Any = (),
     constraint_mode: str = "auto", penalty_weight: float = 1.0, n_train: int | None = None,
     space: Any = None, warm_start: Any = (), **common: Any,
 ) -> Any:
-    """The optimiser of ``method`` (:data:`METHODS`). ``theta_solver`` / ``z_solver`` are registry
-    specifications (name, ``{name, params}`` or instance); ``constraint_mode="auto"`` is ``"admm"``
-    for ADMM and ``"penalty"`` for the methods without the split; ``space``, the pipeline space of
-    ``encoding``, lets JOPT's θ-solver search the conditional joint space natively (``cfo``,
-    ``blendsearch``); ``warm_start``, ``(z, θ)`` pairs evaluated first, is ADMM's only.
-    ``common`` goes to every method:
-    ``max_evals``, ``time_budget``, ``seed``, ``callback``, ``batch_size``, ``start_time``, ..."""
+    """The optimiser of ``method`` (a :func:`method_spec`). ``theta_solver`` / ``z_solver`` are
+    registry specifications (name, ``{name, params}`` or instance); FLASH tunes its pruned space
+    with ``theta_solver``. ``constraint_mode="auto"`` is ``"admm"`` for ADMM and ``"penalty"`` for
+    the methods without the split; ``space``, the pipeline space of ``encoding``, lets JOPT's
+    θ-solver search the conditional joint space natively (``cfo``, ``blendsearch``);
+    ``warm_start``, ``(z, θ)`` pairs evaluated first, is ADMM's only. ``common`` goes to every
+    method: ``max_evals``, ``time_budget``, ``seed``, ``callback``, ``batch_size``,
+    ``start_time``, ..."""
     from ..admm import ADMMOptimizer
     from ..baselines import JointOptimizer, SelectionOptimizer
+    from ..flash import FlashOptimizer
     from ..solvers import THETA_SOLVERS, Z_SOLVERS
 
-    if method not in METHODS:
-        raise InvalidParameterError(f"method must be one of {METHODS!r}, got {method!r}")
+    method, params = method_spec(method)
     common.update(schedule=schedule, constraints=constraints, penalty_weight=penalty_weight,
                   constraint_mode=None if constraint_mode == "auto" else constraint_mode)
     theta = lambda: THETA_SOLVERS.create(theta_solver)  # noqa: E731
@@ -223,6 +315,8 @@ def make_optimizer(
                              warm_start=warm_start, **common)
     if method == "jopt":
         return JointOptimizer(encoding, engine, theta, space=space, **common)
+    if method == "flash":
+        return FlashOptimizer(encoding, engine, theta, params, **common)
     return SelectionOptimizer(encoding, engine, z, n_train=n_train, **common)
 
 
@@ -230,7 +324,7 @@ def make_optimizer(
 class SearchSettings:
     """The estimator's search parameters (see :class:`admm_automl.ADMM` for their meaning)."""
 
-    method: str = "admm"
+    method: Any = "admm"
     theta_solver: Any = "bo"
     z_solver: Any = "cmab"
     max_evals: int | None = None
@@ -247,6 +341,7 @@ class SearchSettings:
     validation_size: float = 0.2
     executor: str = "auto"
     n_jobs: int = 1
+    dask_address: str | None = None
     trial_timeout: float | None = None
     memory_limit: int | None = None
     output_dir: Any = None
@@ -280,14 +375,15 @@ DEFAULT_MAX_EVALS = 100
 
 def run_search(
     X: Any, y: np.ndarray, settings: SearchSettings, *, space: Any, task: str, target_type: str,
-    sensitive_features: Any = None, start_time: float | None = None,
+    sensitive_features: Any = None, start_time: float | None = None, listeners: Any = (),
 ) -> SearchOutcome:
-    """One search as the estimator runs it (the time budget runs from ``start_time``): folds by
-    :func:`resolve_cv`; with a time budget and no ``trial_timeout``, trials time out at
-    ``AUTO_TIMEOUT_FRACTION`` of the time left (at least ``AUTO_MIN_TIMEOUT_FRACTION`` of the
-    budget) and large data are probed on a subsample first
-    (:mod:`.objective`); ADMM evaluates the warm-start portfolio first; with ``ensemble_size``
-    the best evaluations' validation predictions are kept in ``outcome.predictions``."""
+    """One search as the estimator runs it (the time budget runs from ``start_time``;
+    ``listeners`` are the run's :class:`~admm_automl._recorder.RunListener`, e.g. a progress
+    display). Folds by :func:`resolve_cv`; with a time budget and no ``trial_timeout``, trials
+    time out at ``AUTO_TIMEOUT_FRACTION`` of the time left (at least ``AUTO_MIN_TIMEOUT_FRACTION``
+    of the budget) and large data are probed on a subsample first (:mod:`.objective`); ADMM
+    evaluates the warm-start portfolio first; with ``ensemble_size`` the best evaluations'
+    validation predictions are kept in ``outcome.predictions``."""
     from .._lagrangian import Constraints
     from ..space.portfolio import portfolio_points, resolve_portfolio
 
@@ -303,10 +399,11 @@ def run_search(
     )
     prepared.context.keep_predictions = s.ensemble_size > 0
     warm_start = (portfolio_points(resolve_portfolio(s.portfolio, space, task), space)
-                  if s.method == "admm" else [])
+                  if method_spec(s.method)[0] == "admm" else [])
     executor = make_executor(
         s.executor, n_jobs=s.n_jobs, memory_limit_mb=s.memory_limit,
         needs_isolation=s.trial_timeout is not None or s.time_budget is not None,
+        dask_address=s.dask_address,
     )
     if s.trial_timeout is not None and not executor.enforces_timeout:
         raise InvalidParameterError(
@@ -333,10 +430,47 @@ def run_search(
             constraints=prepared.constraints, constraint_mode=s.constraint_mode,
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
             max_evals=max_evals, time_budget=s.time_budget, seed=seeds.solvers,
-            batch_size=s.n_jobs, start_time=start_time, warm_start=warm_start,
+            batch_size=getattr(executor, "n_workers", 1), start_time=start_time,
+            listeners=tuple(listeners), warm_start=warm_start,
         )
         result = optimizer.run()
     finally:
         objective.close()
+    if s.time_budget is not None:
+        check_time_budget(s.time_budget, objective.journal.records, executor.name,
+                          time.monotonic() - start_time)
     return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
                          optimizer.constraints, s.rho, objective.predictions)
+
+
+def check_time_budget(budget: float, records: list[dict[str, Any]], executor: str,
+                      elapsed: float) -> None:
+    """After a search with a time budget: an error when the budget ended before any evaluation
+    finished (there is nothing to refit, and a larger budget is the remedy); a warning when the
+    search overran it by more than max(1 s, 2 %), which only the serial executor does (it cannot
+    stop a running fit).
+
+    Not evaluating the first pipeline to its end whatever the budget was a choice: a budget is a
+    limit the user can rely on, and one fit may take far longer than the whole budget.
+    """
+    if all(r.get("budget_stop") for r in records):
+        if records:
+            first = records[0]
+            what = (f"the first evaluation ({first['pipeline']}) began "
+                    f"{first['time'] - first['duration']:.3g} s after the start (set-up: data "
+                    "checks, splits, worker start-up) and was stopped after "
+                    f"{first['duration']:.3g} s")
+        else:
+            what = ("the set-up (data checks, splits, worker start-up) took it all "
+                    f"({elapsed:.3g} s)")
+        raise SearchError(
+            f"time_budget={budget:g} s ended before any pipeline evaluation finished: {what}. "
+            "Give a larger time_budget, or max_evals alone (evaluations without a time limit)."
+        )
+    if executor == "serial" and elapsed - budget > max(1.0, 0.02 * budget):
+        warnings.warn(
+            f"the search took {elapsed:.3g} s for time_budget={budget:g} s: executor='serial' "
+            "runs an evaluation that is under way when the budget ends to its end; use "
+            "executor='process' (or 'auto') to have it stopped",
+            TimeBudgetWarning, stacklevel=3,
+        )

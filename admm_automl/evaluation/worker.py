@@ -92,7 +92,13 @@ def run_trial(
                 pipeline.fit(take_rows(ctx.X, rows), ctx.y[rows])
                 result["fit_time"] += time.perf_counter() - start
                 start = time.perf_counter()
-                losses.append(ctx.metric.loss(scorer, pipeline, X_valid, y_valid))
+                try:
+                    losses.append(ctx.metric.loss(scorer, pipeline, X_valid, y_valid))
+                except ValueError as err:  # scikit-learn's check of its input, worded for a user
+                    if "contains NaN" not in str(err) and "contains infinity" not in str(err):
+                        raise
+                    raise ValueError("the pipeline produced non-finite values (NaN or infinity) "
+                                     f"when predicting the validation data ({err})") from err
                 result["predict_time"] += time.perf_counter() - start
                 for name, constraint in ctx.measures.items():
                     measured[name].append(

@@ -66,15 +66,7 @@ def write_task_file(task: Any) -> int:
     """
     import tempfile
 
-    import cloudpickle
-
-    try:
-        body = cloudpickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as err:
-        raise InvalidParameterError(
-            "the task (data, metric, constraints) must be picklable to run trials in worker "
-            f"processes: {type(err).__name__}: {err}"
-        ) from None
+    body = pickle_task(task)
     names = sorted({m.decode() for m in re.findall(rb"__main__\.[A-Za-z_][\w.]*", body)})
     header = pickle.dumps(_boot_header(names))
     try:
@@ -87,6 +79,25 @@ def write_task_file(task: Any) -> int:
         raise WorkerError(
             f"cannot write the task ({len(body) / 2**20:.1f} MiB) for the worker processes to a "
             f"temporary file in {tempfile.gettempdir()} (set TMPDIR to change it): {err}"
+        ) from None
+
+
+def pickle_task(task: Any) -> bytes:
+    """``task`` pickled by cloudpickle (functions and classes of ``__main__`` travel by value).
+
+    Raises
+    ------
+    InvalidParameterError
+        ``task`` cannot be pickled.
+    """
+    import cloudpickle
+
+    try:
+        return cloudpickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as err:
+        raise InvalidParameterError(
+            "the task (data, metric, constraints) must be picklable to run trials in worker "
+            f"processes: {type(err).__name__}: {err}"
         ) from None
 
 

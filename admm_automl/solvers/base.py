@@ -4,9 +4,11 @@
 ``tell(suggestion, observation)`` feeds the raw result back; ``best()`` is the best configuration
 seen, scored with ``problem.augment`` (history included); ``run(n_evals)`` asks, evaluates and tells
 until ``n_evals`` *new* evaluations are made: answers from the objective's cache are free, at most
-``max(100, 10·n_evals)`` of them per call, so an exhausted space ends the call. A solver that must
-drive someone else's loop (RBFOpt) overrides the protected ``_run`` and evaluates through
-``_evaluate``, which keeps that count.
+``max(100, 10·n_evals)`` of them per call, so an exhausted space ends the call; a problem with a
+finite number of configurations (every θ coordinate discrete, or the z choices at full fidelity)
+ends it at the first cache hit once each has been told (in the history or in this call). A solver
+that must drive someone else's loop (RBFOpt) overrides the protected ``_run`` and evaluates
+through ``_evaluate``, which keeps that count.
 
 Rules shared by all solvers (checked by the conformance tests):
 
@@ -73,6 +75,8 @@ class BaseSolver(ParamsMixin, abc.ABC):
         self.trials_: list[tuple[Any, Observation]] = []
         self.n_asked_ = 0
         self.fresh_left_ = self.cached_left_ = 0
+        self.last_cached_ = False
+        self._count_configurations()
         self._setup()
         return self
 
@@ -80,6 +84,23 @@ class BaseSolver(ParamsMixin, abc.ABC):
         """Move to a new ADMM iterate of the same kind of problem, keeping solver state."""
         self.problem_ = problem
         self.trials_ = []
+        self._count_configurations()
+
+    def _count_configurations(self) -> None:
+        """The problem's number of distinct configurations (None: unbounded) and those told so
+        far, from its history."""
+        self.n_configurations_ = self._n_configurations()
+        self.told_ = set()
+        if self.n_configurations_ is not None:
+            self.told_ = {self._configuration(x) for x, _ in self.problem_.history}
+
+    def _n_configurations(self) -> int | None:
+        """Hook: how many distinct configurations the problem has (None: unbounded, unknown)."""
+        return None
+
+    def _configuration(self, config: Any) -> Any:
+        """Hook: a hashable identity of the configuration ``config`` evaluates."""
+        return config
 
     def _setup(self) -> None:
         """Hook for subclasses: build state from ``self.problem_``."""
@@ -101,6 +122,8 @@ class BaseSolver(ParamsMixin, abc.ABC):
                 "asked or was already told"
             )
         self.trials_.append((suggestion.config, observation))
+        if self.n_configurations_ is not None:
+            self.told_.add(self._configuration(suggestion.config))
         self._tell(suggestion, observation)
 
     @abc.abstractmethod
@@ -120,6 +143,7 @@ class BaseSolver(ParamsMixin, abc.ABC):
         """
         self.fresh_left_ = int(n_evals)
         self.cached_left_ = max(100, 10 * int(n_evals))
+        self.last_cached_ = False
         self._run()
 
     def _run(self) -> None:
@@ -129,8 +153,12 @@ class BaseSolver(ParamsMixin, abc.ABC):
             self._evaluate([self.ask() for _ in range(min(batch, self.fresh_left_))])
 
     def _run_done(self) -> bool:
-        """Whether :meth:`run` has made its new evaluations, or spent its free cache hits."""
-        return self.fresh_left_ <= 0 or self.cached_left_ <= 0
+        """Whether :meth:`run` has made its new evaluations, spent its free cache hits, or has
+        nothing new to ask: every configuration of a finite problem was told and the last asks
+        were answered from the cache (a problem without a cache may evaluate a point again)."""
+        exhausted = (self.n_configurations_ is not None
+                     and len(self.told_) >= self.n_configurations_ and self.last_cached_)
+        return self.fresh_left_ <= 0 or self.cached_left_ <= 0 or exhausted
 
     def _evaluate(self, suggestions: list[Suggestion]) -> list[Observation]:
         """Evaluate asked suggestions through the problem, tell the results and count them."""
@@ -146,6 +174,7 @@ class BaseSolver(ParamsMixin, abc.ABC):
                 self.cached_left_ -= 1
             else:
                 self.fresh_left_ -= 1
+        self.last_cached_ = all(o.cached for o in observations)
         return observations
 
     def _start_point(self) -> np.ndarray | None:
@@ -175,9 +204,32 @@ class BaseThetaSolver(BaseSolver):
     kind = "theta"
     problem_: ThetaProblem
 
+    def _n_configurations(self) -> int | None:
+        """The product of the grid sizes when every coordinate is discrete (an upper bound when
+        some are conditional: inactive coordinates do not change the configuration)."""
+        grids = getattr(self.problem_, "grids", ())
+        if not grids or len(grids) != self.problem_.dim or any(g is None for g in grids):
+            return None
+        return int(np.prod([len(g) for g in grids]))
+
+    def _configuration(self, config: Any) -> tuple[int, ...]:
+        """The grid index of each coordinate: where the projection to admissible values takes
+        it (the nearest value)."""
+        x = np.clip(np.asarray(config, dtype=float), 0.0, 1.0)
+        return tuple(int(np.abs(g - v).argmin()) for g, v in zip(self.problem_.grids, x))
+
 
 class BaseZSolver(BaseSolver):
     """Algorithm selection over the module choices of a :class:`ZProblem`."""
 
     kind = "z"
     problem_: ZProblem
+
+    def _n_configurations(self) -> int | None:
+        """Every combination of choices, at full fidelity (lower fidelities are more points)."""
+        if getattr(self.problem_, "fidelity", None) is not None:
+            return None
+        return int(np.prod(self.problem_.n_choices))
+
+    def _configuration(self, config: Any) -> tuple[int, ...]:
+        return tuple(int(j) for j in config)

@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..exceptions import InvalidParameterError, unknown_name_message
+from ..exceptions import InvalidParameterError, did_you_mean, unknown_name_message
 from .encoding import Encoding
 from .hyperparameters import Categorical, Fixed, Hyperparameter, Int
 
@@ -39,9 +39,15 @@ def import_class(path: str) -> type:
     """Import ``package.module.Class``; errors name the path."""
     module_name, _, attr = path.rpartition(".")
     try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError, ValueError) as err:
-        raise InvalidParameterError(f"cannot import class {path!r}: {err}") from None
+        module = importlib.import_module(module_name)
+    except (ImportError, ValueError) as err:
+        raise InvalidParameterError(f"cannot import class {path!r}: {err}.") from None
+    if not hasattr(module, attr):
+        raise InvalidParameterError(
+            f"cannot import class {path!r}: module {module_name!r} has no attribute {attr!r}."
+            + did_you_mean(attr, [n for n in dir(module) if not n.startswith("_")])
+        )
+    return getattr(module, attr)
 
 
 def instantiate(value: Any) -> Any:
@@ -53,6 +59,20 @@ def instantiate(value: Any) -> Any:
         params = {k: instantiate(v) for k, v in dict(value.get("params") or {}).items()}
         return import_class(value["class"])(**params)
     return value
+
+
+def named_imports(value: Any) -> list[str]:
+    """The import paths a hyperparameter value names (``{"class": ...}`` and ``{"function": ...}``
+    values, nested ones included)."""
+    if isinstance(value, Mapping):
+        if set(value) == {"function"}:
+            return [value["function"]]
+        if "class" in value:
+            nested = (named_imports(v) for v in dict(value.get("params") or {}).values())
+            return [value["class"], *(path for paths in nested for path in paths)]
+    if isinstance(value, (list, tuple)):
+        return [path for v in value for path in named_imports(v)]
+    return []
 
 
 def _is_int(value: Any) -> bool:
@@ -177,6 +197,30 @@ class Algorithm:
                 f"t_max={it.t_max!r} differs from the fixed value {hp.value!r} of "
                 f"{it.parameter!r} (a fixed training length is the full one, t_max)"
             )
+
+    def check_class(self) -> None:
+        """Import the class and every class or function named in the hyperparameters' values
+        (fixed values and categorical choices), and check that the class takes each
+        hyperparameter (names with ``__`` go to a nested object and are not checked)."""
+        if self.class_path is None:
+            return
+        values = [getattr(hp, "value", None) for hp in self.hyperparameters]
+        values += [c for hp in self.hyperparameters for c in getattr(hp, "choices", ())]
+        for path in named_imports(values):
+            import_class(path)
+        cls = import_class(self.class_path)
+        try:
+            accepted = inspect.signature(cls).parameters
+        except (TypeError, ValueError):  # no signature to read
+            return
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+            return
+        for hp in self.hyperparameters:
+            if "__" not in hp.name and hp.name not in accepted:
+                raise InvalidParameterError(
+                    f"{cls.__name__} takes no parameter {hp.name!r}."
+                    + did_you_mean(hp.name, [n for n in accepted if n != "self"])
+                )
 
     @property
     def tunable(self) -> tuple[Hyperparameter, ...]:
@@ -314,6 +358,28 @@ class PipelineSpace:
             for task, chosen in self.initial.items()
         }
         return PipelineSpace(self.name, tuple(modules), initial, self.description, tuple(skipped))
+
+    def check_classes(self) -> None:
+        """Import every class and function the space names and check its hyperparameter names
+        (:meth:`Algorithm.check_class`), so that a wrong path or parameter is reported before any
+        search, not as the failure of every pipeline that uses it.
+
+        Raises
+        ------
+        InvalidParameterError
+            Naming the module, the choice and what is wrong.
+        """
+        for module in self.modules:
+            for algo in module.choices:
+                try:
+                    algo.check_class()
+                except InvalidParameterError as err:
+                    raise InvalidParameterError(
+                        f"search space {self.name!r}, module {module.name!r}, choice "
+                        f"{algo.name!r}: {err} Fix the space; a class of an optional package "
+                        "can be declared with `requires: [package]`, so that the choice is left "
+                        "out when the package is missing."
+                    ) from None
 
     def iterative_algorithms(self) -> tuple[tuple[str, Algorithm], ...]:
         """``(module name, algorithm)`` of every choice that declares a training length, in order."""

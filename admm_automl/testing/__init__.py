@@ -3,12 +3,14 @@
 * :mod:`.solver_checks` — the ask/tell protocol checks every solver must pass
   (:func:`check_theta_solver`, :func:`check_z_solver`), like scikit-learn's estimator checks.
 * :mod:`.problems` — synthetic sub-problems and a cached toy black box for the optimisers.
-* :mod:`.estimators` — misbehaving estimators (raising, NaN, sleeping, busy in C, memory hog).
+* :mod:`.estimators` — misbehaving estimators (raising, NaN, sleeping, busy in C, memory hog)
+  and a scaler that counts its fits.
 * :mod:`.spaces` — small pipeline spaces.
 """
 
 from .estimators import (
     BusyClassifier,
+    CountingScaler,
     MemoryHogClassifier,
     NaNClassifier,
     RaisingClassifier,
@@ -33,6 +35,7 @@ __all__ = [
     "Z_CHECKS",
     "BusyClassifier",
     "CallLog",
+    "CountingScaler",
     "FakeClock",
     "MemoryHogClassifier",
     "NaNClassifier",

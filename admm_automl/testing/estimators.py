@@ -1,5 +1,6 @@
-"""Misbehaving estimators, for tests of failure capture, timeouts and memory limits (they live in an
-importable module so that worker processes can load them by their class path)."""
+"""Misbehaving and instrumented estimators, for tests of failure capture, timeouts, memory limits
+and caching (they live in an importable module so that worker processes can load them by their
+class path)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.preprocessing import StandardScaler
 
 
 
@@ -85,3 +87,14 @@ class MemoryHogClassifier(_Base):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         return np.full((len(X), len(self.classes_)), 1.0 / len(self.classes_))
+
+
+class CountingScaler(StandardScaler):
+    """A ``StandardScaler`` that counts its fits in the class attribute ``n_fits`` (per process),
+    so a test can see which fits a cache saved."""
+
+    n_fits = 0
+
+    def fit(self, X: Any, y: Any = None, sample_weight: Any = None) -> "CountingScaler":
+        type(self).n_fits += 1
+        return super().fit(X, y, sample_weight)

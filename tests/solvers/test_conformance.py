@@ -22,6 +22,7 @@ FAST_PARAMS: dict[str, dict] = {
     "theta:cfo": {"cost": "evaluations"},
     "z:blds": {"disc": 2},
     "z:bo": {"n_initial_points": 3, "n_candidates": 200},
+    "z:flash": {"n_init": 4},  # reach the EIPS phase within every check's few asks
 }
 
 #: known failures, keyed "<kind>:<name>::<check name>", with the reason

@@ -257,7 +257,7 @@ def test_ridge_variant_a_sanity_numbers():
     assert s[0] == pytest.approx(2.234168, abs=1e-6)
     ei = F.expected_improvement(mu, s, TOY_M.min(), 0.0)[0]
     assert ei == pytest.approx(1.574e-4, rel=1e-3)
-    cost = F.fit_cost_model(TOY_P, TOY_TAU, 1.0)
+    cost = F.fit_cost_model(TOY_P, TOY_TAU, 1.0, transform="log")  # the paper's E[log τ]
     log_tau = cost.mean(TOY_X[None])
     assert log_tau[0] == pytest.approx(2.897287, abs=1e-6)
     assert F.eips(mu, s, log_tau, TOY_M.min(), 0.0)[0] == pytest.approx(5.434e-5, rel=1e-3)
@@ -267,6 +267,23 @@ def test_ridge_variant_a_sanity_numbers():
     # the paper's ξ = 100 (percent): EI underflows, log-EIPS does not
     assert F.eips(mu, s, log_tau, TOY_M.min(), 100.0)[0] == 0.0
     assert np.isfinite(F.log_eips(mu, s, log_tau, TOY_M.min(), 100.0)[0])
+
+
+def test_path_models_fit_both_models_on_the_same_observations():
+    """fit_path_models is the two ridge fits of the sanity vectors together, with m⁺; a NaN value
+    enters as the worst value seen, and log-EIPS ranks paths as the separate models do."""
+    zs = F.decode_paths(TOY_P, TOY)
+    models = F.fit_path_models(zs, TOY_M, TOY_TAU, TOY, transform="log")
+    np.testing.assert_allclose(models.perf.coef, F.fit_ridge(TOY_P, TOY_M).coef)
+    assert models.best == TOY_M.min() == 12.0
+    x = F.decode_paths(TOY_X, TOY)
+    assert models.log_eips(x[None], 0.0)[0] == pytest.approx(np.log(5.434108e-5), rel=1e-6)
+    failed = F.fit_path_models(zs, np.r_[TOY_M[:4], np.nan], TOY_TAU, TOY)
+    np.testing.assert_allclose(failed.perf.coef,
+                               F.fit_ridge(TOY_P, np.r_[TOY_M[:4], TOY_M[:4].max()]).coef)
+    np.testing.assert_array_equal(F.fill_failed([np.nan, np.inf]), [0.0, 0.0])
+    sub = models.subgraph(F.all_paths(TOY), 1, np.random.default_rng(0))
+    assert sub.top_paths.tolist() == [[1, 2]]  # lowest mean (13.8) and cost: highest EIPS
 
 
 def test_ridge_variant_a_is_scikit_learns_ridge():
@@ -386,11 +403,12 @@ def test_build_subgraph_breaks_ties_at_random():
 
 def test_defaults_are_the_papers():
     """r = 10, ξ = 100 % (1.0 in [0, 1] loss units), ξ = 0 for pruning, ridge α = 1 with an
-    intercept, cost model on log τ; n_init = n_prune = N − K + 1 = 30 on the benchmark."""
+    intercept; n_init = n_prune = N − K + 1 = 30 on the benchmark. The cost model is on
+    log(1 + τ) rather than the paper's log τ (positive for sub-second runs)."""
     assert F.DEFAULT_TOP_R == 10
     assert F.DEFAULT_XI == 1.0 and F.DEFAULT_XI_SELECT == 0.0
     assert F.DEFAULT_RIDGE_ALPHA == 1.0 and F.DEFAULT_FIT_INTERCEPT is True
-    assert F.DEFAULT_COST_TRANSFORM == "log"
+    assert F.DEFAULT_COST_TRANSFORM == "log1p"
     assert F.check_n_init(None, BENCHMARK) == 30 == F.check_n_prune(None, BENCHMARK)
 
 

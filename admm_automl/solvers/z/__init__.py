@@ -1,21 +1,24 @@
 """z-min solvers (algorithm selection with θ fixed).
 
 ``random`` (uniform), ``cmab`` (the Thompson-sampling bandit of Liu et al., AAAI 2020, their
-default), ``bo`` (GP-BO over one-hot choices), and the multi-fidelity solvers of Kishimoto et al.
-(2021) — ``blds`` (Bandit Limited Discrepancy Search), ``daub`` and ``hyperband`` — which train
-on nested subsets of b·η^k rows (:mod:`._fidelity`).
+default), ``bo`` (GP-BO over one-hot choices), ``flash`` (the ridge path model with EIPS of Zhang
+et al., KDD 2016, fed by every evaluation of the run), and the multi-fidelity solvers of
+Kishimoto et al. (2021) — ``blds`` (Bandit Limited Discrepancy Search), ``daub`` and
+``hyperband`` — which train on nested subsets of b·η^k rows (:mod:`._fidelity`).
 """
 
 from .blds import BLDSZSolver
 from .bo import GPBayesOptZSolver
 from .cmab import ThompsonSamplingZSolver
 from .daub import DAUBZSolver
+from .flash import FlashZSolver
 from .hyperband import HyperbandZSolver
 from .random import RandomZSolver
 
 __all__ = [
     "BLDSZSolver",
     "DAUBZSolver",
+    "FlashZSolver",
     "GPBayesOptZSolver",
     "HyperbandZSolver",
     "RandomZSolver",

@@ -9,7 +9,7 @@ module and is encoded as the concatenation of one one-hot block per module (leng
 * the ridge performance model and the ridge cost model with their Gaussian predictive
   distribution (the paper's Eq. 1 and predictive variance);
 * expected improvement (Eq. 2) and EI per unit of predicted log-cost (EIPS, Eq. 4), as written
-  and in log space;
+  and in log space, and both models fitted together on a run's observations;
 * the greedy D-optimal initial design (the paper's Algorithm 2);
 * the top-r pruning of the algorithm graph (end of Phase 2 of the paper's Algorithm 1);
 * parameter validation and the defaults.
@@ -66,8 +66,11 @@ DEFAULT_XI_SELECT = 0.0
 DEFAULT_RIDGE_ALPHA = 1.0
 #: fit an unpenalised intercept (released code; the paper's Eq. 1 has none, see :func:`fit_ridge`).
 DEFAULT_FIT_INTERCEPT = True
-#: the cost model's target: E[log τ] as in the paper's EIPS (Eq. 4) and the released code.
-DEFAULT_COST_TRANSFORM = "log"
+#: the cost model's target: log(1 + τ). The paper (Eq. 4) and its code use log τ, which is
+#: negative for runs under a second — most runs on this package's benchmark data — so the EIPS
+#: denominator would sit at its floor for every fast path; log(1 + τ) stays positive and is within
+#: log(1 + 1/τ) of log τ for slow runs (0.1 at 10 s), where the paper's damping matters.
+DEFAULT_COST_TRANSFORM = "log1p"
 #: the cost transforms :func:`transform_cost` knows.
 COST_TRANSFORMS = ("log", "log1p", "identity")
 #: enumerate every path up to this many (larger spaces use a stratified sample).
@@ -351,7 +354,10 @@ class RidgePathModel:
         σ_ε² = 0 (an interpolating fit).
         """
         X = np.asarray(P, dtype=float)
-        leverage = np.einsum("...i,ij,...j->...", X, self.precision_inv, X)
+        rows = np.atleast_2d(X)
+        leverage = np.einsum("ij,ij->i", rows @ self.precision_inv, rows)  # pᵀ(PᵀP + αI)⁻¹p
+        if X.ndim == 1:
+            leverage = leverage[0]
         std = np.sqrt(self.noise_var * (1.0 + leverage))
         return self.mean(X), np.maximum(std, min_std)
 
@@ -433,8 +439,8 @@ def transform_cost(seconds: np.ndarray, transform: str = DEFAULT_COST_TRANSFORM)
     * ``"log"`` — log τ, the paper's E[log τ] (Eq. 4) and the released code. Durations are floored
       at :data:`MIN_SECONDS` first (a full cache hit can take ~0 s; log 0 is −inf). Runs shorter
       than 1 s have log τ < 0, which makes the EIPS denominator non-positive: see :func:`eips`.
-    * ``"log1p"`` — log(1 + τ): positive for every τ > 0, within log(1 + 1/τ) of log τ for slow
-      runs (0.1 at 10 s) and ≈ τ for sub-second ones, so it keeps the paper's damping where runs
+    * ``"log1p"`` (the default) — log(1 + τ): positive for every τ > 0, within log(1 + 1/τ) of
+      log τ for slow runs (0.1 at 10 s) and ≈ τ for sub-second ones, so it keeps the paper's damping where runs
       are long and stays a usable divisor where they are short (the paper does not say what
       happens when log τ ≤ 0).
     * ``"identity"`` — τ in seconds (Snoek et al.'s EI per second, without the paper's damping).
@@ -517,11 +523,12 @@ def eips(
 ) -> np.ndarray:
     """EI per unit of predicted transformed cost, the paper's Eq. 4: ``EI / max(c, min_cost)``.
 
-    ``c`` is the cost model's prediction (E[log τ] by default). The paper divides by it unguarded;
-    a prediction ≤ 0 (runs under a second with the log transform, or a ridge extrapolation)
-    would flip or blow up the ratio, so it is floored at ``min_cost`` (every path predicted
-    cheaper than that counts as costing ``min_cost``). Use ``transform="log1p"`` in the cost model
-    when runs are sub-second, so that the floor is rarely reached.
+    ``c`` is the cost model's prediction (of log(1 + τ) by default, E[log τ] in the paper). The
+    paper divides by it unguarded; a prediction ≤ 0 (runs under a second with the log transform,
+    or a ridge extrapolation) would flip or blow up the ratio, so it is floored at ``min_cost``
+    (every path predicted cheaper than that counts as costing ``min_cost``). The default
+    ``transform="log1p"`` of the cost model keeps predictions positive, so that the floor is
+    rarely reached.
     """
     return expected_improvement(mean, std, best, xi) / np.maximum(cost, min_cost)
 
@@ -566,6 +573,79 @@ def rank_with_random_ties(
         new_group = np.diff(ordered) < -atol
     group = np.concatenate([[0], np.cumsum(new_group)])
     return order[np.lexsort((rng.random(len(values)), group))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Both models on a run's observations (Algorithm 1, lines 6, 8 and 12)
+# ---------------------------------------------------------------------------------------------
+
+
+def fill_failed(values: np.ndarray) -> np.ndarray:
+    """``values`` with every non-finite entry replaced by the largest finite one (0 if none).
+
+    The paper's code records a failed run as the worst error (100 %) and keeps it in both ridge
+    fits. In this package a failed evaluation already carries the run's failure loss (the metric's
+    worst value), so only a NaN or infinite value (a caller that chose NaN as the failure loss)
+    needs a stand-in, and the worst value seen is the closest to the paper's rule.
+    """
+    y = np.array(values, dtype=float)
+    finite = np.isfinite(y)
+    y[~finite] = y[finite].max() if finite.any() else 0.0
+    return y
+
+
+@dataclass(frozen=True)
+class PathModels:
+    """The performance and cost models fitted on the same observations, and m⁺.
+
+    Attributes
+    ----------
+    perf, cost : RidgePathModel
+        Ridge models of the value and of the transformed cost.
+    best : float
+        m⁺, the lowest (filled) value observed.
+    n_choices : tuple of int
+        Module sizes of the path encoding.
+    """
+
+    perf: RidgePathModel
+    cost: RidgePathModel
+    best: float
+    n_choices: tuple[int, ...]
+
+    def log_eips(self, paths: np.ndarray, xi: float, min_std: float = MIN_STD,
+                 min_cost: float = MIN_COST) -> np.ndarray:
+        """:func:`log_eips` of each choice vector in ``paths`` (shape (L, K)) against m⁺."""
+        X = encode_paths(np.atleast_2d(np.asarray(paths)), self.n_choices)
+        mean, std = self.perf.predict(X, min_std)
+        return log_eips(mean, std, self.cost.mean(X), self.best, xi, min_cost)
+
+    def subgraph(self, paths: np.ndarray, top_r: int, rng: np.random.Generator,
+                 xi: float = DEFAULT_XI_SELECT) -> "Subgraph":
+        """:func:`build_subgraph` with these models and m⁺."""
+        return build_subgraph(self.perf, self.cost, paths, self.n_choices, self.best, top_r,
+                              rng, xi=xi)
+
+
+def fit_path_models(
+    paths: np.ndarray,
+    values: np.ndarray,
+    seconds: np.ndarray,
+    n_choices: Sequence[int],
+    *,
+    alpha: float = DEFAULT_RIDGE_ALPHA,
+    transform: str = DEFAULT_COST_TRANSFORM,
+    fit_intercept: bool = DEFAULT_FIT_INTERCEPT,
+) -> PathModels:
+    """Fit both ridge models on the observed paths (choice vectors, shape (n, K), repeats
+    allowed): the performance model on :func:`fill_failed` ``(values)``, the cost model on
+    ``transform_cost(seconds, transform)``."""
+    sizes = check_n_choices(n_choices)
+    X = encode_paths(np.atleast_2d(np.asarray(paths)), sizes)
+    y = fill_failed(values)
+    perf = fit_ridge(X, y, alpha, fit_intercept=fit_intercept)
+    cost = fit_cost_model(X, seconds, alpha, transform=transform, fit_intercept=fit_intercept)
+    return PathModels(perf, cost, float(y.min()), sizes)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,349 @@
+"""FLASH (Zhang et al., KDD 2016) as a whole-problem method: its Algorithm 1, composed from the
+recorder, budget and driver every method shares (numpy only).
+
+* :class:`FlashSettings` — FLASH's own parameters, validated (what ``method={"name": "flash",
+  "params": {...}}`` carries).
+* :class:`FlashOptimizer` — INIT with the greedy D-optimal design, PRUNE with EIPS to the top-r
+  sub-graph, TUNE the pruned space with a θ-solver.
+
+The numerics (path encoding, ridge models, EIPS, design, pruning) are in
+:mod:`admm_automl.solvers.z._flash`; the z-solver ``flash`` uses the same ones inside ADMM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ._recorder import Engine, Result, RunOptions
+from .baselines import JointSpace, joint_problem, split_free_constraints
+from .exceptions import InvalidParameterError
+from .records import Observation
+from .solvers.z import _flash as F
+from .solvers.z.flash import fit_models, usable
+from .space.encoding import Encoding
+
+__all__ = ["FlashOptimizer", "FlashSettings", "sample_prior"]
+
+#: how the Phase-1 paths are chosen: the paper's greedy D-optimal design, or uniform paths (its
+#: ablation, Fig. 5a)
+DESIGNS = ("d-optimal", "random")
+#: the three phases of Algorithm 1, as the journal's ``phase`` of their evaluations
+PHASES = ("init", "prune", "tune")
+
+
+@dataclass(frozen=True)
+class FlashSettings:
+    """FLASH's parameters (the defaults are the paper's, or its code's where the paper is silent).
+
+    Parameters
+    ----------
+    n_init : int, optional
+        Phase-1 evaluations (paths of the initial design), >= 1. Default N − K + 1, the rank of
+        the path vectors (the paper's 30 on its 4/2/13/14 layout; it calls 30 "the number of
+        algorithms", but that layout has 33 — 30 is N − K + 1, the largest design the D-criterion
+        tells apart).
+    n_prune : int, optional
+        Phase-2 evaluations (paths of highest EIPS), >= 0. Default N − K + 1 (the paper: 30).
+    top_r : int, optional
+        r, the number of best paths whose algorithms form the pruned space, at most the number of
+        paths ranked. Default: the paper's 10, or every path of a space with fewer.
+    xi : float, default=1.0
+        ξ of Phase 2 in loss units: the paper's ξ = 100 on percent error is 1.0 on a [0, 1]
+        error. It makes Phase 2 mostly probe under-observed algorithms, as in the paper.
+    xi_select : float, default=0.0
+        ξ when ranking paths for the pruned space (paper: 0, pure exploitation).
+    ridge_alpha : float, default=1.0
+        Ridge penalty of both models, on the unscaled sum of squares with an unpenalised
+        intercept (the paper gives no value; its code uses scikit-learn's ``Ridge(alpha=1.0)``).
+    cost_transform : {"log1p", "log", "identity"}, default="log1p"
+        Target of the cost model. The paper divides EI by E[log τ], which is ≤ 0 for sub-second
+        runs; log(1 + τ) stays positive and is ≈ log τ for slow runs.
+    design : {"d-optimal", "random"}, default="d-optimal"
+        Phase-1 paths: the greedy D-optimal design, or uniform paths (the paper's ablation).
+    warm_start : bool, default=True
+        Give the TUNE solver every earlier evaluation inside the pruned space (the paper's
+        Algorithm 1; the authors' code starts Phase 3 cold, ``warm_start=False``).
+    max_enumerate, n_candidates : int, default=100000, 5000
+        Rank every path up to ``max_enumerate``; larger spaces rank a stratified sample of
+        ``n_candidates`` paths (every algorithm represented), drawn once per run.
+    """
+
+    n_init: int | None = None
+    n_prune: int | None = None
+    top_r: int | None = None
+    xi: float = F.DEFAULT_XI
+    xi_select: float = F.DEFAULT_XI_SELECT
+    ridge_alpha: float = F.DEFAULT_RIDGE_ALPHA
+    cost_transform: str = F.DEFAULT_COST_TRANSFORM
+    design: str = "d-optimal"
+    warm_start: bool = True
+    max_enumerate: int = F.DEFAULT_MAX_ENUMERATE
+    n_candidates: int = F.DEFAULT_N_CANDIDATES
+
+    def __post_init__(self) -> None:
+        if self.n_init is not None:
+            F.check_n_init(self.n_init)
+        if self.n_prune is not None:
+            F.check_n_prune(self.n_prune)
+        if self.top_r is not None and (isinstance(self.top_r, bool) or not isinstance(
+                self.top_r, (int, np.integer)) or self.top_r < 1):
+            raise InvalidParameterError(f"top_r must be an integer >= 1, got {self.top_r!r}")
+        F.check_xi(self.xi)
+        F.check_xi(self.xi_select, "xi_select")
+        F.check_ridge_alpha(self.ridge_alpha)
+        F.check_cost_transform(self.cost_transform)
+        if self.design not in DESIGNS:
+            raise InvalidParameterError(
+                f"design must be one of {', '.join(map(repr, DESIGNS))}, got {self.design!r}")
+        if not isinstance(self.warm_start, (bool, np.bool_)):
+            raise InvalidParameterError(f"warm_start must be a bool, got {self.warm_start!r}")
+        for name in ("max_enumerate", "n_candidates"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}")
+
+    @classmethod
+    def from_params(cls, params: "FlashSettings | Mapping[str, Any] | None") -> "FlashSettings":
+        """Settings from a mapping of parameters (unknown names are errors that list the valid
+        ones), or the settings themselves."""
+        if isinstance(params, FlashSettings):
+            return params
+        params = dict(params or {})
+        valid = list(cls.__dataclass_fields__)
+        unknown = sorted(set(params) - set(valid))
+        if unknown:
+            raise InvalidParameterError(
+                f"unknown FLASH parameter(s) {unknown!r}; valid: {', '.join(valid)}")
+        return cls(**params)
+
+
+def sample_prior(encoding: Encoding, z: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """θ with the hyperparameters of path ``z`` drawn from their priors (the paper's Phases 1 and
+    2 draw them at random, not at their defaults), the others at their defaults.
+
+    A continuous coordinate is uniform on its unit interval (log-uniform for a log-scale
+    hyperparameter); a discrete one picks one of its admissible values uniformly (every integer or
+    category equally likely, as the authors' code's truncated uniform draws of integers).
+    """
+    theta = np.array(encoding.initial_theta, dtype=float)
+    for k in encoding.active(z):
+        grid = encoding.grids[k]
+        theta[k] = rng.random() if grid is None else grid[rng.integers(len(grid))]
+    return theta
+
+
+class FlashOptimizer:
+    """FLASH's Algorithm 1: INIT → PRUNE → TUNE, over the whole problem (no ADMM split).
+
+    1. **INIT** (``n_init`` evaluations): the paths of the greedy D-optimal design over the
+       candidate paths (the paper's Algorithm 2: its first path uniform, ties at random, repeats
+       allowed beyond the rank), each with hyperparameters drawn from their priors
+       (:func:`sample_prior`).
+    2. **PRUNE** (``n_prune`` evaluations): refit the ridge performance and cost models on every
+       evaluation so far and evaluate the path of highest EIPS (ξ = ``xi``; re-picking a path is
+       allowed, with fresh random hyperparameters), one at a time.
+    3. Build G′: the product of the per-module sets of algorithms used by the ``top_r`` paths of
+       highest EIPS with ξ = ``xi_select`` (the paper's top-r sub-graph as its code builds it).
+    4. **TUNE** until the budget ends: ``theta_solver`` over the joint box of G′ (one relaxed
+       categorical coordinate per module that kept several algorithms, and the hyperparameters of
+       the kept algorithms), warm-started with the earlier evaluations inside G′.
+
+    The result is the best evaluation of the whole run, G′ or not (the paper returns the best in
+    G′; its code's merged logs, like this, the best overall).
+
+    Parameters
+    ----------
+    encoding : Encoding
+        The (z, θ) bookkeeping of the space.
+    engine : callable
+        The black box, ``engine(requests, time_left=..., tags=...)``.
+    theta_solver : callable
+        A factory of the TUNE back end, a θ-solver (the run's ``theta_solver``). The paper tunes
+        G′ with SMAC (its "FLASH") or TPE ("FLASH*"), neither of which is a θ-solver here; the
+        package's default θ-solver, GP-BO, is the model-based search that takes their place.
+    settings : FlashSettings or mapping, optional
+        FLASH's parameters.
+    **options
+        The run's :class:`~admm_automl._recorder.RunOptions`. Without the split there are no
+        multipliers: constraints are a fixed-weight penalty (``constraint_mode="penalty"``, the
+        default) or ignored during the search (``"filter"``); ``"admm"`` is refused.
+
+    Raises
+    ------
+    InvalidParameterError
+        On a bad setting, or ``top_r`` larger than the number of paths ranked.
+
+    Attributes
+    ----------
+    subgraph_ : Subgraph or None
+        G′ of the last run (None if the run ended before pruning).
+
+    Notes
+    -----
+    Choices where the paper is silent or ambiguous, with the reason:
+
+    * Phase budgets are counted in evaluations asked (a failed one counts, as in the authors'
+      code; a repeat answered from the cache, which only a path whose hyperparameters are all
+      discrete can produce, counts too, so a phase always ends), and are cumulative: PRUNE ends
+      after ``n_init + n_prune`` and TUNE has the rest of the run's budget. The run's time budget
+      is wall clock with the optimiser's overhead (the models, the design) included.
+    * In PRUNE a path none of whose algorithms has a hyperparameter is not picked again once
+      evaluated: a repeat would be a cache hit that teaches the models nothing.
+    * Values are the loss plus the constraint penalty; a failed evaluation keeps the run's failure
+      loss (the metric's worst value, the paper's 100 %) and its measured seconds, and enters
+      both models (:func:`~admm_automl.solvers.z.flash.fit_models`).
+    * Unlike the other methods, the space's initial pipeline is not evaluated first: the paper's
+      first path is a uniform draw.
+    * Evaluations are sequential within PRUNE (the paper is sequential); INIT and TUNE ask
+      ``batch_size`` at a time when run in parallel.
+
+    References
+    ----------
+    Y. Zhang, M. T. Bahadori, H. Su, J. Sun. FLASH: Fast Bayesian Optimization for Data Analytic
+    Pipelines. KDD 2016 (arXiv:1602.06468).
+    """
+
+    name = "FLASH"
+
+    def __init__(self, encoding: Encoding, engine: Engine, theta_solver: Callable[[], Any],
+                 settings: "FlashSettings | Mapping[str, Any] | None" = None,
+                 **options: Any) -> None:
+        self.options = RunOptions(**options)
+        self.constraints = split_free_constraints(self.options, self.name)
+        self.encoding = encoding
+        self.engine = engine
+        self.theta_solver = theta_solver
+        self.settings = s = FlashSettings.from_params(settings)
+        self.n_init = F.check_n_init(s.n_init, encoding.n_choices)
+        self.n_prune = F.check_n_prune(s.n_prune, encoding.n_choices)
+        n_ranked = F.n_paths(encoding.n_choices)
+        if n_ranked > s.max_enumerate:  # the stratified sample (fewer if it drew duplicates)
+            n_ranked = max(s.n_candidates, *encoding.n_choices)
+        self.top_r = F.check_top_r(min(F.DEFAULT_TOP_R, n_ranked) if s.top_r is None
+                                   else s.top_r, n_ranked)
+        self.subgraph_: F.Subgraph | None = None
+
+    def _value(self, config: Any, obs: Observation) -> float:
+        """The value FLASH minimises: the loss plus the constraint penalty (none in filter mode)."""
+        return obs.loss + self.constraints.term(obs)
+
+    def run(self) -> Result:
+        run = _FlashRun(self)
+        result = run.run()
+        self.subgraph_ = run.subgraph
+        return result
+
+
+class _FlashRun:
+    """The state of one run of :class:`FlashOptimizer`."""
+
+    def __init__(self, config: FlashOptimizer) -> None:
+        self.config, self.options, self.settings = config, config.options, config.settings
+        enc = self.encoding = config.encoding
+        self.recorder = self.options.recorder(enc, config.engine, config.constraints)
+        theta_seed, path_seed = self.options.solver_seeds()
+        self.theta_rng = np.random.default_rng(theta_seed)
+        self.rng = np.random.default_rng(path_seed)
+        s = self.settings
+        self.paths = F.candidate_paths(enc.n_choices, self.rng, max_enumerate=s.max_enumerate,
+                                       n_candidates=s.n_candidates)
+        self.path_tuples = [tuple(p) for p in self.paths.tolist()]
+        # paths with no hyperparameter at all: a second evaluation of one is a cache hit
+        dims = [np.array([len(slot) for slot in module]) for module in enc.slots]
+        self.fixed = sum(d[self.paths[:, i]] for i, d in enumerate(dims)) == 0
+        if s.design == "d-optimal":
+            X = F.encode_paths(self.paths, enc.n_choices)
+            self.design = F.greedy_d_optimal_design(X, config.n_init, self.rng).indices
+        else:
+            self.design = self.rng.integers(len(self.paths), size=config.n_init)
+        self.phase = "init"
+        self.asked = 0  # evaluations asked in INIT and PRUNE
+        self.subgraph: F.Subgraph | None = None
+        self.tuner: Any = None
+        self.row_phase = self.phase
+
+    def run(self) -> Result:
+        trace, stop = self.options.drive(self.recorder, self.iterate, self.summarize, None,
+                                         self.config.name)
+        rec = self.recorder
+        return Result(rec.incumbent, trace, rec.evaluated, rec.n_evals, stop)
+
+    # ------------------------------------------------------------------ the phases
+    def iterate(self, n: int) -> None:
+        """Up to ``n`` evaluations of the current phase (a phase's last chunk may be shorter)."""
+        self.row_phase = self.phase
+        if self.phase == "init":
+            self.initialise(min(n, self.config.n_init - self.asked))
+        elif self.phase == "prune":
+            self.explore(min(n, self.config.n_init + self.config.n_prune - self.asked))
+        elif self.tuner is not None:
+            self.tuner.run(n)
+
+    def evaluate(self, zs: list[tuple[int, ...]]) -> None:
+        points = [(z, sample_prior(self.encoding, z, self.rng), 1.0) for z in zs]
+        self.asked += len(points)
+        self.recorder.evaluate(points, self.phase)
+
+    def initialise(self, n: int) -> None:
+        """INIT: the next ``n`` paths of the design, ``batch_size`` at a time."""
+        batch = max(1, self.options.batch_size)
+        while n > 0:
+            k = min(batch, n)
+            self.evaluate([self.path_tuples[i] for i in self.design[self.asked:self.asked + k]])
+            n -= k
+        if self.asked >= self.config.n_init:
+            self.phase = "prune"
+            if self.config.n_prune == 0:
+                self.prune()
+
+    def explore(self, n: int) -> None:
+        """PRUNE: ``n`` times, refit both models and evaluate the path of highest EIPS."""
+        for _ in range(n):
+            models = self.models()
+            seen = {tuple(z) for z, _ in self.recorder.observations()}
+            scores = models.log_eips(self.paths, self.settings.xi)
+            scores[self.fixed & [p in seen for p in self.path_tuples]] = -np.inf
+            self.evaluate([self.path_tuples[F.rank_with_random_ties(scores, self.rng)[0]]])
+        if self.asked >= self.config.n_init + self.config.n_prune:
+            self.prune()
+
+    def models(self) -> F.PathModels:
+        """Both ridge models on every usable evaluation of the run so far."""
+        return fit_models(self.recorder.observations(), self.config._value,
+                          self.encoding.n_choices, alpha=self.settings.ridge_alpha,
+                          transform=self.settings.cost_transform)
+
+    def prune(self) -> None:
+        """Build G′ from the top-r paths (ξ = ``xi_select``) and set up the TUNE solver on it."""
+        s = self.settings
+        top_r = min(self.config.top_r, len(self.paths))  # a sample may hold a few less
+        self.subgraph = self.models().subgraph(self.paths, top_r, self.rng, s.xi_select)
+        self.phase = "tune"
+        joint = JointSpace(self.encoding, self.subgraph.kept())
+        if joint.dim == 0:  # nothing left to tune: the driver ends the run as exhausted
+            return
+        history = []
+        if s.warm_start:
+            inside = [e for e in self.recorder.evaluated
+                      if usable(e.observation)
+                      and all(j in kept for j, kept in zip(e.z, joint.kept))]
+            history = [(joint.encode(e.z, e.theta), e.observation) for e in inside]
+        values = [self.config._value(None, obs) for _, obs in history]
+        start = history[int(np.nanargmin(values))][0] if np.isfinite(values).any() else None
+        problem = joint_problem(joint, self.recorder, "tune", self.config._value, history, start,
+                                self.options.batch_size)
+        self.tuner = self.config.theta_solver()
+        self.tuner.setup(problem, self.theta_rng)
+
+    # ------------------------------------------------------------------ trace
+    def summarize(self, n: int) -> dict[str, Any]:
+        """The trace row of the current iteration: the shared columns, the phase it ran in and,
+        once pruned, the number of pipelines G′ keeps."""
+        row = self.recorder.row(n)
+        row["phase"] = self.row_phase
+        if self.subgraph is not None:
+            row["pipelines_kept"] = int(np.prod(self.subgraph.n_choices))
+        return row

@@ -1,0 +1,329 @@
+"""The run report: one self-contained HTML file (figures embedded) and its Markdown twin.
+
+:func:`write_report` renders a run — a fitted estimator, a run directory or a
+:class:`~admm_automl.rundir.RunData` — as: the result; the figures of :mod:`admm_automl.plots`
+(best loss against time and evaluations, losses per algorithm of each module, each constraint's
+values with its threshold and the multipliers μ, ‖λ‖ and ‖θ̃d − δ‖ over the ADMM iterations); a
+leaderboard of the best pipelines (:func:`leaderboard`); the failures with their error text; the
+configuration, what the losses depend on (the journal's run header) and the machine.
+
+The report is built once as a list of blocks (heading, paragraph, table, figure, preformatted text)
+and written twice, so the HTML and the Markdown always say the same. The Markdown's figures are PNG
+files in ``<name>_files/`` beside it (Markdown viewers do not all show embedded images). Written by
+hand: the two formats need only headings, tables, images and code blocks, which no templating
+library would make shorter.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from . import plots
+from .evaluation.metrics import shown
+from .exceptions import InvalidParameterError
+from .rundir import RunData, as_run
+
+__all__ = ["failures", "leaderboard", "write_report"]
+
+
+# ----------------------------------------------------------------------------- tables
+def _ranked(run: RunData):
+    """The full-fidelity successful evaluations, best first: feasible ones by loss, then the
+    others by violation (as the search ranks them)."""
+    h = plots.full_fidelity(run.history)
+    h = h[plots.succeeded(h)].copy()
+    if "feasible" in h:
+        h["_order"] = (~h["feasible"].astype(bool)).astype(int)
+        h["_violation"] = h["violation"].where(~h["feasible"].astype(bool), 0.0)
+        keys = ["_order", "_violation", "loss", "eval_id"]
+    else:
+        keys = ["loss", "eval_id"]
+    return h.sort_values(keys, kind="stable")
+
+
+def leaderboard(run: Any, n: int = 10):
+    """The ``n`` best pipelines of a run as a DataFrame: ``eval_id``, ``pipeline``, ``loss``,
+    ``score`` (``offset − loss``), each constraint's value and ``feasible``, ``fit_time``,
+    ``predict_time``, and ``hyperparameters`` (a dict of the chosen algorithms' values)."""
+    run = as_run(run)
+    h = _ranked(run).head(n)
+    offset = run.metric[1]
+    columns = ["eval_id", "pipeline", "loss"]
+    columns += [f"constraint:{c['key']}" for c in run.constraints if f"constraint:{c['key']}" in h]
+    columns += [c for c in ("feasible", "fit_time", "predict_time") if c in h]
+    board = h[columns].reset_index(drop=True)
+    board.insert(3, "score", offset - board["loss"].astype(float))
+    params = [c for c in h.columns if c.startswith("param:") and "__" in c]
+    board["hyperparameters"] = [
+        {c[len("param:"):]: v for c, v in zip(params, row) if not _missing(v)}
+        for row in h[params].itertuples(index=False)
+    ]
+    board.index += 1
+    return board
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def failures(run: Any):
+    """The failed evaluations grouped by error text: ``status``, ``error``, ``count``,
+    ``eval_ids`` and ``pipelines``, most frequent first."""
+    import pandas as pd
+
+    h = as_run(run).history
+    bad = h[h["status"] != "ok"].copy()
+    if bad.empty:
+        return pd.DataFrame(columns=["status", "error", "count", "eval_ids", "pipelines"])
+    bad["error"] = bad["error"].fillna("(no error text)").astype(str)
+    groups = bad.groupby(["status", "error"], sort=False)
+    table = groups.agg(count=("eval_id", "size"), eval_ids=("eval_id", list),
+                       pipelines=("pipeline", lambda p: sorted(set(p)))).reset_index()
+    return table.sort_values("count", ascending=False, kind="stable").reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- blocks
+@dataclass
+class _Block:
+    kind: str  # "h1", "h2", "p", "table", "figure", "pre"
+    text: str = ""
+    rows: list[list[str]] | None = None  # a table's rows, the first is its header
+    png: bytes = b""
+    name: str = ""
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k.split('__', 1)[-1]}={_fmt(v)}" for k, v in value.items())
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:.4g}"
+    if value is None:
+        return "–"
+    return str(value)
+
+
+def _figure(name: str, caption: str, draw: Callable[[Any], Any], n: int = 1,
+            width: float = 6.4, height: float = 4.0) -> _Block:
+    """Draw on a new figure of ``n`` panels (no pyplot: nothing global), as a PNG block."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width * n, height), layout="constrained")
+    axes = fig.subplots(1, n, squeeze=False)[0]
+    draw(axes if n > 1 else axes[0])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96)
+    return _Block("figure", caption, png=buf.getvalue(), name=name)
+
+
+def _summary_rows(run: RunData) -> list[list[str]]:
+    s, est = run.summary, run.config.get("estimator") or {}
+    name, offset = run.metric
+    rows = [["method", _fmt(s.get("method") or est.get("method"))]]
+    if (s.get("method") or est.get("method")) != "jopt":
+        rows.append(["z-solver", _fmt(est.get("z_solver"))])
+    if (s.get("method") or est.get("method")) != "select":
+        rows.append(["θ-solver", _fmt(est.get("theta_solver"))])
+    if s:
+        label, value = shown(name, offset, float(s["best_loss"]))
+        rows += [["best pipeline", f"{s['best_pipeline']} (evaluation {s['best_eval_id']})"],
+                 [f"validation {label}", _fmt(value)]]
+        if "test_score" in s:
+            rows.append([f"test {label}", _fmt(shown(name, offset, offset - s["test_score"])[1])])
+        if s.get("constraints"):
+            rows.append(["constraints", "; ".join(c["text"] for c in s["constraints"])
+                         + (" — met" if s["feasible"] else " — NOT met by any evaluation")])
+        rows += [["evaluations", f"{s['n_evals']} ({s['n_failed']} failed), stopped by "
+                                 f"{s['stop_reason']}"],
+                 ["search time", f"{_fmt(s.get('search_time'))} s (refit "
+                                 f"{_fmt(s.get('refit_time'))} s)"],
+                 ["finished", _fmt(s.get("finished"))]]
+    else:
+        h = run.history
+        rows.append(["evaluations", f"{len(h)} recorded ({int((h['status'] != 'ok').sum())} "
+                                    "failed); the run did not finish (no summary.json)"])
+    return rows
+
+
+def _table(frame: Any, formats: dict[str, Callable[[Any], str]] | None = None) -> list[list[str]]:
+    formats = formats or {}
+    header = [str(c).removeprefix("param:").removeprefix("constraint:") for c in frame.columns]
+    rows = [[formats.get(c, _fmt)(v) for c, v in zip(frame.columns, rec)]
+            for rec in frame.itertuples(index=False)]
+    return [header, *rows]
+
+
+def _blocks(run: RunData, n_best: int) -> list[_Block]:
+    name, offset = run.metric
+    blocks = [_Block("h1", "admm-automl run report"),
+              _Block("p", f"Run: {run.source}."),
+              _Block("table", rows=[["", ""], *_summary_rows(run)])]
+    blocks.append(_Block("h2", "Convergence"))
+    blocks.append(_figure("convergence", "Every evaluation's loss and the best loss so far, "
+                          "against time and against evaluations.",
+                          lambda axes: [plots.plot_convergence(run, x=x, ax=a)
+                                        for x, a in zip(("time", "evaluations"), axes)], n=2))
+    names = plots.modules(run)
+    if names:
+        tall = max(2.5, 0.45 * plots.most_choices(run, names))
+        blocks += [_Block("h2", "Algorithms"),
+                   _figure("algorithms", "Losses of each algorithm of each module (full-fidelity "
+                           "evaluations; evaluations and failures in brackets).",
+                           lambda axes: plots.plot_algorithms(run, ax=axes), n=len(names),
+                           width=4.6, height=tall)]
+    keys = [c["key"] for c in run.constraints if f"constraint:{c['key']}" in run.history]
+    if keys:
+        blocks += [_Block("h2", "Constraints"),
+                   _figure("constraints", "Each constraint's value at every evaluation, with its "
+                           "threshold.", lambda axes: plots.plot_constraints(run, ax=axes),
+                           n=len(keys), width=5.0)]
+        if all(f"mu:{k}" in run.trace for k in keys):
+            blocks.append(_figure("multipliers", "The multipliers μ after each ADMM iteration.",
+                                  lambda ax: plots.plot_multipliers(run, ax=ax)))
+    if {"lambda_norm", "primal_residual"} <= set(run.trace.columns):
+        blocks += [_Block("h2", "ADMM"),
+                   _figure("residuals", "‖λ‖ and ‖θ̃d − δ‖ after each ADMM iteration.",
+                           lambda ax: plots.plot_residuals(run, ax=ax))]
+    board = leaderboard(run, n_best)
+    board.insert(0, "rank", board.index)
+    label = shown(name, offset, 0.0)[0]
+    if offset:  # a score beside the loss; a metric without one (RMSE) is read as the loss
+        board = board.rename(columns={"score": label})
+        legend = f"{label} = {offset:g} − loss"
+    else:
+        board = board.drop(columns="score")
+        legend = f"loss = {label}"
+    blocks += [_Block("h2", f"Leaderboard: the {len(board)} best pipelines"),
+               _Block("p", f"Feasible pipelines first, by validation loss; {legend}; times in "
+                           "seconds."),
+               _Block("table", rows=_table(board))]
+    bad = failures(run)
+    blocks.append(_Block("h2", f"Failures ({int(bad['count'].sum()) if len(bad) else 0})"))
+    if bad.empty:
+        blocks.append(_Block("p", "No evaluation failed."))
+    for rec in bad.itertuples(index=False):
+        ids = ", ".join(map(str, rec.eval_ids[:20])) + (" ..." if len(rec.eval_ids) > 20 else "")
+        blocks += [_Block("p", f"{rec.count} × {rec.status} — {', '.join(rec.pipelines[:5])} "
+                               f"(evaluations {ids}):"),
+                   _Block("pre", rec.error.strip()[-4000:])]
+    blocks += [_Block("h2", "Configuration"),
+               _Block("pre", yaml.safe_dump(run.config, sort_keys=False).strip()
+                      if run.config else "(no config.resolved.yaml)")]
+    if run.header:
+        blocks += [_Block("h2", "What the losses depend on (journal run header)"),
+                   _Block("pre", json.dumps(run.header, indent=2))]
+    machine = run.summary.get("machine")
+    if machine:
+        packages = ", ".join(f"{k} {v}" for k, v in machine.get("packages", {}).items())
+        rows = [["", ""], *[[k, _fmt(v)] for k, v in machine.items() if k != "packages"],
+                ["packages", packages]]
+        blocks += [_Block("h2", "Machine"), _Block("table", rows=rows)]
+    return blocks
+
+
+# ----------------------------------------------------------------------------- rendering
+_CSS = """
+body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto;
+       max-width: 1280px; padding: 0 1em; color: #222; line-height: 1.4; }
+h1 { border-bottom: 2px solid #4c72b0; padding-bottom: .2em; }
+h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 13px; margin: .5em 0; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f3f5f9; }
+tr:nth-child(even) td { background: #fafafa; }
+pre { background: #f6f8fa; border: 1px solid #e1e4e8; padding: .6em; overflow-x: auto;
+      font-size: 12px; white-space: pre-wrap; }
+figure { margin: .5em 0; } figcaption { color: #555; font-size: 13px; }
+img { max-width: 100%; }
+"""
+
+
+def _html(blocks: list[_Block]) -> str:
+    e = html.escape
+    out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+           "<title>admm-automl run report</title>", f"<style>{_CSS}</style></head><body>"]
+    for b in blocks:
+        if b.kind in ("h1", "h2"):
+            out.append(f"<{b.kind}>{e(b.text)}</{b.kind}>")
+        elif b.kind == "p":
+            out.append(f"<p>{e(b.text)}</p>")
+        elif b.kind == "pre":
+            out.append(f"<pre>{e(b.text)}</pre>")
+        elif b.kind == "table":
+            head, *rows = b.rows or [[]]
+            cells = "".join(f"<th>{e(c)}</th>" for c in head)
+            thead = f"<thead><tr>{cells}</tr></thead>" if any(head) else ""
+            body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+            out.append(f"<table>{thead}<tbody>{body}</tbody></table>")
+        elif b.kind == "figure":
+            data = base64.b64encode(b.png).decode("ascii")
+            out.append(f"<figure><img alt='{e(b.name)}' src='data:image/png;base64,{data}'>"
+                       f"<figcaption>{e(b.text)}</figcaption></figure>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(blocks: list[_Block], folder: Path) -> str:
+    out = []
+    for b in blocks:
+        if b.kind == "h1":
+            out.append(f"# {b.text}")
+        elif b.kind == "h2":
+            out.append(f"## {b.text}")
+        elif b.kind == "p":
+            out.append(b.text)
+        elif b.kind == "pre":
+            out.append(f"```\n{b.text}\n```")
+        elif b.kind == "table":
+            head, *rows = b.rows or [[]]
+            lines = ["| " + " | ".join(_md_cell(c) for c in head) + " |",
+                     "|" + "---|" * len(head)]
+            lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+            out.append("\n".join(lines))
+        elif b.kind == "figure":
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{b.name}.png").write_bytes(b.png)
+            out.append(f"![{b.name}]({folder.name}/{b.name}.png)\n\n*{b.text}*")
+    return "\n\n".join(out) + "\n"
+
+
+def write_report(run: Any, path: "str | Path | None" = None, *, n_best: int = 10) -> Path:
+    """Write the report of ``run`` (a fitted estimator, a run directory or a RunData) to
+    ``path`` (an ``.html`` file, or a directory for ``report.html`` in it; default: the run
+    directory, or ``report.html`` here for an estimator without ``output_dir``), and its Markdown
+    twin beside it (same name, ``.md``, figures in ``<name>_files/``). Returns the HTML path.
+
+    Raises :class:`~admm_automl.exceptions.MissingDependencyError` without matplotlib.
+    """
+    plots.require_matplotlib()
+    if path is None:
+        if isinstance(run, (str, Path)):
+            path = Path(run)
+        else:
+            path = Path(getattr(run, "output_dir", None) or ".")
+    path = Path(path)
+    if path.is_dir() or not path.suffix:
+        path = path / "report.html"
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise InvalidParameterError(f"the report is an .html file; got {str(path)!r}")
+    run = as_run(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blocks = _blocks(run, n_best)
+    path.write_text(_html(blocks), encoding="utf-8")
+    path.with_suffix(".md").write_text(
+        _markdown(blocks, path.with_name(f"{path.stem}_files")), encoding="utf-8")
+    return path

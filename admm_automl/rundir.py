@@ -1,0 +1,242 @@
+"""The run directory: what a finished ``fit`` leaves in ``output_dir``, and reading it back.
+
+``output_dir`` holds
+
+* ``journal.jsonl`` — the run header and one record per evaluation, appended as they happen (by
+  :mod:`admm_automl.journal`; the only file of a run that was stopped before its end);
+* ``trace.csv`` — one row per iteration (``admm_trace_``: best loss, evaluations, time; for ADMM ρ,
+  ‖θ̃d − δ‖, ‖λ‖, u and μ per constraint);
+* ``summary.json`` — the result (best pipeline, its loss and score, feasibility, evaluations,
+  failures, stop reason, times), the metric, the constraints with their thresholds, and the
+  machine;
+* ``config.resolved.yaml`` — every estimator parameter (and, from the command line, the data);
+* ``best_pipeline.pkl`` — the refitted pipeline (a plain scikit-learn object).
+
+:func:`write_run` writes them (the estimator at the end of ``fit``, the command line again with the
+data and the test score); :func:`read_run` / :meth:`RunData.from_estimator` give the
+:class:`RunData` that the report and the plots read, from the files or from a fitted estimator.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import inspect
+import json
+import os
+import pickle
+import platform
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, Mapping
+
+from .exceptions import InvalidParameterError
+from .journal import Journal
+
+#: packages whose versions a summary records (those installed)
+PACKAGES = ("admm-automl", "numpy", "scipy", "scikit-learn", "pandas", "lightgbm", "xgboost",
+            "scikit-optimize", "rbfopt", "flaml", "optuna", "matplotlib")
+
+
+def machine_info() -> dict[str, Any]:
+    """Where a run ran: Python, operating system, processor, cores, memory, package versions."""
+    from importlib import metadata
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh
+                        if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    try:
+        memory = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (AttributeError, ValueError, OSError):
+        memory = None
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return {"python": platform.python_version(), "platform": platform.platform(),
+            "processor": cpu, "cores": os.cpu_count(), "memory_gib": memory,
+            "packages": versions}
+
+
+def run_summary(model: Any) -> dict[str, Any]:
+    """The result of a fitted estimator as JSON-ready data (see the module docstring)."""
+    from .evaluation.metrics import get_metric
+
+    history, trace = model.history_, model.admm_trace_
+    best = history.loc[history["eval_id"] == model.best_eval_id_].iloc[0]
+    target = ("continuous" if model.task_ == "regression"
+              else "binary" if len(model.classes_) == 2 else "multiclass")
+    return {
+        "finished": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "method": model.method,
+        "task": model.task_,
+        "metric": model.metric_,
+        "metric_offset": get_metric(model.scoring, model.task_, target).offset,
+        "best_eval_id": int(model.best_eval_id_),
+        "best_pipeline": best["pipeline"],
+        "best_params": {k: repr(v) if isinstance(v, tuple) else v
+                        for k, v in model.best_params_.items()},
+        "best_loss": model.best_loss_,
+        "validation_score": model.best_score_,
+        "feasible": bool(model.feasible_),
+        "n_evals": int(model.n_evals_),
+        "n_failed": int(model.n_failed_),
+        "stop_reason": model.stop_reason_,
+        "search_time": float(trace["time"].iloc[-1]) if len(trace) else None,
+        "refit_time": model.refit_time_,
+        "constraint_mode": model.constraint_mode_,
+        "rho": model.rho,
+        "constraints": [{"key": c.key, "sense": c.sense, "threshold": float(c.threshold),
+                         "text": str(c)} for c in model.constraints_],
+        "machine": machine_info(),
+    }
+
+
+def write_run(model: Any, directory: "str | Path", *, data: Mapping[str, Any] | None = None,
+              **extra: Any) -> Path:
+    """Write ``trace.csv``, ``summary.json`` (with ``extra`` entries, such as a test score),
+    ``config.resolved.yaml`` (with the ``data`` section) and ``best_pipeline.pkl`` of a fitted
+    estimator beside its journal; returns the directory."""
+    from .config import config_from_estimator, dump_config
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    model.admm_trace_.to_csv(out / "trace.csv", index=False)
+    summary = {**run_summary(model), **extra}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str),
+                                      encoding="utf-8")
+    dump_config(config_from_estimator(model, data), out / "config.resolved.yaml", lenient=True)
+    try:
+        blob = pickle.dumps(model.best_pipeline_)
+    except (pickle.PicklingError, AttributeError, TypeError) as err:
+        warnings.warn(f"best_pipeline.pkl not written: the pipeline cannot be pickled ({err})",
+                      RuntimeWarning, stacklevel=2)
+    else:
+        (out / "best_pipeline.pkl").write_bytes(blob)
+    return out
+
+
+@dataclass
+class RunData:
+    """What the report and the plots read about one run.
+
+    Attributes
+    ----------
+    history : pandas.DataFrame
+        One row per evaluation, as ``history_``.
+    trace : pandas.DataFrame
+        One row per iteration, as ``admm_trace_`` (empty if the run did not finish).
+    summary : dict
+        :func:`run_summary` (empty if the run did not finish).
+    config : dict
+        ``{"estimator": {...}, "data": {...}}``.
+    header : dict
+        The journal's run header (what the losses depend on), when read from a directory.
+    source : str
+        Where it was read from.
+    """
+
+    history: Any
+    trace: Any
+    summary: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    header: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    @classmethod
+    def from_estimator(cls, model: Any) -> "RunData":
+        """The run of a fitted estimator (from memory; nothing is read from disk)."""
+        from sklearn.utils.validation import check_is_fitted
+
+        from .config import config_from_estimator
+
+        check_is_fitted(model, "history_")
+        config = config_from_estimator(model).to_dict(lenient=True)
+        header = {}
+        if model.output_dir is not None and (Path(model.output_dir) / "journal.jsonl").exists():
+            header = Journal.read_header(Path(model.output_dir) / "journal.jsonl") or {}
+        return cls(model.history_, model.admm_trace_, run_summary(model), config, header,
+                   f"{type(model).__name__} fitted in this session")
+
+    @property
+    def metric(self) -> tuple[str, float]:
+        """``(name, offset)`` of the run's metric (loss = offset − score)."""
+        from .evaluation.metrics import _BUILTIN
+
+        name = self.summary.get("metric") or str(self.header.get("metric", "loss")).split(" ")[0]
+        offset = self.summary.get("metric_offset")
+        if offset is None:
+            offset = _BUILTIN[name].offset if name in _BUILTIN else 0.0
+        return name, float(offset)
+
+    @property
+    def constraints(self) -> list[dict[str, Any]]:
+        """``[{"key", "sense", "threshold", "text"}]`` of the run's constraints."""
+        return list(self.summary.get("constraints") or [])
+
+
+def read_run(directory: "str | Path") -> RunData:
+    """The :class:`RunData` of a run directory; only ``journal.jsonl`` is required (a run stopped
+    before its end has no summary or trace: its report shows what the journal holds)."""
+    import pandas as pd
+    import yaml
+
+    from ._lagrangian import Constraints
+    from .results import history_frame
+
+    folder = Path(directory)
+    journal = folder / "journal.jsonl"
+    if not journal.is_file():
+        what = "does not exist" if not folder.exists() else f"has no journal.jsonl ({journal})"
+        raise InvalidParameterError(f"{str(folder)!r} is not a run directory: it {what}")
+    summary = _read_json(folder / "summary.json")
+    specs = [SimpleNamespace(**c) for c in summary.get("constraints") or []]
+    constraints = Constraints(specs, summary.get("constraint_mode") or "filter")
+    history = history_frame(Journal.read(journal), constraints, float(summary.get("rho") or 1.0))
+    trace = (pd.read_csv(folder / "trace.csv") if (folder / "trace.csv").is_file()
+             else pd.DataFrame())
+    config: dict[str, Any] = {}
+    if (folder / "config.resolved.yaml").is_file():
+        config = yaml.safe_load((folder / "config.resolved.yaml").read_text("utf-8")) or {}
+    return RunData(history, trace, summary, config, Journal.read_header(journal) or {},
+                   str(folder))
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def as_method(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function(run, ...)`` as a method of the estimator, ``model.function(...)``, with the
+    function's name, documentation and signature (less ``run``)."""
+
+    @functools.wraps(function)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return function(self, *args, **kwargs)
+
+    signature = inspect.signature(function)
+    params = list(signature.parameters.values())
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[params[0].replace(name="self"), *params[1:]])
+    return method
+
+
+def as_run(run: Any) -> RunData:
+    """A :class:`RunData` from a fitted estimator, a run directory or a RunData."""
+    if isinstance(run, RunData):
+        return run
+    if isinstance(run, (str, os.PathLike)):
+        return read_run(run)
+    if hasattr(run, "get_params"):
+        return RunData.from_estimator(run)
+    raise InvalidParameterError(
+        f"expected a fitted ADMM estimator, a run directory or a RunData, got {run!r}"
+    )

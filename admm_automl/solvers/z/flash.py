@@ -1,0 +1,160 @@
+"""FLASH's first layer as the z-step: a linear model over pipeline paths with EIPS (Zhang et al.,
+KDD 2016), plugged into ADMM as a block solver."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ...records import Observation, Suggestion
+from ..base import BaseZSolver, random_z
+from ..registry import Z_SOLVERS
+from . import _flash as F
+
+
+def observation_seconds(obs: Observation) -> float:
+    """The cost of one evaluation in seconds: its fit and predict time, or its wall time when the
+    executor ended it before it reported any (a timeout, a memory error, a lost worker) — the
+    paper keeps the measured time of a failed run."""
+    seconds = obs.fit_time + obs.predict_time
+    return float(seconds if seconds > 0 else max(obs.duration, 0.0))
+
+
+def usable(obs: Observation) -> bool:
+    """Whether an evaluation enters FLASH's models: a full-data result that the end of the time
+    budget did not cut short, and not a cache hit (which repeats an earlier evaluation)."""
+    return obs.fidelity >= 1.0 and not obs.budget_stop and not obs.cached
+
+
+def fit_models(
+    pairs: Sequence[tuple[tuple[int, ...], Observation]],
+    value: Callable[[tuple[int, ...], Observation], float],
+    n_choices: Sequence[int], *, alpha: float, transform: str,
+) -> F.PathModels:
+    """Both of FLASH's ridge models on ``(z, observation)`` pairs (the :func:`usable` ones, of
+    which there must be at least one): ``value(z, observation)`` is the performance target,
+    :func:`observation_seconds` the cost."""
+    data = [(tuple(int(j) for j in z), obs) for z, obs in pairs if usable(obs)]
+    return F.fit_path_models(
+        np.array([z for z, _ in data]), np.array([value(z, obs) for z, obs in data], dtype=float),
+        np.array([observation_seconds(obs) for _, obs in data]), n_choices, alpha=alpha,
+        transform=transform,
+    )
+
+
+@Z_SOLVERS.register("flash")
+class FlashZSolver(BaseZSolver):
+    """FLASH's path model for z-min: a greedy D-optimal start, then the path of highest EIPS.
+
+    A pipeline path (one algorithm per module) is a one-hot vector; two ridge models over those
+    vectors predict the value (``problem.augment``: the loss plus the current constraint terms)
+    and the cost (fit + predict seconds) of a path, hyperparameters being treated as noise, and
+    the next path is the one with the highest expected improvement per unit of predicted cost
+    (EIPS). This is mode (b) of plugging FLASH into ADMM: FLASH's surrogate and acquisition for the
+    discrete block, with no pruning and no hyperparameter tuning of its own (the θ-steps do that).
+
+    * **Every evaluation of the run feeds both models** when the optimiser provides
+      ``problem.observations`` (ADMM and ``method="select"`` do): θ-steps at any θ and every
+      earlier z-step, not only this z-problem. The models are refitted at each ask; values are
+      recomputed with the current ``problem.augment`` (the multipliers move). Without it, the
+      solver uses the histories of its problems and its own trials. Partial-data, interrupted
+      and cached evaluations are left out (:func:`usable`).
+    * **Initial design**: while fewer than ``n_init`` distinct paths have been observed (asked ones
+      pending included), the next path is the greedy D-optimal pick given all of them (the paper's
+      Algorithm 2, online version; its first pick, with nothing observed, is uniform).
+    * **EIPS** (the paper's Eq. 4) is ranked in log space, ties broken at random; the argmax runs
+      over the candidate paths not yet asked under the current θ (re-asking one would only return
+      the cached result). When all have been asked, a random path is asked (a free cache hit).
+    * Failed evaluations enter both models: with the run's failure loss as value (the metric's
+      worst, as the paper's 100 % error) and their measured time as cost
+      (:func:`observation_seconds`).
+
+    Parameters
+    ----------
+    n_init : int, optional
+        Distinct paths of the initial design; default N − K + 1 (the rank of the path vectors: 30
+        on the paper's benchmark layout, where the paper uses 30).
+    xi : float, default=1.0
+        EI exploration offset in loss units (the paper's ξ = 100 on percent error is 1.0 on a
+        [0, 1] error). With it EIPS mostly probes under-observed algorithms, as in the paper's
+        Phase 2; ``xi=0`` exploits the model.
+    ridge_alpha : float, default=1.0
+        Ridge penalty of both models (with an unpenalised intercept, as the authors' code).
+    cost_transform : {"log1p", "log", "identity"}, default="log1p"
+        Target of the cost model: log(1 + τ) (positive for sub-second runs; the paper's log τ is
+        ``"log"``; see :func:`~admm_automl.solvers.z._flash.transform_cost`).
+    max_enumerate : int, default=100000
+        Score every path up to this many; larger spaces use a stratified sample.
+    n_candidates : int, default=5000
+        Size of that sample (drawn once per run, every algorithm represented).
+
+    References
+    ----------
+    Y. Zhang, M. T. Bahadori, H. Su, J. Sun. FLASH: Fast Bayesian Optimization for Data Analytic
+    Pipelines. KDD 2016. S. Liu et al. An ADMM Based Framework for AutoML Pipeline Configuration.
+    AAAI 2020.
+    """
+
+    supports_batch = True
+
+    def __init__(
+        self,
+        n_init: int | None = None,
+        xi: float = F.DEFAULT_XI,
+        ridge_alpha: float = F.DEFAULT_RIDGE_ALPHA,
+        cost_transform: str = F.DEFAULT_COST_TRANSFORM,
+        max_enumerate: int = F.DEFAULT_MAX_ENUMERATE,
+        n_candidates: int = F.DEFAULT_N_CANDIDATES,
+    ) -> None:
+        self.n_init = n_init
+        self.xi = xi
+        self.ridge_alpha = ridge_alpha
+        self.cost_transform = cost_transform
+        self.max_enumerate = max_enumerate
+        self.n_candidates = n_candidates
+
+    def _setup(self) -> None:
+        n_choices = F.check_n_choices(self.problem_.n_choices)
+        self.n_init_ = F.check_n_init(self.n_init, n_choices)
+        self.xi_ = F.check_xi(self.xi)
+        self.ridge_alpha_ = F.check_ridge_alpha(self.ridge_alpha)
+        self.cost_transform_ = F.check_cost_transform(self.cost_transform)
+        self.paths_ = F.candidate_paths(n_choices, self.rng_, max_enumerate=self.max_enumerate,
+                                        n_candidates=self.n_candidates)
+        self.path_tuples_ = [tuple(p) for p in self.paths_.tolist()]
+        #: (z, observation) of every problem's history and every trial (without observations)
+        self.own_: list[tuple[tuple[int, ...], Observation]] = list(self.problem_.history)
+
+    def update_problem(self, problem) -> None:
+        super().update_problem(problem)
+        self.own_.extend(problem.history)
+
+    def _tell(self, suggestion: Suggestion, observation: Observation) -> None:
+        self.own_.append((tuple(suggestion.config), observation))
+
+    def _data(self) -> list[tuple[tuple[int, ...], Observation]]:
+        source = self.problem_.observations
+        pairs = source() if source is not None else self.own_
+        return [(tuple(int(j) for j in z), obs) for z, obs in pairs if usable(obs)]
+
+    def _ask(self) -> tuple[tuple[int, ...], None]:
+        n_choices = self.problem_.n_choices
+        pending = [tuple(s.config) for s in self.pending_.values()]
+        asked = {tuple(z) for z, _ in self.problem_.history}
+        asked.update(tuple(c) for c, _ in self.trials_)
+        asked.update(pending)
+        free = self.paths_[[p not in asked for p in self.path_tuples_]]
+        if len(free) == 0:
+            return random_z(self.rng_, n_choices), None
+        data = self._data()
+        seen = {z for z, _ in data}.union(pending)
+        if len(seen) < self.n_init_ or not data:
+            observed = F.encode_paths(np.array(sorted(seen)), n_choices) if seen else None
+            design = F.greedy_d_optimal_design(F.encode_paths(free, n_choices), 1, self.rng_,
+                                               observed=observed)
+            return tuple(int(j) for j in free[design.indices[0]]), None
+        models = fit_models(data, self.problem_.augment, n_choices, alpha=self.ridge_alpha_,
+                            transform=self.cost_transform_)
+        best = F.rank_with_random_ties(models.log_eips(free, self.xi_), self.rng_)[0]
+        return tuple(int(j) for j in free[best]), None

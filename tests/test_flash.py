@@ -1,0 +1,225 @@
+"""FLASH as a whole-problem method (admm_automl/flash.py): INIT with the D-optimal design, PRUNE
+with EIPS to the top-r sub-graph, TUNE the pruned space with a θ-solver; its parameters and their
+errors; ``method="flash"`` from Python, YAML and the command line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from admm_automl.exceptions import InvalidParameterError
+from admm_automl.flash import FlashOptimizer, FlashSettings, sample_prior
+from admm_automl.solvers import THETA_SOLVERS
+from admm_automl.solvers.theta.random import RandomThetaSolver
+from admm_automl.solvers.z import _flash as F
+from admm_automl.testing import wide_space
+
+BIG = wide_space(3, 4)  # prep {none, p(w), q, p0..p2} x model {a(n, c), b(lr), m0..m3}: 36 paths
+ENC = BIG.encoding
+RANK = F.path_rank(ENC.n_choices)  # 6 + 6 - 2 + 1 = 11
+
+
+def flash(make_optimizer, engine, params=None, **kw):
+    method = "flash" if params is None else {"name": "flash", "params": params}
+    return make_optimizer(method, engine=engine, space=BIG, **kw)
+
+
+def test_the_three_phases_in_order_with_their_budgets(make_engine, make_optimizer):
+    """n_init = n_prune = N − K + 1 by default; INIT, PRUNE, TUNE follow each other, every trace
+    row belongs to one phase, and the budget is exact."""
+    engine = make_engine(BIG)
+    result = flash(make_optimizer, engine, max_evals=40).run()
+    phases = [c[3] for c in engine.calls]
+    assert phases == ["init"] * RANK + ["prune"] * RANK + ["tune"] * (40 - 2 * RANK)
+    assert result.n_evals == 40 and result.stop_reason == "max_evals"
+    done = 0
+    for row in result.trace:  # each row's evaluations are of its phase, phases in order
+        assert set(phases[done:row["n_evals"]]) == {row["phase"]}
+        done = row["n_evals"]
+    assert result.incumbent.observation.loss == min(e.observation.loss for e in result.evaluated)
+
+
+def test_init_evaluates_the_d_optimal_design_with_random_hyperparameters(make_engine,
+                                                                         make_optimizer):
+    engine = make_engine(BIG)
+    flash(make_optimizer, engine, max_evals=RANK).run()
+    zs = np.array([c[0] for c in engine.calls])
+    assert len({tuple(z) for z in zs}) == RANK
+    assert np.linalg.matrix_rank(F.encode_paths(zs, ENC.n_choices)) == RANK
+    lr = ENC.theta_names.index("model:b:lr")
+    drawn = [c[1][lr] for c in engine.calls if c[0][1] == 1]
+    assert drawn and all(x != ENC.initial_theta[lr] for x in drawn)  # not the defaults
+
+
+def test_prune_keeps_the_best_algorithms_and_tune_stays_inside(make_engine, make_optimizer):
+    """G′ holds the best prep (p) and model (b) of the additive toy loss; every TUNE evaluation
+    is a pipeline of G′; the trace reports its size."""
+    engine = make_engine(BIG)
+    opt = flash(make_optimizer, engine, {"top_r": 2}, max_evals=50, seed=3)
+    result = opt.run()
+    kept = opt.subgraph_.kept()
+    assert 1 in kept[0] and 1 in kept[1]
+    tune = [c[0] for c in engine.calls if c[3] == "tune"]
+    assert tune and all(z[0] in kept[0] and z[1] in kept[1] for z in tune)
+    assert result.trace[-1]["pipelines_kept"] == len(kept[0]) * len(kept[1]) <= 4
+
+
+class Spy(RandomThetaSolver):
+    """Random search that remembers the problem it was given."""
+
+    problems: list = []
+
+    def _setup(self):
+        Spy.problems.append(self.problem_)
+
+
+@pytest.mark.parametrize("warm_start", [True, False])
+def test_tune_is_warm_started_with_the_evaluations_inside_the_pruned_space(
+        make_engine, warm_start):
+    from admm_automl.evaluation.setup import make_optimizer
+
+    Spy.problems = []
+    engine = make_engine(BIG)
+    opt = make_optimizer({"name": "flash", "params": {"top_r": 3, "warm_start": warm_start}},
+                         ENC, engine, theta_solver=Spy(), max_evals=2 * RANK + 1, seed=0)
+    opt.run()
+    (problem,) = Spy.problems
+    kept = opt.subgraph_.kept()
+    inside = [c for c in engine.calls[:2 * RANK] if all(j in k for j, k in zip(c[0], kept))]
+    assert inside  # the top paths come from what was evaluated
+    assert len(problem.history) == (len(inside) if warm_start else 0)
+    assert (problem.start is not None) == warm_start
+    assert problem.names[0].startswith("module:") and problem.dim == len(problem.names)
+
+
+def test_a_hyperparameter_free_path_is_not_picked_twice_in_prune(make_engine, make_optimizer):
+    """q -> m0 has no hyperparameter and the lowest loss: PRUNE evaluates it once, then looks
+    elsewhere (a second pick would be a cache hit that teaches nothing)."""
+
+    def loss(config):
+        return 0.0 if (config["prep"], config["model"]) == ("q", "m0") else 0.5
+
+    engine = make_engine(BIG, loss=loss)
+    result = flash(make_optimizer, engine, {"xi": 0.0}, max_evals=2 * RANK).run()
+    prune = [e for e in result.evaluated if e.phase == "prune"]
+    assert len(prune) == RANK and not any(e.observation.cached for e in prune)
+    assert sum(e.z == (2, 2) for e in result.evaluated) == 1
+
+
+def test_flash_is_reproducible_and_the_seed_matters(make_engine, make_optimizer):
+    def calls(seed):
+        engine = make_engine(BIG)
+        flash(make_optimizer, engine, max_evals=30, seed=seed).run()
+        return [(c[0], c[1].tolist()) for c in engine.calls]
+
+    assert calls(4) == calls(4) and calls(4) != calls(5)
+
+
+@pytest.mark.parametrize("theta_solver", THETA_SOLVERS.names())
+def test_any_theta_solver_tunes_the_pruned_space(make_engine, make_optimizer, theta_solver):
+    engine = make_engine(BIG)
+    result = flash(make_optimizer, engine, {"n_init": 3, "n_prune": 2},
+                   theta=theta_solver, max_evals=12).run()
+    assert result.n_evals == 12 and [c[3] for c in engine.calls].count("tune") == 7
+
+
+def test_random_design_and_no_prune_phase(make_engine, make_optimizer):
+    engine = make_engine(BIG)
+    flash(make_optimizer, engine, {"design": "random", "n_init": 5, "n_prune": 0},
+          max_evals=8).run()
+    assert [c[3] for c in engine.calls] == ["init"] * 5 + ["tune"] * 3
+
+
+def test_sample_prior_draws_only_the_path_hyperparameters():
+    rng = np.random.default_rng(0)
+    draws = np.array([sample_prior(ENC, (1, 0), rng) for _ in range(300)])
+    active = ENC.active((1, 0))
+    others = np.setdiff1d(np.arange(ENC.theta_dim), active)
+    np.testing.assert_array_equal(draws[:, others], np.tile(ENC.initial_theta[others], (300, 1)))
+    c = ENC.theta_names.index("model:a:c")  # a categorical: every category equally often
+    counts = np.unique(draws[:, c], return_counts=True)[1]
+    assert len(counts) == 3 and counts.min() > 70
+
+
+# ----------------------------------------------------------------------------- parameters
+@pytest.mark.parametrize("params, message", [
+    ({"n_init": 0}, "n_init must be an integer >= 1, got 0"),
+    ({"n_prune": -1}, "n_prune must be an integer >= 0, got -1"),
+    ({"top_r": 0}, "top_r must be an integer >= 1, got 0"),
+    ({"xi": -1}, "xi must be a finite number >= 0"),
+    ({"xi_select": float("nan")}, "xi_select must be a finite number >= 0"),
+    ({"ridge_alpha": -2.0}, "ridge_alpha must be a finite number > 0, got -2.0"),
+    ({"cost_transform": "exp"}, "cost_transform must be one of 'log', 'log1p', 'identity'"),
+    ({"design": "sobol"}, "design must be one of 'd-optimal', 'random', got 'sobol'"),
+    ({"warm_start": "yes"}, "warm_start must be a bool, got 'yes'"),
+    ({"n_candidates": 0}, "n_candidates must be an integer >= 1, got 0"),
+    ({"r": 3}, r"unknown FLASH parameter\(s\) \['r'\]; valid: n_init, n_prune, top_r"),
+])
+def test_bad_parameters_get_clear_errors(params, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        FlashSettings.from_params(params)
+
+
+def test_top_r_is_checked_against_the_number_of_paths(make_optimizer):
+    with pytest.raises(InvalidParameterError,
+                       match=r"top_r must be an integer between 1 and the number of paths "
+                             r"\(36\), got 37"):
+        make_optimizer({"name": "flash", "params": {"top_r": 37}}, space=BIG)
+    opt = make_optimizer("flash", space=wide_space())  # 6 paths: the default r is all of them
+    assert opt.top_r == 6 and make_optimizer("flash", space=BIG).top_r == 10
+
+
+def test_method_specs():
+    from admm_automl.evaluation.setup import method_spec
+
+    assert method_spec("flash") == ("flash", {})
+    assert method_spec({"name": "flash", "params": {"top_r": 3}}) == ("flash", {"top_r": 3})
+    assert method_spec({"name": "jopt"}) == ("jopt", {})
+    with pytest.raises(InvalidParameterError, match="method 'admm' takes no params"):
+        method_spec({"name": "admm", "params": {"rho": 2}})
+    with pytest.raises(InvalidParameterError, match="needs the key 'name'"):
+        method_spec({"params": {}})
+    with pytest.raises(InvalidParameterError, match="method must be one of"):
+        method_spec({"name": "smac"})
+
+
+# ----------------------------------------------------------------------------- estimator, YAML, CLI
+def test_estimator_validates_flash_params_before_any_work():
+    from admm_automl import ADMM
+
+    X, y = np.zeros((20, 2)), np.r_[[0] * 10, [1] * 10]
+    with pytest.raises(InvalidParameterError, match="n_init must be an integer >= 1, got 0"):
+        ADMM(method={"name": "flash", "params": {"n_init": 0}}, max_evals=2).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="method='flash' has no ADMM split"):
+        ADMM(method="flash", constraint_mode="admm", max_evals=2).fit(X, y)
+
+
+def test_flash_from_yaml_and_the_command_line(tmp_path):
+    from admm_automl import load_config
+    from admm_automl.cli import main
+
+    config = load_config({"estimator": {"method": {"name": "flash", "params": {"top_r": 3}}}})
+    assert config.make_estimator().method == {"name": "flash", "params": {"top_r": 3}}
+    code = main(["fit", "--dataset", "breast_cancer", "--max-evals", "6", "--seed", "0",
+                 "--method", "flash", "--theta-solver", "random", "--search-space", "paper_small",
+                 "--output", str(tmp_path)])
+    assert code == 0
+    assert "method: flash" in (tmp_path / "config.resolved.yaml").read_text()
+    phases = [line for line in (tmp_path / "journal.jsonl").read_text().splitlines()
+              if '"phase": "init"' in line]
+    assert len(phases) == 6  # n_init = 13 on paper_small: the whole budget is the design
+
+
+@pytest.mark.slow
+def test_estimator_flash_end_to_end():
+    from sklearn.datasets import load_breast_cancer
+
+    from admm_automl import ADMM
+    from admm_automl.testing import tiny_space
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = ADMM(search_space=tiny_space(), method={"name": "flash", "params": {"top_r": 2}},
+                 theta_solver="random", max_evals=12, random_state=0).fit(X[:, :8], y)
+    assert list(model.history_["phase"]) == ["init"] * 3 + ["prune"] * 3 + ["tune"] * 6
+    assert list(model.admm_trace_["phase"]) == ["init", "prune", "tune"]
+    assert 0.0 <= model.best_loss_ < 0.2 and model.n_evals_ == 12
