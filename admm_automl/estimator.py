@@ -120,6 +120,20 @@ def _label_indices(classes: np.ndarray, y: Any) -> np.ndarray:
     return index
 
 
+def _refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
+                  ensemble_size: int) -> dict[str, Any]:
+    """``best_pipeline_`` (and ``refit_time_``) and, when one is built
+    (:mod:`admm_automl.ensemble`), ``ensemble_``, refitted on all of (X, y), with its weights and
+    validation loss."""
+    ctx = outcome.task.context
+    best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y)
+    choice = build_ensemble(outcome, space, ensemble_size, fitted["best_eval_id_"])
+    return {"best_pipeline_": best, "refit_time_": seconds,
+            "ensemble_": None if choice is None else fit_on_labels(choice.model, X, y, ctx.y),
+            "ensemble_weights_": {} if choice is None else choice.weights,
+            "ensemble_loss_": float("nan") if choice is None else choice.loss}
+
+
 class ADMM(BaseEstimator):
     """AutoML pipeline search by ADMM (Liu et al., AAAI 2020), with pluggable sub-solvers.
 
@@ -331,15 +345,10 @@ class ADMM(BaseEstimator):
             outcome = run_search(X, y_search, SearchSettings.from_params(self.get_params(
                 deep=False)), space=space, task=task, target_type=target_type,
                 sensitive_features=sensitive_features, start_time=start, listeners=listeners)
-        for name, value in fitted_attributes(outcome, space).items():
+        fitted = fitted_attributes(outcome, space)
+        fitted.update(_refit_models(outcome, space, X, y, fitted, self.ensemble_size))
+        for name, value in fitted.items():
             setattr(self, name, value)
-        ctx = outcome.task.context
-        self.best_pipeline_, self.refit_time_ = refit(space, ctx, self.best_z_, self.best_theta_,
-                                                      X, y)
-        choice = build_ensemble(outcome, space, self.ensemble_size, self.best_eval_id_)
-        self.ensemble_ = None if choice is None else fit_on_labels(choice.model, X, y, ctx.y)
-        self.ensemble_weights_ = {} if choice is None else choice.weights
-        self.ensemble_loss_ = float("nan") if choice is None else choice.loss
         if self.output_dir is not None:
             write_run(self, self.output_dir)
         return self
