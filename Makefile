@@ -46,8 +46,11 @@ smoke: $(STAMP)
 		$(BIN)/python experiments/algorithm_selection.py --smoke --data-dir $(DATA_DIR) --out $$tmp/as && \
 		$(BIN)/python experiments/constraints.py --smoke --data-dir $(DATA_DIR) --out $$tmp/c && \
 		$(BIN)/python experiments/blendsearch.py --smoke --data-dir $(DATA_DIR) && \
+		$(BIN)/python experiments/portfolio.py --smoke --data-dir $(DATA_DIR) && \
+		$(BIN)/python experiments/vs_automl.py --smoke --data-dir $(DATA_DIR) && \
 		rm -rf $$tmp; \
-	else echo "smoke: $(DATA_DIR) not found: algorithm_selection.py and constraints.py skipped"; fi
+	else echo "smoke: $(DATA_DIR) not found: the scripts that need it are skipped" && \
+		$(BIN)/python experiments/vs_automl.py --smoke; fi
 
 # Debian's headless Chromium, for the screenshot test of the HTML run report (skipped without it).
 # Needs root (or sudo).

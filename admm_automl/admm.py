@@ -77,6 +77,9 @@ class ADMMOptimizer:
         ADMM penalty ρ > 0 (the paper uses 1).
     n_train : int, optional
         Training rows at full fidelity, passed to z-problems for multi-fidelity solvers.
+    warm_start : sequence of (z, θ), optional
+        Configurations evaluated after the initial one, before the first iteration (a warm-start
+        portfolio, :mod:`admm_automl.space.portfolio`); the loop starts from the best of them.
     **options
         The run's :class:`~admm_automl._recorder.RunOptions` (budgets, seed, schedule,
         constraints — ``constraint_mode`` ``"admm"`` by default —, callback, batch size, clock).
@@ -84,6 +87,7 @@ class ADMMOptimizer:
 
     def __init__(self, encoding: Encoding, engine: Engine, theta_solver: Callable[[], Any],
                  z_solver: Callable[[], Any], *, rho: float = 1.0, n_train: int | None = None,
+                 warm_start: Sequence[tuple[tuple[int, ...], np.ndarray]] = (),
                  **options: Any) -> None:
         if not rho > 0:
             raise InvalidParameterError(f"rho must be > 0, got {rho!r}")
@@ -94,6 +98,8 @@ class ADMMOptimizer:
         self.z_solver = z_solver
         self.rho = float(rho)
         self.n_train = n_train
+        self.warm_start = [(encoding.check_z(z), encoding.project(np.asarray(theta, dtype=float)))
+                           for z, theta in warm_start]
         opts = self.options
         self.constraints = Constraints(opts.constraints, opts.constraint_mode or "admm",
                                        opts.penalty_weight)
@@ -141,9 +147,29 @@ class _ADMMRun:
         return Result(rec.incumbent, trace, rec.evaluated, rec.n_evals, stop, self.states)
 
     def evaluate_initial(self) -> None:
-        s = self.state
-        (s.current,) = self.recorder.evaluate([(s.z, s.theta, 1.0)], "initial")
-        self.theta_history[s.z] = [(s.theta[self.encoding.active(s.z)].copy(), s.current)]
+        """The initial point, then the warm-start configurations (a batch at a time); the state
+        moves to the best of them by the constraints' rank."""
+        s, enc = self.state, self.encoding
+        size = self.options.batch_size
+        warm = self.config.warm_start
+        chunks = [[(s.z, s.theta)]] + [warm[i:i + size] for i in range(0, len(warm), size)]
+        best = None
+        for k, chunk in enumerate(chunks):
+            observations = self.recorder.evaluate([(z, th, 1.0) for z, th in chunk],
+                                                  "portfolio" if k else "initial")
+            for (z, theta), obs in zip(chunk, observations):
+                if not obs.cached:
+                    self.theta_history.setdefault(z, []).append((theta[enc.active(z)].copy(), obs))
+                if best is None or self._start_rank(obs) < self._start_rank(best[2]):
+                    best = (z, theta, obs)
+            # the state follows the best so far, so a budget stop leaves the loop a good start
+            s.z, s.theta, s.current = best[0], best[1].copy(), best[2]
+            s.delta = s.theta[enc.discrete].copy()
+
+    def _start_rank(self, obs: Observation) -> tuple:
+        """Full-data observations first (a probe's subsample loss is not comparable), then the
+        constraints' rank."""
+        return (obs.fidelity < 1.0, self.constraints.rank(obs))
 
     def iterate(self, n: int) -> None:
         """One ADMM iteration with ``n`` new evaluations per sub-problem."""

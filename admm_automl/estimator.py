@@ -34,10 +34,12 @@ from .evaluation.setup import (METHODS, SearchSettings, check_training_length, m
 from .exceptions import DataError, InvalidParameterError
 from .progress import watching
 from .report import write_report
-from .results import fitted_attributes, refit
+from .ensemble import build_ensemble
+from .results import fit_on_labels, fitted_attributes, refit
 from .rundir import as_method, write_run
 from .solvers import THETA_SOLVERS, Z_SOLVERS
 from .space import load_space
+from .space.portfolio import resolve_portfolio
 from .space.space import import_class
 
 _RULES = {
@@ -50,7 +52,7 @@ _RULES = {
     "inner_iter_max": [v.int_at_least(1)],
     "constraint_mode": [v.options("auto", "admm", "penalty", "filter")],
     "penalty_weight": [v.POSITIVE_NUMBER],
-    "cv": [v.int_at_least(2), v.NONE],
+    "cv": [v.options("auto"), v.int_at_least(2), v.NONE],
     "validation_size": [v.FRACTION],
     "executor": [v.options("auto", "serial", "process", "dask")],
     "n_jobs": [v.int_at_least(1)],
@@ -64,6 +66,7 @@ _RULES = {
     "verbose": [v.int_at_least(0)],
     "progress": [v.BOOL, v.NONE],
     "task": [v.options("auto", "classification", "regression")],
+    "ensemble_size": [v.int_at_least(0)],
 }
 
 
@@ -73,7 +76,7 @@ def _pipeline_has(attr: str):
 
     def check(self) -> bool:
         if hasattr(self, "best_pipeline_"):
-            return hasattr(self.best_pipeline_, attr)
+            return hasattr(self._model(), attr)
         try:
             task = self._fixed_task or (self.task if self.task != "auto" else None)
             return all(hasattr(import_class(a.class_path), attr)
@@ -109,13 +112,41 @@ def _check_target(X: Any, y: Any, task: str, owner: str) -> tuple[np.ndarray, st
         raise DataError(f"regression needs a numeric target, got dtype {y.dtype}") from None
 
 
+def _label_indices(classes: np.ndarray, y: Any) -> np.ndarray:
+    """The indices in ``classes`` of the labels ``y``; an unseen label is an error."""
+    y = column_or_1d(np.asarray(y))
+    index = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+    unseen = classes[index] != y
+    if unseen.any():
+        raise DataError(f"y has labels not seen in fit: {sorted(set(y[unseen].tolist()))[:5]!r}")
+    return index
+
+
+def _refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
+                  ensemble_size: int) -> dict[str, Any]:
+    """``best_pipeline_`` (and ``refit_time_``) and, when one is built
+    (:mod:`admm_automl.ensemble`), ``ensemble_``, refitted on all of (X, y), with its weights and
+    validation loss."""
+    ctx = outcome.task.context
+    best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
+                          iterations=fitted["best_iterations_"])
+    choice = build_ensemble(outcome, space, ensemble_size, fitted["best_eval_id_"])
+    return {"best_pipeline_": best, "refit_time_": seconds,
+            "ensemble_": None if choice is None else fit_on_labels(choice.model, X, y, ctx.y),
+            "ensemble_weights_": {} if choice is None else choice.weights,
+            "ensemble_loss_": float("nan") if choice is None else choice.loss}
+
+
 class ADMM(BaseEstimator):
     """AutoML pipeline search by ADMM (Liu et al., AAAI 2020), with pluggable sub-solvers.
 
     Parameters
     ----------
-    search_space : str, path or PipelineSpace, default="paper_small"
-        A built-in space name (``admm_automl.list_spaces()``), a YAML file or a space object.
+    search_space : str, path or PipelineSpace, default="default"
+        A built-in space name (``admm_automl.list_spaces()``), a YAML file or a space object:
+        ``"default"`` (HistGradientBoosting, LightGBM, XGBoost, forests, linear models, k-NN, an
+        RBF SVM; see the README), or ``paper_small`` / ``paper_large`` / ``blds`` to reproduce
+        the papers. Algorithms whose ``max_rows`` is below the number of rows are left out.
     theta_solver, z_solver : str, dict or solver, default="bo", "cmab"
         The θ-step and z-step solvers: a registered name, ``{"name": ..., "params": {...}}`` or an
         instance (``list_theta_solvers()``, ``list_z_solvers()``). With the adaptive schedule the
@@ -155,9 +186,10 @@ class ADMM(BaseEstimator):
     scoring : str or callable, optional
         Loss: None (1 − AUROC binary, log-loss multiclass, RMSE regression), a built-in name
         (bounded scores are used as 1 − score), a scikit-learn scorer name or a callable.
-    cv : int, optional
+    cv : int, "auto" or None, default="auto"
         k-fold cross-validation; None: one holdout split of ``validation_size`` (stratified for
-        classification), fixed for the run.
+        classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, else a holdout
+        (:func:`admm_automl.evaluation.setup.resolve_cv`).
     validation_size : float, default=0.2
     executor : {"auto", "serial", "process", "dask"}, default="auto"
         Worker processes (which a timeout or memory limit can stop) or this process; ``"auto"``
@@ -174,7 +206,9 @@ class ADMM(BaseEstimator):
     dask_address : str, optional
         Address of a Dask scheduler, e.g. ``"tcp://10.0.0.5:8786"`` (needs ``executor="dask"``).
     trial_timeout : float, optional
-        Seconds one evaluation may take (status ``timeout``).
+        Seconds one evaluation may take (status ``timeout``). None with a ``time_budget``: a
+        quarter of the time left, at least a tenth of the budget; from 10 000 training rows a
+        pipeline is first fitted on a tenth of them (:mod:`admm_automl.evaluation.objective`).
     memory_limit : int, optional
         Address-space limit per worker process in MiB (status ``memout``).
     cache_size : float, default=256
@@ -202,11 +236,21 @@ class ADMM(BaseEstimator):
         The progress display: None follows ``verbose``; True shows it even when standard error
         is not a terminal; False never shows it (:mod:`admm_automl.progress`).
     task : {"auto", "classification", "regression"}, default="auto"
+    portfolio : "auto", None, path or list of dict, default="auto"
+        Configurations the ADMM method evaluates after the initial pipeline, starting from the
+        best: ``"auto"`` is the portfolio shipped for a built-in space, None none.
+    ensemble_size : int, default=0
+        Steps of greedy ensemble selection (Caruana et al. 2004; 0 is off): ``ensemble_``, used
+        when it beats the best pipeline on validation data and meets the constraints.
 
     Attributes
     ----------
+    ensemble_, ensemble_weights_, ensemble_loss_ : VotingClassifier or VotingRegressor, dict, float
+        The refitted ensemble ``predict`` uses (None if none), its members' weights by
+        ``eval_id``, its validation loss.
     best_pipeline_ : sklearn.pipeline.Pipeline
-        The best configuration refitted on all of X, y (a plain scikit-learn object).
+        The best configuration refitted on all of X, y (a plain scikit-learn object); on the
+        label indices of ``classes_`` if its learner refuses the labels (XGBoost).
     best_params_ : dict
         Its configuration, ``{"module": choice, "module__param": value}``.
     best_iterations_ : int or None
@@ -233,17 +277,17 @@ class ADMM(BaseEstimator):
     _fixed_task: str | None = None
 
     def __init__(
-        self, *, search_space: Any = "paper_small", theta_solver: Any = "bo",
+        self, *, search_space: Any = "default", theta_solver: Any = "bo",
         z_solver: Any = "cmab", method: str = "admm", max_evals: int | None = None,
         time_budget: float | None = None, rho: float = 1.0, inner_iter: int = 16,
         inner_iter_step: int = 16, inner_iter_max: int = 128, constraints: Any = None,
         constraint_mode: str = "auto", penalty_weight: float = 1.0, scoring: Any = None,
-        cv: int | None = None, validation_size: float = 0.2, executor: str = "auto",
+        cv: Any = "auto", validation_size: float = 0.2, executor: str = "auto",
         n_jobs: int = 1, dask_address: str | None = None, trial_timeout: float | None = None,
         memory_limit: int | None = None, cache_size: float = 256.0, output_dir: Any = None,
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
-        task: str = "auto",
+        task: str = "auto", portfolio: Any = "auto", ensemble_size: int = 0,
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver
@@ -273,6 +317,8 @@ class ADMM(BaseEstimator):
         self.verbose = verbose
         self.progress = progress
         self.task = task
+        self.portfolio = portfolio
+        self.ensemble_size = ensemble_size
 
     def _validate_params(self) -> None:
         """Check every parameter, and resolve names, before any work."""
@@ -286,6 +332,7 @@ class ADMM(BaseEstimator):
             )
         make_constraints(self.constraints)
         space = load_space(self.search_space)
+        resolve_portfolio(self.portfolio, space, "classification")
         THETA_SOLVERS.create(self.theta_solver)
         if self.method != "select":
             check_training_length(self.theta_solver, bool(space.iterative_algorithms()),
@@ -306,20 +353,19 @@ class ADMM(BaseEstimator):
         if sensitive_features is not None and len(sensitive_features) != len(y):
             raise DataError(f"sensitive_features has {len(sensitive_features)} rows but X has "
                             f"{len(y)}")
-        if task == "classification":
-            self.classes_ = np.unique(y)
+        y_search = y
+        if task == "classification":  # the search sees label indices (XGBoost takes no others)
+            self.classes_, y_search = np.unique(y, return_inverse=True)
         metric = get_metric(self.scoring, task, target_type)
         with watching(self.verbose, self.progress, (metric.name, metric.offset)) as listeners:
-            space = load_space(self.search_space).for_task(task)
-            outcome = run_search(X, y, SearchSettings.from_params(self.get_params(deep=False)),
-                                 space=space, task=task, target_type=target_type,
-                                 sensitive_features=sensitive_features, start_time=start,
-                                 listeners=listeners)
-        for name, value in fitted_attributes(outcome, space).items():
+            space = load_space(self.search_space).for_task(task).for_data(len(y))
+            outcome = run_search(X, y_search, SearchSettings.from_params(self.get_params(
+                deep=False)), space=space, task=task, target_type=target_type,
+                sensitive_features=sensitive_features, start_time=start, listeners=listeners)
+        fitted = fitted_attributes(outcome, space)
+        fitted.update(_refit_models(outcome, space, X, y, fitted, self.ensemble_size))
+        for name, value in fitted.items():
             setattr(self, name, value)
-        self.best_pipeline_, self.refit_time_ = refit(space, outcome.task.context, self.best_z_,
-                                                      self.best_theta_, X, y,
-                                                      iterations=self.best_iterations_)
         if self.output_dir is not None:
             write_run(self, self.output_dir)
         return self
@@ -348,26 +394,37 @@ class ADMM(BaseEstimator):
             self._column_kinds = column_kinds(X)
         return X
 
+    def _model(self) -> Any:
+        """What predictions come from: the ensemble when one was built, else the best pipeline."""
+        return self.best_pipeline_ if self.ensemble_ is None else self.ensemble_
+
+    def _on_indices(self) -> bool:
+        """Whether the model was fitted on label indices rather than the labels."""
+        classes = getattr(self._model(), "classes_", None)
+        return (self.task_ == "classification" and classes is not None
+                and not np.array_equal(classes, self.classes_))
+
     def predict(self, X: Any) -> np.ndarray:
-        """Predictions of ``best_pipeline_``."""
+        """Predictions of ``ensemble_`` if there is one, else of ``best_pipeline_``."""
         X = self._check_X(X)
-        return self.best_pipeline_.predict(X)
+        predictions = self._model().predict(X)
+        return self.classes_[predictions] if self._on_indices() else predictions
 
     @available_if(_pipeline_has("predict_proba"))
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities of ``best_pipeline_``."""
+        """Class probabilities (columns in the order of ``classes_``)."""
         X = self._check_X(X)
-        return self.best_pipeline_.predict_proba(X)
+        return self._model().predict_proba(X)
 
     @available_if(_pipeline_has("predict_log_proba"))
     def predict_log_proba(self, X: Any) -> np.ndarray:
         X = self._check_X(X)
-        return self.best_pipeline_.predict_log_proba(X)
+        return self._model().predict_log_proba(X)
 
     @available_if(_pipeline_has("decision_function"))
     def decision_function(self, X: Any) -> np.ndarray:
         X = self._check_X(X)
-        return self.best_pipeline_.decision_function(X)
+        return self._model().decision_function(X)
 
     def score(self, X: Any, y: Any) -> float:
         """Accuracy (classification) or R² (regression), as scikit-learn's mixins define it; the
@@ -379,11 +436,13 @@ class ADMM(BaseEstimator):
     def metric_score(self, X: Any, y: Any) -> float:
         """The search metric on (X, y) as a score, ``offset − loss`` (e.g. AUROC for 1 − AUROC)."""
         X = self._check_X(X)
+        labels = getattr(self, "classes_", None)
+        if self._on_indices():
+            y, labels = _label_indices(self.classes_, y), np.arange(len(self.classes_))
         target = ("continuous" if self.task_ == "regression"
                   else "binary" if len(self.classes_) == 2 else "multiclass")
         metric = get_metric(self.scoring, self.task_, target)
-        scorer = metric.make_scorer(getattr(self, "classes_", None))
-        return float(metric.offset - metric.loss(scorer, self.best_pipeline_, X, y))
+        return float(metric.offset - metric.loss(metric.make_scorer(labels), self._model(), X, y))
 
     # ------------------------------------------------------------------ report and figures
     report = as_method(write_report)

@@ -173,14 +173,26 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
 def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
           y: Any, iterations: int | None = None) -> tuple[Any, float]:
     """The pipeline of ``(z, θ)`` fitted on all of (X, y) with the run's preprocessing and model
-    seed (its warnings silenced: the search reported them), and the seconds it took; trained for
-    ``iterations`` when the best evaluation had a training length."""
+    seed (by :func:`fit_on_labels`), and the seconds it took; trained for ``iterations`` when the
+    best evaluation had a training length."""
     from sklearn.base import clone
 
     pipeline = space.to_pipeline(z, theta, preprocessor=clone(context.preprocessor),
                                  random_state=context.random_state, iterations=iterations)
     start = time.perf_counter()
+    fit_on_labels(pipeline, X, y, context.y)
+    return pipeline, time.perf_counter() - start
+
+
+def fit_on_labels(model: Any, X: Any, y: Any, y_search: Any) -> Any:
+    """``model`` fitted on all of (X, y), its warnings silenced (the search reported them); on the
+    targets the search used, ``y_search`` (the label indices of a classification), if the model
+    refuses the labels themselves (XGBoost takes only 0..K-1)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pipeline.fit(X, y)
-    return pipeline, time.perf_counter() - start
+        try:
+            return model.fit(X, y)
+        except Exception:
+            if y is y_search or np.array_equal(np.asarray(y), np.asarray(y_search)):
+                raise
+            return model.fit(X, y_search)

@@ -194,7 +194,7 @@ def test_estimator_method(data, method):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = ADMM(search_space=_tiny(), method=method, z_solver="blds", max_evals=10,
-                     random_state=0).fit(X, y)
+                     random_state=0, cv=None).fit(X, y)
     phases = set(model.history_["phase"])
     if method == "admm":
         assert "z" in phases and phases <= {"initial", "theta", "z"}
@@ -226,7 +226,7 @@ def test_admm_with_bo_and_blds_fits_breast_cancer():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = ADMM(search_space="blds", theta_solver=theta, z_solver="blds", max_evals=60,
-                     random_state=0).fit(X, y)
+                     random_state=0, cv=None).fit(X, y)
     history = model.history_
     assert len(history) == 60 and not history["key"].duplicated().any()
     assert history["fidelity"].min() == pytest.approx(100 / history["n_train"].max(), rel=0.02)

@@ -28,14 +28,15 @@ pytestmark = pytest.mark.filterwarnings("ignore::admm_automl.exceptions.Evaluati
 
 X, Y = load_breast_cancer(return_X_y=True, as_frame=True)
 FAST = dict(max_evals=12, inner_iter=3, inner_iter_step=0, random_state=0,
-            theta_solver="random", z_solver="random")
+            theta_solver="random", z_solver="random", search_space="paper_small", cv=None)
 
 
 @pytest.fixture(scope="module")
 def fitted():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvaluationFailedWarning)
-        return ADMM(max_evals=30, inner_iter=4, inner_iter_step=4, random_state=0).fit(X, Y)
+        return ADMM(max_evals=30, inner_iter=4, inner_iter_step=4, random_state=0,
+                    search_space="paper_small", cv=None).fit(X, Y)
 
 
 def test_fitted_attributes(fitted):
@@ -164,7 +165,7 @@ def test_bad_data_gets_a_clear_error(X_bad, y_bad, error, match):
         ({"max_evals": -5}, "'max_evals' parameter of ADMM must be a positive integer"),
         ({"time_budget": -1.0}, "'time_budget' parameter of ADMM must be a positive number"),
         ({"rho": 0}, "'rho' parameter"),
-        ({"cv": 1}, r"'cv' parameter of ADMM must be an integer >= 2 or None. Got 1"),
+        ({"cv": 1}, r"'cv' parameter of ADMM must be one of 'auto' or an integer >= 2 or None. Got 1"),
         ({"inner_iter": 64, "inner_iter_max": 16}, "maximum >= start"),
         ({"task": "ranking"}, "'task' parameter of ADMM must be one of 'auto', 'classification'"),
         ({"method": "jopt", "constraint_mode": "admm"}, "no ADMM split"),
@@ -218,7 +219,7 @@ def test_all_pipelines_failing_is_an_error():
     with pytest.raises(RuntimeError, match="All 2 evaluated pipelines failed.*always fails"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ADMMClassifier(search_space=space, **FAST).fit(X, Y)
+            ADMMClassifier(**{**FAST, "search_space": space}).fit(X, Y)
 
 
 @pytest.mark.slow
@@ -226,7 +227,7 @@ def test_time_budget_is_honoured():
     import time
 
     start = time.monotonic()
-    model = ADMM(time_budget=4.0, random_state=0).fit(X, Y)
+    model = ADMM(time_budget=4.0, random_state=0, search_space="paper_small", cv=None).fit(X, Y)
     elapsed = time.monotonic() - start
     assert model.stop_reason_ == "time_budget"
     assert model.history_["time"].max() <= 4.0 + 1.0  # overrun <= max(1 s, 2 %)
@@ -235,7 +236,7 @@ def test_time_budget_is_honoured():
 
 @pytest.mark.slow
 def test_defaults_are_the_papers_method_and_run_end_to_end():
-    model = ADMM(max_evals=20, random_state=0)
+    model = ADMM(max_evals=20, random_state=0, search_space="paper_small", cv=None)
     assert (model.theta_solver, model.z_solver) == ("bo", "cmab")
     assert (model.inner_iter, model.inner_iter_step, model.inner_iter_max) == (16, 16, 128)
     model.fit(X, Y)

@@ -23,7 +23,7 @@ from admm_automl.testing import tiny_space
 
 X, Y = load_breast_cancer(return_X_y=True)
 FAST = dict(search_space=tiny_space(), theta_solver="random", z_solver="random", inner_iter=3,
-            inner_iter_step=0, random_state=0, executor="serial")
+            inner_iter_step=0, random_state=0, executor="serial", cv=None)
 COMPARED = ["eval_id", "pipeline", "key", "loss", "status", "phase", "admm_iter"]
 
 

@@ -264,7 +264,7 @@ def test_builtin_low_cost_values_spot_checks():
     assert hp("default", "lightgbm", "num_leaves").low_cost == 4
     assert hp("default", "xgboost", "max_depth").low_cost == 1
     assert hp("default", "svm", "estimator__C").low_cost == 0.03125
-    assert hp("default", "svm", "C", "regression").low_cost == 0.03125
+    assert hp("default", "svm", "regressor__C", "regression").low_cost == 0.03125
     assert hp("iterative", "mlp", "batch_size").low_cost == 512  # the largest batch is the cheapest epoch
     assert hp("iterative", "mlp", "hidden_layer_sizes").low_cost == (16,)
     poly = next(a for a in load_space("paper_large").modules[1].choices if a.name == "polynomial_features")

@@ -7,7 +7,8 @@ The rule for the columns of a DataFrame (an array is a frame whose columns are n
 =================  =====================================================  ======================
 kind               which columns                                          prepared as
 =================  =====================================================  ======================
-``number``         numeric or boolean dtype (nullable ones too)           median imputation
+``number``         numeric or boolean dtype (nullable ones too)           median imputation (+
+                                                                          missing indicator)
 ``category``       pandas ``category`` dtype; text (strings)              most frequent value,
                                                                           one-hot encoding
 ``numeric_text``   every value reads as a number (``"3.5"``, ``" 7"``,    converted with
@@ -306,7 +307,13 @@ def make_preprocessor(X: Any) -> Any:
     """The step always applied first: conversion of the columns that need it (see the module
     docstring), imputation of every column, one-hot encoding of categories.
 
-    Columns are addressed by position, so the fitted pipeline accepts the same kind of input.
+    Numeric columns get their median and, for each column that has missing values in the training
+    rows, a 0/1 missing-value indicator (``add_indicator``): a tree then separates the missing rows
+    with one split, which is what the native missing-value handling of HistGradientBoosting,
+    LightGBM and XGBoost learns, and linear models and k-NN get the information too. (Leaving NaN
+    to the boosted trees alone would need a preprocessing per algorithm; the indicator gives every
+    learner the same input at the cost of one column per incomplete feature.) Columns are addressed
+    by position, so the fitted pipeline accepts the same kind of input.
     """
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer
@@ -314,7 +321,7 @@ def make_preprocessor(X: Any) -> Any:
     from sklearn.preprocessing import OneHotEncoder
 
     def imputer() -> SimpleImputer:
-        return SimpleImputer(strategy="median", keep_empty_features=True)
+        return SimpleImputer(strategy="median", keep_empty_features=True, add_indicator=True)
 
     def encoder(*first: Any) -> Any:
         return make_pipeline(

@@ -6,6 +6,23 @@ One evaluation path for every solver: cache look-up, the executor (with timeouts
 A resumed journal's evaluations are *replayed*: the first request for one of them is answered from
 the journal as if it had just been evaluated (it counts for the budget, so the same seed and
 evaluation budget retrace the same search and continue it), without running or recording it again.
+
+Time-aware trials (when a time budget or a trial timeout applies):
+
+* **automatic timeout** — with ``timeout_fraction`` and no ``trial_timeout``, a trial may take at
+  most that fraction of the time left (the estimator uses :data:`AUTO_TIMEOUT_FRACTION`), but never
+  less than ``min_timeout`` (the estimator: a tenth of the whole budget, auto-sklearn's per-run
+  limit, so that the end of a run still fits full-data trials of a few seconds), once a pipeline
+  has succeeded on all rows: until then a trial may use all the time left, so that a run on slow
+  data still returns a model;
+* **subsample first** — on ``probe_min_rows`` training rows or more, a full-data request is first
+  run on :data:`PROBE_FIDELITY` of the training rows; when that probe fails, or its duration with
+  the fit time scaled linearly to all rows (prediction and scoring run on the same validation rows
+  either way) exceeds the timeout, the full fit is not started and the probe's observation
+  (fidelity < 1, so never the incumbent) answers the request.
+
+With ``keep_predictions`` > 0 the validation predictions of the best evaluations (by ``rank``) are
+kept in memory for the ensemble (:mod:`admm_automl.ensemble`), never in the journal.
 """
 
 from __future__ import annotations
@@ -22,6 +39,27 @@ from ..results import observation_of
 from .worker import TrialContext
 
 logger = logging.getLogger(__name__)
+
+#: a trial may take at most this fraction of the time left: with a quarter, at least three more
+#: trials as slow as the slowest allowed one still fit after it, so no single pipeline can take a
+#: run's last chances, while a good learner that needs a few seconds on large data still gets them
+#: early in a run (auto-sklearn's fixed per-run limit, a tenth of the whole budget, would stop the
+#: full-data boosted trees of a 60 s run on 45 000 rows after 6 s)
+AUTO_TIMEOUT_FRACTION = 0.25
+#: ... but at least this fraction of the whole budget (auto-sklearn's default per-run limit)
+AUTO_MIN_TIMEOUT_FRACTION = 0.1
+#: the fraction of the training rows a probe fits on (FLAML AutoML's first sample is 10 000 rows;
+#: a tenth keeps the probe's cost at about a tenth of the full fit for learners linear in the rows)
+PROBE_FIDELITY = 0.1
+#: the training rows from which full-data requests are probed first (smaller data fit fast)
+PROBE_MIN_ROWS = 10_000
+
+
+def _full_duration(probe: Observation) -> float:
+    """The duration a probe predicts for the full-data trial: its fit time scaled linearly to all
+    training rows (exact for learners linear in the rows, optimistic for superlinear ones), the
+    rest (prediction, scoring, overhead) as measured."""
+    return probe.duration + probe.fit_time * (1.0 / PROBE_FIDELITY - 1.0)
 
 
 class PipelineObjective:
@@ -43,6 +81,17 @@ class PipelineObjective:
     start_time : float, optional
         ``time.monotonic()`` value from which the records' ``time`` runs (default: now); a resumed
         journal's times continue after its last one.
+    timeout_fraction, min_timeout : float, optional
+        Without ``trial_timeout``, a trial's timeout is this fraction of the time left, at least
+        ``min_timeout`` seconds.
+    probe_min_rows : int, optional
+        Training rows from which full-data requests run on a subsample first (module docstring);
+        None: never.
+    keep_predictions : int
+        How many evaluations' validation predictions :attr:`predictions` keeps (the best by
+        ``rank``; 0: none).
+    rank : callable, optional
+        Sort key of an :class:`Observation` for ``keep_predictions`` (default: its loss).
     """
 
     def __init__(
@@ -54,18 +103,33 @@ class PipelineObjective:
         worst_loss: float,
         trial_timeout: float | None = None,
         start_time: float | None = None,
+        timeout_fraction: float | None = None,
+        min_timeout: float = 0.0,
+        probe_min_rows: int | None = None,
+        keep_predictions: int = 0,
+        rank: Any = None,
     ) -> None:
         self.ctx = ctx
         self.executor = executor
         self.journal = journal
         self.worst_loss = float(worst_loss)
         self.trial_timeout = trial_timeout
+        self.timeout_fraction = timeout_fraction
+        self.min_timeout = min_timeout
+        self.probe_min_rows = probe_min_rows
+        self.keep_predictions = keep_predictions
+        self.rank = rank or (lambda obs: obs.loss)
+        #: eval_id -> validation predictions of the best ``keep_predictions`` evaluations
+        self.predictions: dict[int, Any] = {}
+        self._ranks: dict[int, Any] = {}
         self.cache: dict[str, Observation] = {}
         #: evaluations of a resumed journal not asked for yet in this session, by cache key
         self.replay: dict[str, Observation] = {
             rec["key"]: observation_of(rec)
             for rec in journal.records if rec.get("key") and not rec.get("budget_stop")
         }
+        #: whether a pipeline succeeded on all rows (the automatic timeout starts then)
+        self.succeeded = any(o.ok and o.fidelity >= 1.0 for o in self.replay.values())
         elapsed = max((float(r.get("time") or 0.0) for r in journal.records), default=0.0)
         self._t0 = (time.monotonic() if start_time is None else start_time) - elapsed
         executor.start(ctx)
@@ -94,19 +158,16 @@ class PipelineObjective:
             elif key not in self.cache and key not in todo:
                 todo[key] = request
         if todo:
-            timeout, budget_stop = self.trial_timeout, False
-            if time_left is not None and (timeout is None or time_left < timeout):
-                timeout, budget_stop = max(time_left, 1e-3), True
+            called = time.monotonic()
+            todo = self._probe(todo, time_left, tags or {}, fresh)
+            if time_left is not None:
+                time_left -= time.monotonic() - called
+            timeout, budget_stop = self._timeout(time_left)
             jobs = [(r.z, r.theta, r.fidelity) + (() if r.iterations is None else (r.iterations,))
                     for r in todo.values()]
-            results = self.executor.run(jobs, [timeout] * len(jobs))
+            results = self.executor.run(jobs, [timeout] * len(jobs)) if jobs else []
             for (key, request), result in zip(todo.items(), results):
-                stopped = budget_stop and result["status"] == "timeout"
-                record = self._record(key, request, result, tags or {}, stopped)
-                self.journal.append(record)
-                fresh[key] = observation_of(record)
-                if not stopped:
-                    self.cache[key] = fresh[key]
+                fresh[key] = self._observe(key, request, result, tags or {}, budget_stop)
         out = []
         for key in keys:
             if key in fresh:  # the first occurrence of a new request
@@ -120,6 +181,67 @@ class PipelineObjective:
         """The cache key: the pipeline, the data fidelity and, if given, the training length."""
         key = f"{self.ctx.space.key(request.z, request.theta)}|fidelity={request.fidelity:.6g}"
         return key if request.iterations is None else f"{key}|iterations={request.iterations}"
+
+    def _timeout(self, time_left: float | None) -> tuple[float | None, bool]:
+        """The timeout of the next trials, and whether it is the end of the time budget."""
+        timeout = self.trial_timeout
+        if (timeout is None and self.timeout_fraction is not None and time_left is not None
+                and self.succeeded):
+            timeout = max(self.timeout_fraction * time_left, self.min_timeout, 1e-3)
+        if time_left is not None and (timeout is None or time_left < timeout):
+            return max(time_left, 1e-3), True
+        return timeout, False
+
+    def _observe(self, key: str, request: Request, result: dict[str, Any],
+                 tags: dict[str, Any], budget_stop: bool) -> Observation:
+        """Record a trial's result in the journal (its predictions in memory) and cache it."""
+        predictions = result.pop("predictions", None)
+        stopped = budget_stop and result["status"] == "timeout"
+        record = self._record(key, request, result, tags, stopped)
+        self.journal.append(record)
+        observation = observation_of(record)
+        if not stopped:
+            self.cache[key] = observation
+        self.succeeded |= observation.ok and observation.fidelity >= 1.0
+        if predictions is not None and observation.ok and observation.fidelity >= 1.0:
+            self._keep(observation, predictions)
+        return observation
+
+    def _keep(self, observation: Observation, predictions: Any) -> None:
+        """Keep ``predictions`` if ``observation`` is among the best ``keep_predictions``."""
+        if self.keep_predictions <= 0:
+            return
+        self.predictions[observation.eval_id] = predictions
+        self._ranks[observation.eval_id] = self.rank(observation)
+        if len(self.predictions) > self.keep_predictions:
+            worst = max(self._ranks, key=self._ranks.__getitem__)
+            del self.predictions[worst], self._ranks[worst]
+
+    def _probe(self, todo: dict[str, Request], time_left: float | None, tags: dict[str, Any],
+               fresh: dict[str, Observation]) -> dict[str, Request]:
+        """Run full-data requests on a subsample first (module docstring); answer those that
+        could not finish on all rows by their probe (in ``fresh``) and return the others."""
+        n_train = len(self.ctx.splits[0].train) if getattr(self.ctx, "splits", None) else 0
+        timeout, _ = self._timeout(time_left)
+        if self.probe_min_rows is None or n_train < self.probe_min_rows or timeout is None:
+            return todo
+        probes = {key: Request(r.z, r.theta, PROBE_FIDELITY, r.iterations) for key, r in todo.items()
+                  if r.fidelity >= 1.0}
+        if not probes:
+            return todo
+        answers = dict(zip(probes, self(list(probes.values()), time_left, {**tags, "probe": True})))
+        kept = {}
+        for key, request in todo.items():
+            probe = answers.get(key)
+            if probe is None or (probe.ok and _full_duration(probe) <= timeout):
+                kept[key] = request
+                continue
+            logger.debug("not fitted on all rows: the probe %s", probe.status.value
+                         if not probe.ok else f"took {probe.duration:.3g} s")
+            fresh[key] = probe
+            if not probe.budget_stop:  # the end of the budget says nothing of the pipeline
+                self.cache[key] = probe
+        return kept
 
     def _record(
         self, key: str, request: Request, result: dict[str, Any], tags: dict[str, Any], stopped: bool

@@ -55,6 +55,8 @@ class TrialContext:
     measures: dict[str, Any] = field(default_factory=dict)
     #: MiB of the pool of fitted pipeline prefixes in the process that runs the trials (0: off)
     cache_size: float = DEFAULT_CACHE_MB
+    #: return the validation predictions of every trial (``result["predictions"]``, for the ensemble)
+    keep_predictions: bool = False
 
     def prefix_cache(self) -> PrefixCache:
         """This process's pool of fitted prefixes for this task (made on first use, never
@@ -102,6 +104,7 @@ def run_trial(
     measured: dict[str, list[float]] = {name: [] for name in ctx.measures}
     cache = ctx.prefix_cache()
     before = cache.stats()
+    predictions: list[Any] = []
     try:
         scorer = ctx.metric.make_scorer(ctx.labels)
         for i, split in enumerate(ctx.splits):
@@ -136,7 +139,11 @@ def run_trial(
                     measured[name].append(
                         float(constraint.measure(pipeline, X_valid, y_valid, split.valid))
                     )
+                if ctx.keep_predictions:
+                    predictions.append(validation_predictions(pipeline[-1], fitted.valid))
         loss = float(np.mean(losses))
+        if predictions and all(p is not None for p in predictions):
+            result["predictions"] = np.concatenate(predictions)
         if not math.isfinite(loss):
             result.update(status="failed", error=f"non-finite {ctx.metric.name} loss: {loss!r}")
         result["loss"] = loss
@@ -153,6 +160,18 @@ def run_trial(
         result["prefix_cache"] = {k: after[k] - before[k]
                                   for k in ("hits", "misses", "fits_saved", "seconds_saved")}
     return result
+
+
+def validation_predictions(pipeline: Any, X_valid: Any) -> np.ndarray | None:
+    """What the ensemble averages: class probabilities of a classifier (None without
+    ``predict_proba``), predictions of a regressor; one row per validation row."""
+    from sklearn.base import is_classifier
+
+    if not is_classifier(pipeline):
+        return np.asarray(pipeline.predict(X_valid), dtype=float)
+    if not hasattr(pipeline, "predict_proba"):
+        return None
+    return np.asarray(pipeline.predict_proba(X_valid), dtype=float)
 
 
 def executor_result(status: str, error: str) -> dict[str, Any]:

@@ -238,19 +238,33 @@ class Algorithm:
         return {h.name: values[h.name] for h in self.hyperparameters if self.is_active(h, values)}
 
     def build(self, params: Mapping[str, Any], random_state: int | None = None) -> Any:
-        """Instantiate the class with ``params``; ``a__b`` names go through ``set_params``."""
+        """Instantiate the class with ``params``; ``a__b`` names go through ``set_params``.
+
+        ``random_state`` is given to every object that has that parameter by ``get_params`` (not
+        only by its signature: XGBoost's estimators take it through ``**kwargs``), unless
+        ``params`` sets it.
+        """
         if self.class_path is None:
             return "passthrough"
         cls = import_class(self.class_path)
         direct = {k: instantiate(v) for k, v in params.items() if "__" not in k}
         nested = {k: instantiate(v) for k, v in params.items() if "__" in k}
-        if random_state is not None and "random_state" not in direct:
-            if "random_state" in inspect.signature(cls).parameters:
-                direct["random_state"] = random_state
         obj = cls(**direct)
+        if random_state is not None and "random_state" not in direct and _has_param(
+            obj, "random_state"
+        ):
+            nested = {"random_state": random_state, **nested}
         if nested:
             obj.set_params(**nested)
         return obj
+
+
+def _has_param(obj: Any, name: str) -> bool:
+    """Whether scikit-learn's ``get_params`` of ``obj`` lists ``name``."""
+    try:
+        return name in obj.get_params(deep=False)
+    except Exception:  # not a scikit-learn estimator: its signature decides
+        return name in inspect.signature(type(obj)).parameters
 
 
 @dataclass(frozen=True)

@@ -287,7 +287,8 @@ def test_estimator_returns_a_feasible_pipeline_under_a_model_size_limit():
 
 @pytest.mark.slow
 def test_infeasible_problem_warns_and_returns_the_least_violating():
-    model = ADMMClassifier(max_evals=10, random_state=0, constraints=["model_size <= 10"])
+    model = ADMMClassifier(search_space="paper_small", cv=None, max_evals=10, random_state=0,
+                           constraints=["model_size <= 10"])
     with pytest.warns(ConstraintViolationWarning, match="least violating"):
         model.fit(X, Y)
     assert not model.feasible_
@@ -305,7 +306,8 @@ def test_callable_constraint_receives_groups_and_sensitive_features():
         return abs(pred[groups == "a"].mean() - pred[groups == "b"].mean())
 
     groups = np.where(np.arange(len(Y)) % 2 == 0, "a", "b")
-    model = ADMM(max_evals=6, random_state=0, executor="serial",
+    model = ADMM(search_space="paper_small", cv=None, max_evals=6, random_state=0,
+                 executor="serial",
                  constraints=[{"name": "callable", "function": positive_rate_gap, "threshold": 0.5}])
     model.fit(X, Y, sensitive_features=groups)
     assert set(seen["groups"]) == {"a", "b"}
@@ -317,7 +319,8 @@ def test_disparate_impact_with_sensitive_features_end_to_end():
     validation rows: recomputed by hand for the best pipeline, fitted on the split's training rows."""
     rng = np.random.default_rng(1)
     groups = rng.choice(["g1", "g2", "g3"], size=len(Y))
-    model = ADMM(max_evals=6, random_state=0, executor="serial", validation_size=0.3,
+    model = ADMM(search_space="paper_small", cv=None, max_evals=6, random_state=0,
+                 executor="serial", validation_size=0.3,
                  constraints=[{"name": "disparate_impact", "threshold": 0.2}])
     model.fit(X, Y, sensitive_features=groups)
     split = make_splits(np.asarray(Y), classification=True, cv=None, validation_size=0.3,
@@ -343,7 +346,8 @@ def test_penalty_mode_adds_the_weighted_violation_to_the_z_step():
     heavy, light = run(10.0), run(1e-6)
     assert SYNTH.decode(heavy.states[-1].z, heavy.states[-1].theta)["model"] == "fast_ok"
     assert SYNTH.decode(light.states[-1].z, light.states[-1].theta)["model"] == "slow_good"
-    assert "slack:model_size" not in ADMM(max_evals=4, random_state=0, constraints=[
+    assert "slack:model_size" not in ADMM(search_space="paper_small", cv=None, max_evals=4,
+                                          random_state=0, constraints=[
         "model_size <= 20000"], constraint_mode="penalty").fit(X, Y).history_.columns
 
 
@@ -389,7 +393,8 @@ def test_constraints_from_yaml_and_cli(tmp_path, capsys):
 
     config = tmp_path / "c.yaml"
     config.write_text(
-        "estimator:\n  max_evals: 8\n  random_state: 0\n  constraints:\n"
+        "estimator:\n  search_space: paper_small\n  cv: null\n  max_evals: 8\n  random_state: 0\n"
+        "  constraints:\n"
         "    - 'model_size <= 50000'\n    - {name: metric, metric: fpr, threshold: 0.2}\n"
         "data:\n  dataset: breast_cancer\n"
     )

@@ -443,7 +443,7 @@ def test_admm_fit_with_each_theta_solver(name):
     X, y = _breast_cancer()
     model = ADMM(
         search_space=_tree_space(), theta_solver={"name": name, "params": FAST[name]},
-        max_evals=14, inner_iter=5, inner_iter_step=0, random_state=0,
+        max_evals=14, inner_iter=5, inner_iter_step=0, random_state=0, cv=None,
     ).fit(X, y)
     assert model.n_evals_ == 14, model.stop_reason_
     assert model.best_score_ > 0.85

@@ -1,0 +1,191 @@
+"""Constraint-aware ensemble selection (Caruana et al., ICML 2004; Liu et al., AAAI 2020, appendix
+on ensembles).
+
+Greedy forward selection *with replacement* over the validation predictions of the evaluated
+pipelines (out-of-fold with cross-validation) that the search kept in memory: start empty, and
+``size`` times add the pipeline whose addition gives the averaged predictions (class probabilities,
+or regression values) the lowest loss. The ensemble is the best prefix of that sequence, so its
+validation loss is never above the best single member's (the first step picks it). Weights are the
+counts of each member.
+
+With constraints, only pipelines that met them are candidates, and the ensemble itself is then
+measured like a pipeline — fitted on each split's training rows, every constraint measured on the
+validation rows (latency, disparate impact, metric bounds, model size) — and kept only if it meets
+them all. The result is a plain scikit-learn :class:`~sklearn.ensemble.VotingClassifier` (soft
+voting) or :class:`~sklearn.ensemble.VotingRegressor` of the member pipelines with their weights.
+
+Choices where the papers are silent: the candidates are the best :data:`ENSEMBLE_POOL` (Liu et
+al.'s e_max = 32) by the constraints' rank; losses are compared on the pooled validation
+predictions (with cross-validation this is the loss of all out-of-fold predictions at once, which
+for AUROC differs slightly from the mean of the folds' losses that ``best_loss_`` reports), and an
+ensemble is used only when it is strictly better than the best single pipeline on that measure
+and has at least two members.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+
+from .evaluation.setup import ENSEMBLE_POOL
+from .evaluation.worker import take_rows
+from .records import Observation
+from .results import observation_of
+
+__all__ = ["ENSEMBLE_POOL", "EnsembleChoice", "build_ensemble", "ensemble_selection"]
+
+
+def ensemble_selection(
+    predictions: Sequence[np.ndarray], loss: Callable[[np.ndarray], float], size: int
+) -> tuple[np.ndarray, float]:
+    """Greedy ensemble selection with replacement (Caruana et al., 2004).
+
+    Parameters
+    ----------
+    predictions : sequence of arrays
+        The candidates' validation predictions, all of one shape; ties go to the earlier one.
+    loss : callable
+        Loss of averaged predictions (lower is better).
+    size : int
+        Selection steps.
+
+    Returns
+    -------
+    counts : array of int
+        How often each candidate was chosen in the best prefix (its weight).
+    best_loss : float
+        The loss of that prefix's average.
+    """
+    if size < 1 or not len(predictions):
+        raise ValueError(f"need size >= 1 and candidates, got size={size!r}, "
+                         f"{len(predictions)} candidates")
+    counts = np.zeros(len(predictions), dtype=int)
+    total = np.zeros_like(np.asarray(predictions[0], dtype=float))
+    best_counts, best_loss = counts, np.inf
+    for step in range(1, size + 1):
+        losses = [loss((total + p) / step) for p in predictions]
+        j = int(np.argmin(losses))
+        counts = counts.copy()
+        counts[j] += 1
+        total = total + predictions[j]
+        if losses[j] < best_loss:
+            best_counts, best_loss = counts, float(losses[j])
+    return best_counts, best_loss
+
+
+class _Fixed(BaseEstimator):
+    """A stand-in estimator that returns given predictions, so that any scorer (built-in or the
+    user's) scores averaged predictions as it scores a fitted pipeline."""
+
+    def __init__(self, values: np.ndarray, classes: np.ndarray | None = None) -> None:
+        self.values = values
+        self.classes = classes
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        return self.values
+
+    def predict(self, X: Any) -> np.ndarray:
+        if self.classes is None:
+            return self.values
+        return self.classes[np.argmax(self.values, axis=1)]
+
+
+class _FixedClassifier(ClassifierMixin, _Fixed):
+    @property
+    def classes_(self) -> np.ndarray:
+        return self.classes
+
+
+class _FixedRegressor(RegressorMixin, _Fixed):
+    pass
+
+
+def prediction_loss(ctx: Any) -> Callable[[np.ndarray], float]:
+    """Loss of pooled validation predictions (rows in split order) under the run's metric."""
+    rows = np.concatenate([split.valid for split in ctx.splits])
+    y = ctx.y[rows]
+    scorer = ctx.metric.make_scorer(ctx.labels)
+    dummy_X = np.zeros((len(rows), 1))
+
+    def loss(values: np.ndarray) -> float:
+        fixed = (_FixedClassifier(values, ctx.labels) if ctx.labels is not None
+                 else _FixedRegressor(values))
+        return ctx.metric.loss(scorer, fixed, dummy_X, y)
+
+    return loss
+
+
+@dataclass
+class EnsembleChoice:
+    """A selected ensemble (unfitted), its members' weights by eval_id, its pooled validation loss
+    and that of the best single pipeline, and its measured constraint values."""
+
+    model: Any
+    weights: dict[int, float]
+    loss: float
+    single_loss: float
+    constraints: dict[str, float]
+
+
+def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int) -> EnsembleChoice | None:
+    """The ensemble of a finished search (module docstring), or None when there is none to build,
+    it is not better than the best single pipeline (``best_eval_id``), or it misses a constraint."""
+    ctx, constraints = outcome.task.context, outcome.constraints
+    kept = outcome.predictions
+    if size < 1 or best_eval_id not in kept:
+        return None
+    records = {r["eval_id"]: r for r in outcome.records}
+    observed = {i: observation_of(records[i]) for i in kept}
+    candidates = sorted((i for i in kept if not len(constraints) or constraints.feasible(observed[i])),
+                        key=lambda i: constraints.rank(observed[i]))
+    if best_eval_id not in candidates:  # nothing met the constraints: the least violating stays
+        return None
+    loss = prediction_loss(ctx)
+    predictions = [kept[i] for i in candidates]
+    counts, ens_loss = ensemble_selection(predictions, loss, size)
+    single_loss = loss(kept[best_eval_id])
+    if np.count_nonzero(counts) < 2 or not ens_loss < single_loss:
+        return None
+    weights = {candidates[j]: int(c) for j, c in enumerate(counts) if c}
+    model = _voting(ctx, space, records, weights)
+    measured = measure_constraints(ctx, model) if len(constraints) else {}
+    if len(constraints) and not constraints.feasible(Observation(ens_loss, constraints=measured)):
+        return None
+    return EnsembleChoice(model, weights, ens_loss, single_loss, measured)
+
+
+def _voting(ctx: Any, space: Any, records: dict[int, Any], weights: dict[int, int]) -> Any:
+    """The unfitted VotingClassifier (soft) / VotingRegressor of the weighted member pipelines."""
+    from sklearn.ensemble import VotingClassifier, VotingRegressor
+
+    members = []
+    for eval_id in weights:
+        z, theta = space.encode(records[eval_id]["config"])
+        members.append((f"eval{eval_id}", space.to_pipeline(
+            z, space.encoding.project(theta), preprocessor=clone(ctx.preprocessor),
+            random_state=ctx.random_state)))
+    w = [float(c) for c in weights.values()]
+    if ctx.labels is not None:
+        return VotingClassifier(members, voting="soft", weights=w)
+    return VotingRegressor(members, weights=w)
+
+
+def measure_constraints(ctx: Any, model: Any) -> dict[str, float]:
+    """Every constraint of ``ctx`` measured on ``model`` as a trial measures a pipeline: fitted on
+    each split's training rows, measured on its validation rows, averaged over the splits."""
+    measured: dict[str, list[float]] = {name: [] for name in ctx.measures}
+    for split in ctx.splits:
+        fitted = clone(model)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted.fit(take_rows(ctx.X, split.train), ctx.y[split.train])
+            X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
+            for name, constraint in ctx.measures.items():
+                measured[name].append(float(constraint.measure(fitted, X_valid, y_valid,
+                                                               split.valid)))
+    return {name: float(np.mean(values)) for name, values in measured.items()}
+

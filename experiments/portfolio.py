@@ -1,0 +1,295 @@
+"""Learn the warm-start portfolio of the ``default`` space offline, and measure it
+leave-one-dataset-out.
+
+Greedy portfolio construction as in auto-sklearn 2.0 (Feurer, Eggensperger, Falkner, Lindauer and
+Hutter, JMLR 2022, §3.2 / Algorithm 1):
+
+1. **Candidates** (bounded): on each dataset (a stratified subsample of at most ``--max-rows``
+   rows), a short search of the ``default`` space (``--search-evals`` evaluations of ADMM with
+   4 + 4t evaluations per sub-problem, so that the z-step comes early; ``--timeout`` seconds per
+   trial; no portfolio; an evaluation budget, not a time budget, so that a busy machine makes the
+   search slower but not shorter) and its best configuration of each of the ``--per-dataset`` best algorithms (auto-sklearn 2.0 takes
+   the incumbent of each dataset's search; one per algorithm keeps the candidates diverse), plus
+   every algorithm's default configuration (data-free).
+2. **Performance matrix**: every candidate evaluated on every dataset's subsample by the engine of
+   a run (``cv="auto"`` folds, seed 0, one single-threaded worker, ``--timeout`` seconds per trial:
+   a candidate too slow for that gets the worst loss, so the portfolio stays cheap).
+3. **Greedy construction**: losses normalised per dataset to [0, 1] (best to worst candidate);
+   start empty and add, ``--size`` times, the candidate that most lowers the mean over datasets of
+   the portfolio's best normalised loss (stopping early when none lowers it).
+
+Leave-one-dataset-out: for each dataset t the portfolio is rebuilt without t's column and without
+the candidates that t's own search found, and scored on t (the normalised loss of its best
+configuration there, against the default configuration's). Those held-out portfolios are written
+to ``experiments/portfolio_lodo.yaml``, so that ``experiments/vs_automl.py`` never runs a portfolio
+that saw its test dataset; the portfolio built on all datasets goes into the package
+(``admm_automl/space/portfolios/default.yaml``).
+
+Only classification is learned (the shared datasets are binary classification); the regression
+list stays empty, so regression runs start from the initial pipeline as before.
+
+Usage (one core; run it niced on a shared machine)::
+
+    nice -n 10 python experiments/portfolio.py --data-dir ../shared/data            # full scale
+    nice -n 10 python experiments/portfolio.py --data-dir ../shared/data --max-rows 500 \\
+        --search-evals 16 --per-dataset 1 --timeout 10                            # modest scale
+    python experiments/portfolio.py --smoke --data-dir ../shared/data              # CI: seconds
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE_PORTFOLIO = REPO / "admm_automl" / "space" / "portfolios" / "default.yaml"
+LODO_FILE = REPO / "experiments" / "portfolio_lodo.yaml"
+SPACE = "default"
+
+
+def subsample(X, y, max_rows: int, seed: int = 0):
+    """A stratified subsample of at most ``max_rows`` rows (all rows when there are fewer)."""
+    from sklearn.model_selection import train_test_split
+
+    if len(y) <= max_rows:
+        return X, y
+    X, _, y, _ = train_test_split(X, y, train_size=max_rows, stratify=y, random_state=seed)
+    return X, y
+
+
+def load(name: str, data_dir: str, max_rows: int):
+    from admm_automl.datasets import load_dataset
+
+    X, y = load_dataset(name, data_dir)
+    X, y = subsample(X, y, max_rows)
+    _, y = np.unique(y, return_inverse=True)
+    return X, y
+
+
+def default_configs(space) -> list[dict]:
+    """Every estimator at its default hyperparameters, without a scaler."""
+    enc = space.encoding
+    module = enc.module_names.index("estimator")
+    configs = []
+    for j in range(enc.n_choices[module]):
+        z = tuple(j if m == module else 0 for m in range(len(enc.n_choices)))
+        configs.append(space.decode(z, enc.initial_theta))
+    return configs
+
+
+def search_candidates(X, y, evals: int, per_dataset: int, timeout: float) -> list[dict]:
+    """The best configuration of each of the ``per_dataset`` best algorithms of a short search."""
+    from admm_automl import ADMMClassifier
+
+    try:
+        model = ADMMClassifier(search_space=SPACE, portfolio=None, max_evals=evals,
+                               inner_iter=4, inner_iter_step=4, trial_timeout=timeout,
+                               random_state=0).fit(X, y)
+    except RuntimeError as err:  # nothing finished within the budget
+        print(f"  no candidate: {err}", flush=True)
+        return []
+    res = model.cv_results_
+    best: dict[str, tuple[float, dict]] = {}
+    for params, score, status, fidelity in zip(res["params"], res["mean_test_score"],
+                                               res["status"], res["fidelity"]):
+        if status != "ok" or fidelity < 1.0:
+            continue
+        name = params["estimator"]
+        if name not in best or score > best[name][0]:
+            best[name] = (float(score), params)
+    ranked = sorted(best.values(), key=lambda item: -item[0])
+    return [params for _, params in ranked[:per_dataset]]
+
+
+def loss_column(X, y, configs: list[dict], timeout: float) -> np.ndarray:
+    """The validation loss of every configuration on (X, y), by the engine of a run."""
+    from admm_automl.evaluation.executors import make_executor
+    from admm_automl.evaluation.setup import open_objective, prepare_task, resolve_cv
+    from admm_automl.records import Request
+    from admm_automl.space import load_space
+
+    space = load_space(SPACE).for_task("classification").for_data(len(y))
+    target = "binary" if len(np.unique(y)) == 2 else "multiclass"
+    task = prepare_task(X, y, space=space, task="classification", target_type=target,
+                        cv=resolve_cv("auto", len(y)), split_seed=0, model_seed=0)
+    objective = open_objective(task.context, executor=make_executor(
+        "process", n_jobs=1, memory_limit_mb=None, needs_isolation=True),
+                               worst_loss=task.worst_loss, trial_timeout=timeout)
+    losses = np.full(len(configs), task.worst_loss)
+    try:
+        for i, config in enumerate(configs):
+            try:
+                z, theta = space.encode(config)
+            except Exception:  # an algorithm this data size leaves out
+                continue
+            (obs,) = objective([Request(z, space.encoding.project(theta), 1.0)])
+            losses[i] = obs.loss
+    finally:
+        objective.close()
+    return losses
+
+
+def normalise(losses: np.ndarray) -> np.ndarray:
+    """Per dataset (column), 0 for the best candidate and 1 for the worst."""
+    low, high = losses.min(axis=0), losses.max(axis=0)
+    return (losses - low) / np.where(high > low, high - low, 1.0)
+
+
+def greedy_portfolio(norm: np.ndarray, size: int, allowed: np.ndarray | None = None) -> list[int]:
+    """Feurer et al. (2022), Algorithm 1: add the candidate that most lowers the mean over
+    datasets of the portfolio's best normalised loss, ``size`` times or until none lowers it."""
+    allowed = np.ones(len(norm), dtype=bool) if allowed is None else allowed
+    chosen: list[int] = []
+    current = np.full(norm.shape[1], np.inf)
+    for _ in range(size):
+        scores = np.where(allowed, np.minimum(norm, current).mean(axis=1), np.inf)
+        best = int(np.argmin(scores))
+        if not np.isfinite(scores[best]) or (chosen and scores[best] >= current.mean()):
+            break
+        chosen.append(best)
+        allowed = allowed.copy()
+        allowed[best] = False
+        current = np.minimum(current, norm[best])
+    return chosen
+
+
+def leave_one_out(losses: np.ndarray, origin: list[str | None], names: list[str],
+                  size: int, default_index: int) -> dict[str, dict]:
+    """For each dataset, the portfolio built without it and how it does there."""
+    out = {}
+    for t, name in enumerate(names):
+        others = [d for d in range(len(names)) if d != t]
+        allowed = np.array([o != name for o in origin])
+        chosen = greedy_portfolio(normalise(losses[:, others]), size, allowed)
+        norm_t = normalise(losses)[:, t]
+        out[name] = {
+            "portfolio": chosen,
+            "portfolio_loss": float(losses[chosen, t].min()),
+            "default_loss": float(losses[default_index, t]),
+            "portfolio_regret": float(norm_t[chosen].min()),
+            "default_regret": float(norm_t[default_index]),
+        }
+    return out
+
+
+def write_yaml(path: Path, node: dict, header: str) -> None:
+    import yaml
+
+    from admm_automl.config import _plain  # YAML-safe values (numpy scalars become Python ones)
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(_plain(node), sort_keys=False, width=100, default_flow_style=None)
+    path.write_text("".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+                    + text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--datasets", nargs="*", help="default: every dataset in --data-dir")
+    parser.add_argument("--max-rows", type=int, default=2000,
+                        help="rows of each dataset's stratified subsample (default 2000)")
+    parser.add_argument("--search-evals", type=int, default=64,
+                        help="evaluations of the candidate search per dataset (default 64)")
+    parser.add_argument("--per-dataset", type=int, default=3,
+                        help="candidates per dataset: its best algorithms' best configurations")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds per evaluation of the searches and the matrix (default 30)")
+    parser.add_argument("--size", type=int, default=8, help="portfolio size (default 8)")
+    parser.add_argument("--out", default=str(PACKAGE_PORTFOLIO))
+    parser.add_argument("--lodo-out", default=str(LODO_FILE))
+    parser.add_argument("--smoke", action="store_true",
+                        help="2 datasets, 200 rows, 3-evaluation searches, outputs to a temporary folder")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    from admm_automl.datasets import list_data_dir
+    from admm_automl.space import load_space
+
+    names = args.datasets or list_data_dir(args.data_dir)
+    if args.smoke:  # the first three algorithms' defaults and one search candidate per dataset
+        names, args.max_rows, args.search_evals, args.per_dataset = names[:2], 200, 3, 1
+        args.timeout, args.size = 10.0, 3
+        tmp = Path(tempfile.mkdtemp())
+        args.out, args.lodo_out = str(tmp / "portfolio.yaml"), str(tmp / "lodo.yaml")
+    started = time.monotonic()
+    space = load_space(SPACE).for_task("classification")
+    candidates = default_configs(space)[:3 if args.smoke else None]
+    origin: list[str | None] = [None] * len(candidates)
+    data = {name: load(name, args.data_dir, args.max_rows) for name in names}
+    for name, (X, y) in data.items():
+        t0 = time.monotonic()
+        found = search_candidates(X, y, args.search_evals, args.per_dataset, args.timeout)
+        new = [c for c in found if c not in candidates]
+        candidates += new
+        origin += [name] * len(new)
+        print(f"search {name}: {len(new)} candidate(s) in {time.monotonic() - t0:.0f} s",
+              flush=True)
+    columns = []
+    for name, (X, y) in data.items():
+        t0 = time.monotonic()
+        columns.append(loss_column(X, y, candidates, args.timeout))
+        print(f"matrix {name}: {len(candidates)} evaluations in {time.monotonic() - t0:.0f} s",
+              flush=True)
+    losses = np.column_stack(columns)
+    chosen = greedy_portfolio(normalise(losses), args.size)
+    default_index = 0  # the initial pipeline's estimator (HistGradientBoosting) is listed first
+    lodo = leave_one_out(losses, origin, names, args.size, default_index)
+    elapsed = time.monotonic() - started
+
+    print(f"\nportfolio on all {len(names)} datasets ({len(candidates)} candidates): "
+          + ", ".join(candidates[i]["estimator"] for i in chosen))
+    print("\nleave-one-dataset-out (validation 1 - AUROC on the subsample; regret: 0 = best "
+          "candidate, 1 = worst)")
+    print(f"{'dataset':<20}{'default':>10}{'portfolio':>11}{'regret def':>12}{'regret pf':>11}")
+    for name, r in lodo.items():
+        print(f"{name:<20}{r['default_loss']:>10.4f}{r['portfolio_loss']:>11.4f}"
+              f"{r['default_regret']:>12.3f}{r['portfolio_regret']:>11.3f}")
+    wins = sum(r["portfolio_loss"] < r["default_loss"] for r in lodo.values())
+    ties = sum(r["portfolio_loss"] == r["default_loss"] for r in lodo.values())
+    mean = lambda key: float(np.mean([r[key] for r in lodo.values()]))  # noqa: E731
+    print(f"portfolio vs default: {wins} better, {ties} equal, {len(lodo) - wins - ties} worse; "
+          f"mean regret {mean('portfolio_regret'):.3f} vs {mean('default_regret'):.3f}; "
+          f"mean loss {mean('portfolio_loss'):.4f} vs {mean('default_loss'):.4f}")
+    print(f"took {elapsed / 60:.1f} min on {platform.node()} ({os.cpu_count()} cores, load "
+          f"{os.getloadavg()[0]:.1f})")
+
+    command = " ".join(["python experiments/portfolio.py", *(argv or sys.argv[1:])])
+    scale = (f"{len(names)} datasets, subsamples of <= {args.max_rows} rows, "
+             f"{args.search_evals}-evaluation searches, {args.per_dataset} candidate(s) per dataset + "
+             f"{sum(o is None for o in origin)} defaults = {len(candidates)} candidates, "
+             f"{args.timeout:g} s per evaluation; {elapsed / 60:.0f} min")
+    write_yaml(Path(args.out), {
+        "space": SPACE,
+        "description": f"greedy portfolio (Feurer et al. 2022) learned on {scale}",
+        "classification": [candidates[i] for i in chosen],
+        "regression": [],
+    }, f"Generated by experiments/portfolio.py on {datetime.date.today()}: {command}\n"
+       "Do not edit by hand; re-run the script to learn it again.")
+    write_yaml(Path(args.lodo_out), {
+        "description": f"leave-one-dataset-out portfolios: {scale}",
+        "datasets": {name: {**{k: v for k, v in r.items() if k != "portfolio"},
+                            "classification": [candidates[i] for i in r["portfolio"]]}
+                     for name, r in lodo.items()},
+    }, f"Generated by experiments/portfolio.py on {datetime.date.today()}: {command}\n"
+       "Per dataset, the portfolio learned without it (read by experiments/vs_automl.py).")
+    print(f"wrote {args.out} and {args.lodo_out}")
+    print(json.dumps({"minutes": round(elapsed / 60, 1)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""The default as a user gets it: the `default` space and its shipped portfolio, label encoding and
+seeding, cv="auto", the automatic trial timeout, and the constraint-aware ensemble."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from admm_automl import ADMM, ADMMClassifier
+from admm_automl.constraints.bounds import ModelSize
+from admm_automl.ensemble import ensemble_selection, prediction_loss
+from admm_automl.evaluation.setup import CV_MAX_ROWS, resolve_cv
+from admm_automl.exceptions import EvaluationFailedWarning, InvalidParameterError
+from admm_automl.space import load_space
+from admm_automl.space.portfolio import builtin_portfolio, portfolio_points, resolve_portfolio
+from admm_automl.testing.spaces import tiny_space
+
+SERIAL = dict(executor="serial", random_state=0, theta_solver="random", z_solver="random",
+              inner_iter=2, inner_iter_step=0, cv=None)
+#: fast, diverse learners: an ensemble of them beats the best one on the breast-cancer data
+DIVERSE = tiny_space({
+    "logistic_regression": {"class": "sklearn.linear_model.LogisticRegression", "hyperparameters": {
+        "C": {"type": "float", "low": 0.01, "high": 100.0, "log": True, "default": 1.0},
+        "max_iter": {"type": "fixed", "value": 500}}},
+    "gaussian_nb": {"class": "sklearn.naive_bayes.GaussianNB"},
+    "k_neighbors": {"class": "sklearn.neighbors.KNeighborsClassifier", "hyperparameters": {
+        "n_neighbors": {"type": "int", "low": 1, "high": 30, "default": 5}}},
+    "tree": {"class": "sklearn.tree.DecisionTreeClassifier", "hyperparameters": {
+        "max_depth": {"type": "int", "low": 1, "high": 10, "default": 3}}},
+}, name="diverse")
+
+
+# ----------------------------------------------------------------------------- space and portfolio
+def test_default_space_is_the_estimators_default():
+    assert ADMM().search_space == "default"
+    assert ADMM().cv == "auto" and ADMM().portfolio == "auto" and ADMM().ensemble_size == 0
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_shipped_portfolio_loads_and_every_configuration_is_valid(task):
+    node = builtin_portfolio("default")
+    assert node["space"] == "default"
+    space = load_space("default").for_task(task)
+    configs = node[task] or []
+    if task == "classification":
+        assert 1 <= len(configs) <= 16
+    for config in configs:
+        z, theta = space.encode(config)  # raises on an unknown choice or hyperparameter
+        assert space.decode(z, space.encoding.project(theta)) == config  # exact round trip
+    assert len(portfolio_points(configs, space)) == len(configs)
+
+
+def test_portfolio_leaves_out_configurations_of_skipped_algorithms_and_names_bad_ones():
+    space = load_space("default").for_task("classification").for_data(10**6)  # no svm
+    svm = {"scaler": "standard_scaler", "estimator": "svm"}
+    forest = {"scaler": "none", "estimator": "random_forest", "estimator__n_estimators": 50}
+    assert len(portfolio_points([svm, forest], space)) == 1
+    with pytest.raises(InvalidParameterError, match="n_trees"):
+        portfolio_points([{"estimator": "random_forest", "estimator__n_trees": 5}], space)
+    with pytest.raises(InvalidParameterError, match="does not exist"):
+        resolve_portfolio("no/such/portfolio.yaml", space, "classification")
+    assert resolve_portfolio("auto", tiny_space(), "classification") == []  # none shipped
+    assert resolve_portfolio([forest], space, "classification") == [forest]
+
+
+def test_random_state_reaches_xgboost_through_its_kwargs():
+    pytest.importorskip("xgboost")
+    space = load_space("default").for_task("classification")
+    z, theta = space.encode({"scaler": "none", "estimator": "xgboost"})
+    pipeline = space.to_pipeline(z, space.encoding.project(theta), random_state=7)
+    assert pipeline.named_steps["estimator"].get_params()["random_state"] == 7
+
+
+def test_string_labels_reach_xgboost_as_indices(breast_cancer):
+    pytest.importorskip("xgboost")
+    X, y = breast_cancer
+    labels = np.where(y == 1, "benign", "malignant")
+    model = ADMMClassifier(search_space="default", max_evals=2, portfolio=[
+        {"scaler": "none", "estimator": "xgboost", "estimator__n_estimators": 10}], **SERIAL)
+    model.fit(X, labels)
+    assert model.history_["status"].tolist() == ["ok", "ok"]
+    assert model.history_["pipeline"][1] == "none -> xgboost"
+    assert list(model.classes_) == ["benign", "malignant"]
+    assert set(model.predict(X)) <= {"benign", "malignant"}
+    refitted = set(model.best_pipeline_.predict(X))  # XGBoost was refitted on the indices
+    assert refitted <= ({0, 1} if model.best_params_["estimator"] == "xgboost"
+                        else {"benign", "malignant"})
+    assert 0.5 < model.metric_score(X, labels) <= 1.0
+
+
+def test_portfolio_is_evaluated_after_the_initial_pipeline_and_admm_starts_from_its_best(
+        breast_cancer):
+    X, y = breast_cancer
+    portfolio = [{"scaler": "standard", "estimator": "k_neighbors", "estimator__n_neighbors": 9},
+                 {"scaler": "standard", "estimator": "logistic_regression"}]
+    model = ADMMClassifier(search_space=DIVERSE, max_evals=5, portfolio=portfolio,
+                           **SERIAL).fit(X, y)
+    head = model.history_.head(3)
+    assert head["phase"].tolist() == ["initial", "portfolio", "portfolio"]
+    assert head["pipeline"].tolist() == ["none -> logistic_regression",
+                                         "standard -> k_neighbors",
+                                         "standard -> logistic_regression"]
+    best_start = head["loss"].idxmin()
+    # the first θ-step tunes the algorithm of the best of the three
+    assert model.history_["pipeline"][3] == head["pipeline"][best_start]
+
+
+# ----------------------------------------------------------------------------- time-aware trials
+def test_cv_auto_is_five_folds_below_the_row_limit():
+    assert resolve_cv("auto", CV_MAX_ROWS - 1) == 5
+    assert resolve_cv("auto", CV_MAX_ROWS) is None
+    assert resolve_cv(3, 100) == 3 and resolve_cv(None, 100) is None
+
+
+def test_small_data_are_cross_validated(breast_cancer, tmp_path):
+    X, y = breast_cancer
+    ADMMClassifier(search_space=tiny_space(), max_evals=1, output_dir=tmp_path,
+                   **{**SERIAL, "cv": "auto"}).fit(X, y)
+    header = json.loads((tmp_path / "journal.jsonl").read_text().splitlines()[0])
+    assert '"splits": {"cv": 5' in json.dumps(header)
+
+
+def test_automatic_timeout_stops_a_slow_trial_and_the_run_goes_on(breast_cancer):
+    X, y = breast_cancer
+    space = tiny_space({
+        "gaussian_nb": {"class": "sklearn.naive_bayes.GaussianNB"},
+        "sleeping": {"class": "admm_automl.testing.estimators.SleepingClassifier",
+                     "hyperparameters": {"seconds": {"type": "fixed", "value": 60.0}}},
+    })
+    budget = 12.0
+    model = ADMMClassifier(search_space=space, time_budget=budget, random_state=0, cv=None,
+                           theta_solver="random", z_solver="random", inner_iter=2,
+                           inner_iter_step=0,
+                           portfolio=[{"scaler": "none", "estimator": "sleeping"}])
+    with pytest.warns(EvaluationFailedWarning, match="failed"):
+        model.fit(X, y)
+    h = model.history_
+    slow = h[h["pipeline"] == "none -> sleeping"].iloc[0]
+    assert slow["status"] == "timeout" and slow["phase"] == "portfolio"
+    assert not slow.get("budget_stop", False) is True  # the automatic timeout, not the budget end
+    assert slow["duration"] < 0.3 * budget  # at most a quarter of the time left (+ overhead)
+    after = h[h["eval_id"] > slow["eval_id"]]
+    assert (after["status"] == "ok").any()  # the run went on
+    assert model.best_params_["estimator"] == "gaussian_nb"
+
+
+# ----------------------------------------------------------------------------- ensemble
+def test_ensemble_selection_is_never_worse_than_the_best_single_model():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    for trial in range(20):
+        preds = [np.clip(y + rng.normal(0, s, 200), 0, 1) for s in rng.uniform(0.3, 2.0, 6)]
+        loss = lambda p: 1.0 - roc_auc_score(y, p)  # noqa: E731
+        counts, best = ensemble_selection(preds, loss, 10)
+        assert best <= min(loss(p) for p in preds) + 1e-12
+        assert 1 <= counts.sum() <= 10
+        assert best == pytest.approx(loss(sum(c * p for c, p in zip(counts, preds)) / counts.sum()))
+    with pytest.raises(ValueError, match="size"):
+        ensemble_selection(preds, loss, 0)
+
+
+@pytest.fixture(scope="module")
+def ensembled(breast_cancer):
+    X, y = breast_cancer
+    return ADMMClassifier(search_space=DIVERSE, max_evals=14, ensemble_size=10,
+                          **SERIAL).fit(X, y)
+
+
+def test_ensemble_beats_the_best_single_pipeline_on_validation_data(ensembled, breast_cancer):
+    from sklearn.ensemble import VotingClassifier
+    from sklearn.pipeline import Pipeline
+
+    X, y = breast_cancer
+    model = ensembled
+    assert isinstance(model.ensemble_, VotingClassifier)
+    assert isinstance(model.best_pipeline_, Pipeline)
+    assert len(model.ensemble_weights_) >= 2
+    assert model.ensemble_loss_ < model.best_loss_  # holdout: pooled loss = recorded loss
+    assert set(model.ensemble_weights_) <= set(model.history_["eval_id"])
+    np.testing.assert_allclose(model.predict_proba(X), model.ensemble_.predict_proba(X))
+    assert (model.predict(X) == model.classes_[model.ensemble_.predict(X)]).all()
+
+
+@pytest.mark.parametrize("slack", [100.0, 1.05])
+def test_constrained_ensemble_is_feasible_or_falls_back_to_the_best_feasible_pipeline(
+        ensembled, breast_cancer, slack):
+    X, y = breast_cancer
+    sizes = [ModelSize(1.0).measure(model, None, None, None)
+             for model in (ensembled.best_pipeline_, ensembled.ensemble_)]
+    limit = sizes[0] * slack  # the single pipeline meets it; the ensemble only with a large slack
+    model = ADMMClassifier(search_space=DIVERSE, max_evals=14, ensemble_size=10,
+                           constraints=[f"model_size <= {limit}"], **SERIAL).fit(X, y)
+    assert model.feasible_
+    final = model.ensemble_ if model.ensemble_ is not None else model.best_pipeline_
+    assert ModelSize(1.0).measure(final, None, None, None) <= limit
+    if slack > 10:  # loose: the unconstrained run's ensemble is feasible, so one is built
+        assert sizes[1] <= limit and model.ensemble_ is not None
+    else:  # tight: every ensemble of two or more members is larger: the best pipeline is kept
+        assert sizes[1] > limit and model.ensemble_ is None
+        assert model.best_params_ == ensembled.best_params_
+
+
+def test_no_ensemble_when_nothing_meets_the_constraints(breast_cancer):
+    from admm_automl.exceptions import ConstraintViolationWarning
+
+    X, y = breast_cancer
+    model = ADMMClassifier(search_space=DIVERSE, max_evals=6, ensemble_size=10,
+                           constraints=["model_size <= 10"], **SERIAL)
+    with pytest.warns(ConstraintViolationWarning, match="least violating"):
+        model.fit(X, y)
+    assert not model.feasible_ and model.ensemble_ is None and model.ensemble_weights_ == {}
+
+
+def test_prediction_loss_matches_the_recorded_holdout_loss(breast_cancer):
+    from admm_automl.evaluation.setup import SearchSettings, run_search
+
+    X, y = breast_cancer
+    space = DIVERSE.for_task("classification")
+    outcome = run_search(X, y, SearchSettings(max_evals=4, ensemble_size=4, **{
+        k: v for k, v in SERIAL.items()}), space=space, task="classification",
+        target_type="binary")
+    loss = prediction_loss(outcome.task.context)
+    recorded = {r["eval_id"]: r["loss"] for r in outcome.records}
+    assert outcome.predictions
+    for eval_id, values in outcome.predictions.items():
+        assert loss(values) == pytest.approx(recorded[eval_id])
