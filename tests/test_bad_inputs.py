@@ -91,15 +91,17 @@ def test_a_time_budget_used_up_by_the_set_up_is_a_search_error():
 @pytest.mark.parametrize(
     "X_bad,y_bad,params,match",
     [
-        (X.iloc[:5], np.array([0, 1, 0, 1, 0]), {},
+        (X.iloc[:5], np.array([0, 1, 0, 1, 0]), {"cv": None},
          r"roc_auc metric cannot be computed on the validation split: it holds 1 row\(s\), all "
          r"of class 0 \(the data have 5 row\(s\): 3 of class 0, 2 of class 1\)"),
-        (X, np.r_[1, 1, np.zeros(len(X) - 2, dtype=int)], {},
+        (X, np.r_[1, 1, np.zeros(len(X) - 2, dtype=int)], {"cv": None},
          r"validation split: it holds 40 row\(s\), all of class 0 .*198 of class 0, 2 of class 1"
          r".*larger validation_size"),
         (X, np.r_[1, 1, np.zeros(len(X) - 2, dtype=int)], {"cv": 3},
          r"validation fold 1 of 3: it holds"),
-        (X.iloc[:5], np.arange(5.0), {"cls": ADMMRegressor, "scoring": "r2"},
+        (X.iloc[:5], np.array([0, 1, 0, 1, 0]), {},  # cv="auto": 5 folds below 5000 rows
+         r"5 rows are too few for 5-fold CV"),
+        (X.iloc[:5], np.arange(5.0), {"cls": ADMMRegressor, "scoring": "r2", "cv": None},
          r"r2 metric cannot be computed on the validation split: it holds 1 row\(s\)"),
     ],
 )

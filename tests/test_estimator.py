@@ -58,7 +58,7 @@ def test_fitted_attributes(fitted):
     )
     assert set(model.admm_trace_.columns) == {
         "iteration", "rho", "primal_residual", "lambda_norm", "best_loss", "n_evals",
-        "inner_iter", "time",
+        "inner_iter", "time", "solver_proposals", "cheap_proposals",
     }
     assert model.admm_trace_["n_evals"].iloc[-1] == 30
     cv = model.cv_results_

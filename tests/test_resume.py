@@ -98,7 +98,8 @@ CHILD = textwrap.dedent("""
     X, y = load_breast_cancer(return_X_y=True)
     if __name__ == "__main__":
         ADMM(search_space=tiny_space(), theta_solver="random", z_solver="random", inner_iter=3,
-             inner_iter_step=0, random_state=0, executor="serial", max_evals=int(sys.argv[2]),
+             inner_iter_step=0, random_state=0, executor="serial", cv=None,
+             max_evals=int(sys.argv[2]),
              output_dir=sys.argv[1]).fit(X, y)
 """)
 
