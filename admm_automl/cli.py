@@ -32,6 +32,20 @@ from .exceptions import (
 USAGE_ERRORS = (InvalidParameterError, ConfigError, DataError, ResumeError)
 
 
+
+def _cv_option(text: str) -> Any:
+    """``--cv``: "auto", "holdout" or a number of folds (at least 2)."""
+    if text in ("auto", "holdout"):
+        return text
+    try:
+        folds = int(text)
+    except ValueError:
+        folds = 0
+    if folds < 2:
+        raise argparse.ArgumentTypeError(f"expected 'auto', 'holdout' or a number of folds >= 2, "
+                                         f"got {text!r}")
+    return folds
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="admm-automl", description="AutoML pipeline search by ADMM.",
@@ -62,7 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--inner-iter", type=int, help="evaluations per sub-problem (I or I0)")
     fit.add_argument("--inner-iter-step", type=int, help="adaptive step F (0 = fixed I)")
     fit.add_argument("--inner-iter-max", type=int, help="cap of the adaptive schedule")
-    fit.add_argument("--cv", type=int, help="k-fold cross-validation instead of a holdout split")
+    fit.add_argument("--cv", type=_cv_option, metavar="{auto,holdout,K}",
+                     help="K-fold cross-validation, one holdout split, or 'auto' (the default: "
+                          "5 folds below 5000 rows, else a holdout)")
     fit.add_argument("--n-jobs", type=int, help="worker processes")
     fit.add_argument("--executor", choices=["auto", "serial", "process", "dask"],
                      help="where trials run (dask: on --dask-address, else a local Dask cluster "
@@ -115,7 +131,7 @@ def _fit(args: argparse.Namespace) -> int:
         "inner_iter": args.inner_iter,
         "inner_iter_step": args.inner_iter_step,
         "inner_iter_max": args.inner_iter_max,
-        "cv": args.cv,
+        "cv": None if args.cv == "holdout" else args.cv,
         "n_jobs": args.n_jobs,
         "executor": args.executor,
         "dask_address": args.dask_address,

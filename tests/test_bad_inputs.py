@@ -28,7 +28,7 @@ from admm_automl.testing import tiny_space
 X, Y = load_breast_cancer(return_X_y=True, as_frame=True)
 X, Y = X.iloc[:200, :6].copy(), Y.iloc[:200].to_numpy()
 FAST = dict(search_space=tiny_space(), max_evals=4, inner_iter=2, inner_iter_step=0,
-            theta_solver="random", z_solver="random", random_state=0, executor="serial")
+            theta_solver="random", z_solver="random", random_state=0, executor="serial", cv=None)
 
 
 def fit(X_=None, y=None, cls=ADMMClassifier, **params):
@@ -99,7 +99,7 @@ def test_a_time_budget_used_up_by_the_set_up_is_a_search_error():
          r".*larger validation_size"),
         (X, np.r_[1, 1, np.zeros(len(X) - 2, dtype=int)], {"cv": 3},
          r"validation fold 1 of 3: it holds"),
-        (X.iloc[:5], np.array([0, 1, 0, 1, 0]), {},  # cv="auto": 5 folds below 5000 rows
+        (X.iloc[:5], np.array([0, 1, 0, 1, 0]), {"cv": "auto"},  # 5 folds below 5000 rows
          r"5 rows are too few for 5-fold CV"),
         (X.iloc[:5], np.arange(5.0), {"cls": ADMMRegressor, "scoring": "r2", "cv": None},
          r"r2 metric cannot be computed on the validation split: it holds 1 row\(s\)"),

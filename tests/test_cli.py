@@ -57,7 +57,8 @@ def test_list(capsys):
 def fitted(tmp_path_factory):
     out = tmp_path_factory.mktemp("cli_fit")
     code, stdout, stderr = _run(
-        ["fit", "--dataset", "breast_cancer", "--max-evals", "15", "--seed", "0", "--output", out]
+        ["fit", "--dataset", "breast_cancer", "--max-evals", "8", "--seed", "0", "--cv", "holdout",
+         "--output", out]
     )
     return code, stdout, stderr, out
 
@@ -67,7 +68,7 @@ def test_fit_returns_zero_and_reports_scores(fitted):
     assert code == 0, stderr
     assert "Best pipeline:" in stdout
     assert re.search(r"^  estimator: \w+\(", stdout, re.M)
-    assert re.search(r"^Evaluations: 15 \(\d+ failed\), stopped by max_evals$", stdout, re.M)
+    assert re.search(r"^Evaluations: 8 \(\d+ failed\), stopped by max_evals$", stdout, re.M)
     for label in ("Validation AUROC", "Test AUROC"):
         match = re.search(rf"^{label}: {NUMBER}$", stdout, re.M)
         assert match, label
@@ -139,7 +140,7 @@ def test_a_run_error_is_one_line_and_exit_code_1(tmp_path, capsys):
 def test_fit_writes_journal(fitted):
     _, _, _, out = fitted
     header, *lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 15
+    assert len(lines) == 8
     assert json.loads(header)["run"]["data"]["rows"] > 0  # the run header guards resume
     statuses = {s.value for s in Status}
     for line in lines:
@@ -153,11 +154,11 @@ def test_fit_writes_journal(fitted):
 def test_fit_writes_loadable_resolved_config(fitted):
     _, _, _, out = fitted
     config = load_config(out / "config.resolved.yaml")
-    assert config.estimator["max_evals"] == 15
+    assert config.estimator["max_evals"] == 8
     assert config.estimator["random_state"] == 0
     assert config.estimator["output_dir"] == str(out)
     assert config.data == {"dataset": "breast_cancer"}
-    assert config.make_estimator().get_params()["max_evals"] == 15
+    assert config.make_estimator().get_params()["max_evals"] == 8
 
 
 def test_fit_writes_a_plain_pipeline(fitted):
@@ -175,7 +176,7 @@ def test_fit_writes_a_plain_pipeline(fitted):
     # the printed pipeline is the pickled one
     assert f"  estimator: {pipe.steps[-1][1]}".split("(")[0] in stdout
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    assert summary["n_evals"] == 15 and summary["metric"] == "roc_auc"
+    assert summary["n_evals"] == 8 and summary["metric"] == "roc_auc"
 
 
 # ----------------------------------------------------------------------------- fit on a CSV
@@ -315,6 +316,10 @@ def test_argparse_errors_exit_2(capsys):
         main(["fit", "--max-evals", "many"])
     assert info.value.code == 2
     assert "invalid int value: 'many'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["fit", "--dataset", "iris", "--cv", "1"])
+    assert info.value.code == 2
+    assert "expected 'auto', 'holdout' or a number of folds >= 2, got '1'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:
         main(["fit", "--dataset", "iris", "--quiet", "-v"])
     assert info.value.code == 2

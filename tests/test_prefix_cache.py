@@ -184,7 +184,7 @@ def test_a_search_gives_the_same_history_with_and_without_the_prefix_cache(breas
     X, y = breast_cancer
     common = dict(search_space="paper_small", theta_solver="random", z_solver="random",
                   inner_iter=4, inner_iter_step=0, max_evals=24, random_state=0,
-                  executor="serial")
+                  executor="serial", cv=None)
     on = ADMM(**common).fit(X, y)
     off = ADMM(**common, cache_size=0).fit(X, y)
     assert on.history_["loss"].tolist() == off.history_["loss"].tolist()
