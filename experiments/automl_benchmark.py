@@ -33,8 +33,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -80,15 +78,10 @@ def load_problem(name: str, data_dir: str | None):
     return data_problem(name, X, y, space="paper_large")
 
 
-def run_dir(root: Path, problem: str, method: str, seed: int) -> Path:
-    from admm_automl.benchmarks.runner import parse_method
-
-    return root / problem / parse_method(method).slug / f"seed{seed}"
-
-
 # ----------------------------------------------------------------------------------- running
 def run_one(args: argparse.Namespace) -> None:
     """One run in this process (the ``run`` command starts one process per run)."""
+    from admm_automl.benchmarks.campaign import run_dir
     from admm_automl.benchmarks.runner import run
 
     warnings.simplefilter("ignore")
@@ -107,37 +100,20 @@ def suite(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     return list(problems), list(args.methods or methods)
 
 
-def planned(args: argparse.Namespace) -> list[tuple[str, str, int, float]]:
+def planned(args: argparse.Namespace) -> list:
+    from admm_automl.benchmarks.campaign import Job
+
     problems, methods = suite(args)
-    jobs = []
-    for seed in args.seeds:
-        for problem in problems:
-            budget = args.artificial_budget if problem == "artificial" else args.budget
-            for method in methods:
-                jobs.append((problem, method, seed, budget))
-    return jobs
-
-
-def done(root: Path, problem: str, method: str, seed: int, budget: float) -> bool:
-    path = run_dir(root, problem, method, seed) / "run.json"
-    return path.is_file() and json.loads(path.read_text()).get("time_budget") == budget
+    return [Job(problem, method, seed,
+                args.artificial_budget if problem == "artificial" else args.budget)
+            for seed in args.seeds for problem in problems for method in methods]
 
 
 def run_all(args: argparse.Namespace) -> None:
-    root = Path(args.root)
-    jobs = [j for j in planned(args) if args.force or not done(root, *j)]
-    print(f"{len(jobs)} runs, {args.parallel} at a time, on {platform.node()} "
-          f"({os.cpu_count()} cores), results in {root}", flush=True)
-    from admm_automl.benchmarks.runner import run_processes
+    from admm_automl.benchmarks.campaign import run_campaign
 
-    commands = []
-    for problem, method, seed, budget in jobs:
-        cmd = [sys.executable, __file__, "run-one", "--problem", problem, "--method", method,
-               "--seed", str(seed), "--budget", str(budget), "--root", str(root)]
-        if args.data_dir:
-            cmd += ["--data-dir", args.data_dir]
-        commands.append(cmd)
-    run_processes(commands, args.parallel)
+    run_campaign(__file__, planned(args), root=args.root, parallel=args.parallel,
+                 force=args.force, one_run=("run-one",), options={"--data-dir": args.data_dir})
 
 
 # ---------------------------------------------------------------------------------- analysis

@@ -40,8 +40,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import re  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import warnings  # noqa: E402
 from functools import partial  # noqa: E402
@@ -92,13 +90,9 @@ def load_problem(problem: str, data_dir: str | None, rows: int | None):
     return data_problem(problem, X, y, space=learner_space(learner), scoring="accuracy")
 
 
-def run_dir(root: Path, problem: str, method: str, seed: int) -> Path:
-    slug = re.sub(r"[^A-Za-z0-9_.=-]+", "_", method).strip("_")
-    return root / problem.replace(":", "__") / slug / f"seed{seed}"
-
-
 def run_one(args: argparse.Namespace) -> None:
     """One run in this process (``run_all`` starts one process per run)."""
+    from admm_automl.benchmarks.campaign import run_dir
     from admm_automl.benchmarks.iterative_peers import run_smac_multifidelity
     from admm_automl.benchmarks.runner import Method, run
 
@@ -119,29 +113,13 @@ def problems(args: argparse.Namespace) -> list[str]:
 
 
 def run_all(args: argparse.Namespace) -> None:
-    from admm_automl.benchmarks.runner import run_processes
+    from admm_automl.benchmarks.campaign import Job, run_campaign
 
-    root = Path(args.root)
-    jobs = []
-    for seed in args.seeds:
-        for problem in problems(args):
-            for method in args.methods:
-                summary = run_dir(root, problem, method, seed) / "run.json"
-                if args.force or not (summary.is_file() and json.loads(
-                        summary.read_text()).get("time_budget") == args.budget):
-                    jobs.append((problem, method, seed))
-    print(f"{len(jobs)} runs of {args.budget:g} s, {args.parallel} at a time, on "
-          f"{platform.node()} ({os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}), results "
-          f"in {root}", flush=True)
-    commands = []
-    for problem, method, seed in jobs:
-        cmd = [sys.executable, __file__, "--run-one", "--problem", problem, "--method", method,
-               "--seed", str(seed), "--budget", str(args.budget), "--root", str(root)]
-        cmd += ["--data-dir", args.data_dir] if args.data_dir else []
-        cmd += ["--rows", str(args.rows)] if args.rows else []
-        cmd += ["--max-evals", str(args.max_evals)] if args.max_evals else []
-        commands.append(cmd)
-    run_processes(commands, args.parallel)
+    jobs = [Job(problem, method, seed, args.budget) for seed in args.seeds
+            for problem in problems(args) for method in args.methods]
+    run_campaign(__file__, jobs, root=args.root, parallel=args.parallel, force=args.force,
+                 options={"--data-dir": args.data_dir, "--rows": args.rows,
+                          "--max-evals": args.max_evals})
 
 
 def analyze(args: argparse.Namespace) -> str:

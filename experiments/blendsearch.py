@@ -35,7 +35,6 @@ import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -98,14 +97,9 @@ def plan(args: argparse.Namespace) -> dict[str, tuple[list[str], list[str], floa
     return {k: v for k, v in suites.items() if k in args.suites}
 
 
-def run_dir(root: Path, problem: str, method: str, seed: int) -> Path:
-    from admm_automl.benchmarks.runner import parse_method
-
-    return root / problem.replace(":", "__") / parse_method(method).slug / f"seed{seed}"
-
-
 def run_one(args: argparse.Namespace) -> None:
     """One run in this process (``run_all`` starts one process per run)."""
+    from admm_automl.benchmarks.campaign import run_dir
     from admm_automl.benchmarks.runner import run
 
     warnings.simplefilter("ignore")
@@ -117,29 +111,14 @@ def run_one(args: argparse.Namespace) -> None:
 
 
 def run_all(args: argparse.Namespace) -> None:
-    root = Path(args.root)
-    jobs = []
-    for seed in args.seeds:
-        for problems, methods, budget in plan(args).values():
-            for problem in problems:
-                for method in methods:
-                    summary = run_dir(root, problem, method, seed) / "run.json"
-                    if args.force or not (summary.is_file() and json.loads(
-                            summary.read_text()).get("time_budget") == budget):
-                        jobs.append((problem, method, seed, budget))
-    print(f"{len(jobs)} runs, {args.parallel} at a time, on {platform.node()} ({os.cpu_count()} "
-          f"cores, load {os.getloadavg()[0]:.2f}), results in {root}", flush=True)
-    from admm_automl.benchmarks.runner import run_processes
+    from admm_automl.benchmarks.campaign import Job, run_campaign
 
-    commands = []
-    for problem, method, seed, budget in jobs:
-        cmd = [sys.executable, __file__, "--run-one", "--problem", problem, "--method", method,
-               "--seed", str(seed), "--budget", str(budget), "--root", str(root)]
-        cmd += ["--data-dir", args.data_dir] if args.data_dir else []
-        cmd += ["--rows", str(args.rows)] if args.rows else []
-        cmd += ["--max-evals", str(args.max_evals)] if args.max_evals else []
-        commands.append(cmd)
-    run_processes(commands, args.parallel)
+    jobs = [Job(problem, method, seed, budget) for seed in args.seeds
+            for problems, methods, budget in plan(args).values()
+            for problem in problems for method in methods]
+    run_campaign(__file__, jobs, root=args.root, parallel=args.parallel, force=args.force,
+                 options={"--data-dir": args.data_dir, "--rows": args.rows,
+                          "--max-evals": args.max_evals})
 
 
 def analyze(args: argparse.Namespace) -> str:

@@ -45,8 +45,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -67,50 +65,30 @@ PAPER_CV_10H = {
 }
 
 
-def run_dir(root: Path, dataset: str, method: str, seed: int) -> Path:
-    from admm_automl.benchmarks.runner import parse_method
-
-    return root / dataset / parse_method(method).slug / f"seed{seed}"
-
-
-def done(root: Path, dataset: str, method: str, seed: int, budget: float) -> bool:
-    path = run_dir(root, dataset, method, seed) / "run.json"
-    return path.is_file() and json.loads(path.read_text()).get("time_budget") == budget
-
-
 def run_one(args: argparse.Namespace) -> None:
     """One run in this process (the driver starts one process per run)."""
+    from admm_automl.benchmarks.campaign import run_dir
     from admm_automl.benchmarks.runner import data_problem, run
     from admm_automl.datasets import load_dataset
 
     warnings.simplefilter("ignore")
-    X, y = load_dataset(args.dataset, args.data_dir)
-    problem = data_problem(args.dataset, X, y, space="paper_large", scoring="accuracy")
+    X, y = load_dataset(args.problem, args.data_dir)
+    problem = data_problem(args.problem, X, y, space="paper_large", scoring="accuracy")
     summary = run(problem, args.method, seed=args.seed, time_budget=args.budget,
                   trial_timeout=args.trial_timeout or args.budget / 40,
-                  out_dir=run_dir(Path(args.root), args.dataset, args.method, args.seed))
+                  out_dir=run_dir(args.root, args.problem, args.method, args.seed))
     print(json.dumps({k: summary[k] for k in ("problem", "method", "seed", "n_evals",
                                               "best_loss", "wall_time")}), flush=True)
 
 
 def run_all(args: argparse.Namespace) -> None:
     """Every (seed, dataset, method) run not done yet, ``--parallel`` processes at a time."""
-    from admm_automl.benchmarks.runner import run_processes
+    from admm_automl.benchmarks.campaign import Job, run_campaign
 
-    root = Path(args.root)
-    jobs = [(d, m, s) for s in args.seeds for d in args.datasets for m in args.methods
-            if args.force or not done(root, d, m, s, args.budget)]
-    print(f"{len(jobs)} runs of {args.budget:g} s, {args.parallel} at a time, on "
-          f"{platform.node()} ({os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, Python "
-          f"{platform.python_version()}), results in {root}", flush=True)
-    commands = []
-    for dataset, method, seed in jobs:
-        cmd = [sys.executable, __file__, "--one", dataset, method, str(seed), "--budget",
-               str(args.budget), "--root", str(root)]
-        cmd += ["--data-dir", args.data_dir] if args.data_dir else []
-        cmd += ["--trial-timeout", str(args.trial_timeout)] if args.trial_timeout else []
-        commands.append(cmd)
-    run_processes(commands, args.parallel)
+    jobs = [Job(d, m, s, args.budget) for s in args.seeds for d in args.datasets
+            for m in args.methods]
+    run_campaign(__file__, jobs, root=args.root, parallel=args.parallel, force=args.force,
+                 options={"--data-dir": args.data_dir, "--trial-timeout": args.trial_timeout})
 
 
 def analyze(args: argparse.Namespace) -> str:
@@ -163,11 +141,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--smoke", action="store_true",
                         help="every method once on one small dataset for 15 s, in a temporary "
                         "folder (scikit-learn's breast-cancer data without --data-dir)")
-    parser.add_argument("--one", nargs=3, metavar=("DATASET", "METHOD", "SEED"),
-                        help=argparse.SUPPRESS)
+    # one run (internal, started by run_all)
+    parser.add_argument("--run-one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--problem", help=argparse.SUPPRESS)
+    parser.add_argument("--method", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.one:
-        args.dataset, args.method, args.seed = args.one[0], args.one[1], int(args.one[2])
+    if args.run_one:
         run_one(args)
         return
     if args.smoke:

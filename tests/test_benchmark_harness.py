@@ -249,3 +249,35 @@ def test_time_to_final_and_throughput_by_hand(tmp_path):
     assert "| p | new | 2 | 10 | 1.5 |" in report.throughput_table()
     assert "| p | ref | — | 0 | 0 |" in report.throughput_table()  # no wall time, no counters
     assert report.time_to_final_table().count("| p |") == 1
+
+
+def test_a_campaign_runs_each_pending_job_in_its_own_process_and_skips_done_ones(tmp_path, capsys):
+    """The experiment scripts' driver: one process per job with the one-run arguments and the
+    script's options; a job whose run.json has the same budget is not run again."""
+    from admm_automl.benchmarks.campaign import Job, is_done, run_campaign, run_dir
+
+    script = tmp_path / "one_run.py"
+    script.write_text(
+        "import argparse, json, pathlib\n"
+        "p = argparse.ArgumentParser()\n"
+        "for name in ('--problem', '--method', '--seed', '--budget', '--root', '--rows'):\n"
+        "    p.add_argument(name)\n"
+        "p.add_argument('--run-one', action='store_true')\n"
+        "a = p.parse_args()\n"
+        "from admm_automl.benchmarks.campaign import run_dir\n"
+        "out = run_dir(a.root, a.problem, a.method, int(a.seed))\n"
+        "out.mkdir(parents=True)\n"
+        "(out / 'run.json').write_text(json.dumps({'time_budget': float(a.budget), 'rows': a.rows}))\n"
+    )
+    root = tmp_path / "results"
+    jobs = [Job("sylvine:mlp", "AdADMM-F16(BO,Ba)", 0, 5.0), Job("sylvine:mlp", "Random", 1, 5.0)]
+    ran = run_campaign(str(script), jobs, root=root, parallel=2,
+                       options={"--rows": 600, "--data-dir": None})
+    assert ran == jobs and all(is_done(root, job) for job in jobs)
+    path = run_dir(root, "sylvine:mlp", "AdADMM-F16(BO,Ba)", 0)
+    assert path.relative_to(root).parts == ("sylvine__mlp", "AdADMM-F16_BO_Ba", "seed0")
+    assert json.loads((path / "run.json").read_text()) == {"time_budget": 5.0, "rows": "600"}
+    assert run_campaign(str(script), jobs, root=root, parallel=2) == []
+    longer = [Job("sylvine:mlp", "Random", 1, 10.0)]  # another budget is another run
+    assert not is_done(root, longer[0])
+    assert "2 runs, 2 at a time" in capsys.readouterr().out
