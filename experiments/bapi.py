@@ -40,10 +40,11 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import tempfile  # noqa: E402
 import warnings  # noqa: E402
 from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from admm_automl.benchmarks import campaign  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "experiments" / "results" / "bapi"
@@ -152,37 +153,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--smoke", action="store_true",
                         help="digits (600 rows) with the MLP, one seed, 6 evaluations per run, "
                              "results in a temporary folder")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=LEARNERS + ("sgd",))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--budget", type=float, default=120.0, help="s per run")
-    parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--rows", type=int, default=None, help="subsample each dataset")
     parser.add_argument("--max-evals", type=int, default=None, help="evaluations per run (cap)")
-    parser.add_argument("--root", default=str(RESULTS))
-    parser.add_argument("--force", action="store_true", help="redo runs that already exist")
-    parser.add_argument("--analyze-only", action="store_true")
-    # one run (internal, started by run_all)
-    parser.add_argument("--run-one", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--problem", help=argparse.SUPPRESS)
-    parser.add_argument("--method", help=argparse.SUPPRESS)
-    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.run_one:
-        run_one(args)
-        return
-    if args.smoke:
-        args.datasets, args.learners, args.seeds = ["digits"], ["mlp"], [0]
-        args.rows, args.max_evals, args.budget = 600, 6, 60.0  # the budget is only a cap here
-        with tempfile.TemporaryDirectory() as tmp:
-            args.root = tmp
-            run_all(args)
-            analyze(args)
-        return
-    if not args.analyze_only:
-        run_all(args)
-    analyze(args)
+    campaign.add_arguments(parser, root=RESULTS)
+    campaign.main(parser.parse_args(argv), run_one=run_one, run_all=run_all, analyze=analyze,
+                  smoke=smoke)
+
+
+def smoke(args: argparse.Namespace) -> None:
+    args.datasets, args.learners, args.seeds = ["digits"], ["mlp"], [0]
+    args.rows, args.max_evals, args.budget = 600, 6, 60.0  # the budget is only a cap here
 
 
 if __name__ == "__main__":

@@ -35,9 +35,10 @@ import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import tempfile  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from admm_automl.benchmarks import campaign  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "experiments" / "results" / "blendsearch"
@@ -149,41 +150,24 @@ def main(argv: list[str] | None = None) -> None:
                         help="one dataset (breast cancer without --data-dir), 600 rows, one seed, "
                              "HistGradientBoosting only, 5 evaluations per run, results in a "
                              "temporary folder")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--budget", type=float, default=120.0, help="s per learner-suite run")
     parser.add_argument("--admm-budget", type=float, default=300.0, help="s per ADMM-suite run")
     parser.add_argument("--suites", nargs="+", default=["learner", "admm"],
                         choices=["learner", "admm"])
-    parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--rows", type=int, default=None, help="subsample each dataset")
     parser.add_argument("--max-evals", type=int, default=None, help="evaluations per run (cap)")
-    parser.add_argument("--root", default=str(RESULTS))
-    parser.add_argument("--force", action="store_true", help="redo runs that already exist")
-    parser.add_argument("--analyze-only", action="store_true")
-    # one run (internal, started by run_all)
-    parser.add_argument("--run-one", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--problem", help=argparse.SUPPRESS)
-    parser.add_argument("--method", help=argparse.SUPPRESS)
-    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.run_one:
-        run_one(args)
-        return
-    if args.smoke:
-        if not (args.data_dir and Path(args.data_dir).is_dir()):
-            args.data_dir, args.datasets = None, ["breast_cancer"]
-        args.datasets, args.seeds, args.rows, args.max_evals = args.datasets[-1:], [0], 600, 5
-        args.budget = args.admm_budget = 60.0  # a cap: worker start-up is slow on a busy machine
-        args.smoke_learners = ["hist_gradient_boosting"]
-        with tempfile.TemporaryDirectory() as tmp:
-            args.root = tmp
-            run_all(args)
-            analyze(args)
-        return
-    if not args.analyze_only:
-        run_all(args)
-    analyze(args)
+    campaign.add_arguments(parser, root=RESULTS)
+    campaign.main(parser.parse_args(argv), run_one=run_one, run_all=run_all, analyze=analyze,
+                  smoke=smoke)
+
+
+def smoke(args: argparse.Namespace) -> None:
+    if not (args.data_dir and Path(args.data_dir).is_dir()):
+        args.data_dir, args.datasets = None, ["breast_cancer"]
+    args.datasets, args.seeds, args.rows, args.max_evals = args.datasets[-1:], [0], 600, 5
+    args.budget = args.admm_budget = 60.0  # a cap: worker start-up is slow on a busy machine
+    args.smoke_learners = ["hist_gradient_boosting"]
 
 
 if __name__ == "__main__":

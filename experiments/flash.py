@@ -45,9 +45,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import tempfile  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from admm_automl.benchmarks import campaign  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "experiments" / "results" / "flash"
@@ -128,41 +129,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", help="directory of NAME.csv[.gz] files (target 'target')")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--methods", nargs="+", default=list(METHODS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--budget", type=float, default=600.0, help="seconds per run")
     parser.add_argument("--trial-timeout", type=float,
                         help="seconds one evaluation may take (default: budget / 40, the paper's "
                         "15 min of 10 h)")
-    parser.add_argument("--parallel", type=int, default=2, help="runs at a time (each uses "
-                        "one core)")
-    parser.add_argument("--root", default=str(RESULTS), help="results folder")
-    parser.add_argument("--force", action="store_true", help="redo runs that are done")
-    parser.add_argument("--analyze-only", action="store_true", help="only print the tables")
     parser.add_argument("--smoke", action="store_true",
                         help="every method once on one small dataset for 15 s, in a temporary "
                         "folder (scikit-learn's breast-cancer data without --data-dir)")
-    # one run (internal, started by run_all)
-    parser.add_argument("--run-one", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--problem", help=argparse.SUPPRESS)
-    parser.add_argument("--method", help=argparse.SUPPRESS)
-    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.run_one:
-        run_one(args)
-        return
-    if args.smoke:
-        data = args.data_dir and Path(args.data_dir).is_dir()
-        args.data_dir = args.data_dir if data else None
-        args.datasets = ["fri_c2_1000_10" if data else "breast_cancer"]
-        args.seeds, args.budget, args.trial_timeout = [0], 15.0, 5.0
-        with tempfile.TemporaryDirectory() as tmp:
-            args.root = tmp
-            run_all(args)
-            analyze(args)
-        return
-    if not args.analyze_only:
-        run_all(args)
-    analyze(args)
+    campaign.add_arguments(parser, root=RESULTS)
+    campaign.main(parser.parse_args(argv), run_one=run_one, run_all=run_all, analyze=analyze,
+                  smoke=smoke)
+
+
+def smoke(args: argparse.Namespace) -> None:
+    data = args.data_dir and Path(args.data_dir).is_dir()
+    args.data_dir = args.data_dir if data else None
+    args.datasets = ["fri_c2_1000_10" if data else "breast_cancer"]
+    args.seeds, args.budget, args.trial_timeout = [0], 15.0, 5.0
 
 
 if __name__ == "__main__":

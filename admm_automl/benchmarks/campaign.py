@@ -9,13 +9,15 @@ it stopped.
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import re
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .runner import run_processes
 
@@ -64,3 +66,41 @@ def run_campaign(
     ]
     run_processes(commands, parallel)
     return pending
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, root: Path | str,
+                  seeds: Sequence[int] = (0, 1, 2), parallel: int = 2) -> None:
+    """The options every campaign script has (seeds, parallelism, results folder, ``--force``,
+    ``--analyze-only``) and the hidden one-run options :func:`run_campaign` passes."""
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(seeds))
+    parser.add_argument("--parallel", type=int, default=parallel,
+                        help="runs at a time (each uses one core)")
+    parser.add_argument("--root", default=str(root), help="results folder")
+    parser.add_argument("--force", action="store_true", help="redo runs that are done")
+    parser.add_argument("--analyze-only", action="store_true", help="only print the tables")
+    parser.add_argument("--run-one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--problem", help=argparse.SUPPRESS)
+    parser.add_argument("--method", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+
+
+def main(args: argparse.Namespace, *, run_one: Callable[[argparse.Namespace], Any],
+         run_all: Callable[[argparse.Namespace], Any],
+         analyze: Callable[[argparse.Namespace], Any],
+         smoke: Callable[[argparse.Namespace], Any] | None = None) -> None:
+    """A campaign script's flow: ``--run-one`` makes one run; ``--smoke`` lets ``smoke(args)``
+    shrink the campaign, then runs and analyses it in a temporary folder; otherwise every run not
+    done yet (none with ``--analyze-only``), then the tables."""
+    if args.run_one:
+        run_one(args)
+        return
+    if smoke is not None and getattr(args, "smoke", False):
+        smoke(args)
+        with tempfile.TemporaryDirectory() as tmp:
+            args.root = tmp
+            run_all(args)
+            analyze(args)
+        return
+    if not args.analyze_only:
+        run_all(args)
+    analyze(args)
