@@ -128,6 +128,22 @@ def test_a_trial_past_its_timeout_is_stopped_and_the_others_finish(pool):
 
 
 @pytest.mark.timeout(30)
+@pytest.mark.timeout(30)
+def test_no_trial_runs_past_the_batch_deadline_however_long_it_waited_for_a_worker(pool):
+    """One worker: the first trial times out, so the second waits for a replacement worker to
+    start; the end of the time budget (``deadline``) stops it or finds it not begun, and both
+    say it was the budget, not the pipeline."""
+    executor = pool(1)
+    start = time.monotonic()
+    first, second = executor.run([job(OK, 30.0), job(OK, 30.0)], [0.3, 30.0],
+                                 deadline=start + 1.0)
+    assert time.monotonic() - start < 2.0
+    assert (first["status"], first.get("budget_stop")) == ("timeout", None)
+    assert second["status"] == "timeout" and second["budget_stop"] is True
+    assert (second["error"].startswith("stopped after 0.")  # cut at the deadline, not at 30 s
+            or second["error"] == "not begun: the time budget ended while it waited for a worker")
+
+
 @pytest.mark.skipif(os.cpu_count() == 1, reason="one core: BLAS runs one thread anyway")
 def test_blas_threads_are_capped_per_worker(pool, monkeypatch):
     from admm_automl.evaluation.worker_process import THREAD_VARIABLES

@@ -178,7 +178,10 @@ class DaskExecutor:
             self.close()
             raise
 
-    def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> list[dict[str, Any]]:
+    def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None],
+            deadline: float | None = None) -> list[dict[str, Any]]:
+        """Run ``jobs`` on the cluster, each stopped after its timeout (``deadline``, the end of
+        the time budget, is not enforced apart here: the objective's timeouts already end by it)."""
         from . import dask_worker
 
         if self.client is None:

@@ -3,7 +3,7 @@
 The executor contract (what :class:`~admm_automl.evaluation.PipelineObjective` uses)::
 
     executor.start(task)           # task: has .space and .run(z, θ, fidelity) -> result dict
-    executor.run(jobs, timeouts)   # jobs [(z, θ, fidelity[, iterations])], timeouts -> results
+    executor.run(jobs, timeouts, deadline=None)   # jobs [(z, θ, fidelity[, iterations])] -> results
     executor.close()
     executor.name, executor.enforces_timeout
 
@@ -94,7 +94,10 @@ class SerialExecutor:
         refuse_nested_search()
         self.task = task
 
-    def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> list[dict[str, Any]]:
+    def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None],
+            deadline: float | None = None) -> list[dict[str, Any]]:
+        """Run every job to its end (a serial trial cannot be stopped: timeouts and the deadline
+        are not enforced)."""
         results = []
         for job in jobs:
             start = time.perf_counter()
@@ -187,13 +190,25 @@ class ProcessExecutor:
             self.close()
             raise WorkerError(f"worker processes cannot start: {cause}")
 
-    def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> list[dict[str, Any]]:
+    def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None],
+            deadline: float | None = None) -> list[dict[str, Any]]:
+        """Run ``jobs``, each stopped after its timeout (from when its worker began it) and none
+        running past ``deadline`` (a ``time.monotonic()`` value: the end of a time budget, however
+        long a job waited for a worker to start); a job cut by the deadline, or not begun by it,
+        is a ``timeout`` with ``result["budget_stop"]``."""
         if self._task_fd < 0:
             raise WorkerError("start the executor before running trials")
         if self._broken is not None and not self._live():
             raise WorkerError(f"no worker process is left and none can start: {self._broken}")
-        self._batch = batch = _Batch(jobs, timeouts)
+        self._batch = batch = _Batch(jobs, timeouts, deadline)
         while batch.queue or self._in_trial():
+            if batch.queue and deadline is not None and time.monotonic() >= deadline:
+                for i in batch.queue:  # still waiting for a worker when the budget ended
+                    batch.results[i] = executor_result(
+                        "timeout", "not begun: the time budget ended while it waited for a worker")
+                    batch.results[i].update(duration=0.0, budget_stop=True)
+                batch.queue.clear()
+                continue
             for worker in [w for w in self._workers if w.state == "idle"]:
                 if batch.queue:
                     self._dispatch(worker)
@@ -250,10 +265,13 @@ class ProcessExecutor:
         worker.state, worker.job = "sent", i
         self._set_deadline(worker, batch.timeouts[i])
 
-    @staticmethod
-    def _set_deadline(worker: WorkerProcess, timeout: float | None) -> None:
+    def _set_deadline(self, worker: WorkerProcess, timeout: float | None) -> None:
+        """The trial's deadline: ``timeout`` from now, but not past the batch's deadline."""
         worker.trial_start = time.monotonic()
         worker.deadline = None if timeout is None else worker.trial_start + timeout
+        end = self._batch.deadline
+        if end is not None and (worker.deadline is None or end < worker.deadline):
+            worker.deadline = end
 
     def _step(self) -> None:
         """Wait for the next message, death or deadline (at most POLL_INTERVAL) and handle it."""
@@ -261,6 +279,9 @@ class ProcessExecutor:
 
         now = time.monotonic()
         deadlines = [w.deadline - now for w in self._workers if w.deadline is not None]
+        batch = self._batch
+        if batch is not None and batch.queue and batch.deadline is not None:
+            deadlines.append(batch.deadline - now)
         timeout = min([POLL_INTERVAL, *deadlines])
         ready = wait(list(self._workers), max(timeout, 0.0))
         for worker in ready:
@@ -306,6 +327,8 @@ class ProcessExecutor:
             seconds = worker.deadline - worker.trial_start
             result = executor_result("timeout", f"stopped after {seconds:.3g} s")
             result["duration"] = now - worker.trial_start
+            if worker.deadline == self._batch.deadline:  # the time budget's end, not its timeout
+                result["budget_stop"] = True
             self._batch.results[worker.job] = result
         else:
             self._broken = _with_output(
@@ -350,8 +373,9 @@ class ProcessExecutor:
 class _Batch:
     """The jobs of one ``run``: what is left to send, and the results so far."""
 
-    def __init__(self, jobs: Sequence[Job], timeouts: Sequence[float | None]) -> None:
-        self.jobs, self.timeouts = jobs, timeouts
+    def __init__(self, jobs: Sequence[Job], timeouts: Sequence[float | None],
+                 deadline: float | None = None) -> None:
+        self.jobs, self.timeouts, self.deadline = jobs, timeouts, deadline
         self.results: list[dict[str, Any] | None] = [None] * len(jobs)
         self.queue = deque(range(len(jobs)))
 

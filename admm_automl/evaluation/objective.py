@@ -165,7 +165,9 @@ class PipelineObjective:
             timeout, budget_stop = self._timeout(time_left)
             jobs = [(r.z, r.theta, r.fidelity) + (() if r.iterations is None else (r.iterations,))
                     for r in todo.values()]
-            results = self.executor.run(jobs, [timeout] * len(jobs)) if jobs else []
+            deadline = None if time_left is None else time.monotonic() + time_left
+            results = (self.executor.run(jobs, [timeout] * len(jobs), deadline=deadline)
+                       if jobs else [])
             for (key, request), result in zip(todo.items(), results):
                 fresh[key] = self._observe(key, request, result, tags or {}, budget_stop)
         out = []
@@ -196,7 +198,7 @@ class PipelineObjective:
                  tags: dict[str, Any], budget_stop: bool) -> Observation:
         """Record a trial's result in the journal (its predictions in memory) and cache it."""
         predictions = result.pop("predictions", None)
-        stopped = budget_stop and result["status"] == "timeout"
+        stopped = result["status"] == "timeout" and (budget_stop or result.pop("budget_stop", False))
         record = self._record(key, request, result, tags, stopped)
         self.journal.append(record)
         observation = observation_of(record)
