@@ -198,7 +198,8 @@ class PipelineObjective:
                  tags: dict[str, Any], budget_stop: bool) -> Observation:
         """Record a trial's result in the journal (its predictions in memory) and cache it."""
         predictions = result.pop("predictions", None)
-        stopped = result["status"] == "timeout" and (budget_stop or result.pop("budget_stop", False))
+        cut = result.pop("budget_stop", False)  # the executor stopped it at the budget's end
+        stopped = result["status"] == "timeout" and (budget_stop or cut)
         record = self._record(key, request, result, tags, stopped)
         self.journal.append(record)
         observation = observation_of(record)
