@@ -13,7 +13,6 @@ import os
 import sys
 import traceback
 import warnings
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .evaluation.metrics import shown

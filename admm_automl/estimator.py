@@ -189,7 +189,7 @@ class ADMM(BaseEstimator):
     cv : int, "auto" or None, default="auto"
         k-fold cross-validation; None: one holdout split of ``validation_size`` (stratified for
         classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, else a holdout
-        (:func:`admm_automl.evaluation.setup.resolve_cv`).
+        (:func:`admm_automl.evaluation.splits.resolve_cv`).
     validation_size : float, default=0.2
     executor : {"auto", "serial", "process", "dask"}, default="auto"
         Worker processes (which a timeout or memory limit can stop) or this process; ``"auto"``

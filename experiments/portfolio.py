@@ -119,7 +119,8 @@ def search_candidates(X, y, evals: int, per_dataset: int, timeout: float) -> lis
 def loss_column(X, y, configs: list[dict], timeout: float) -> np.ndarray:
     """The validation loss of every configuration on (X, y), by the engine of a run."""
     from admm_automl.evaluation.executors import make_executor
-    from admm_automl.evaluation.setup import open_objective, prepare_task, resolve_cv
+    from admm_automl.evaluation.setup import open_objective, prepare_task
+    from admm_automl.evaluation.splits import resolve_cv
     from admm_automl.records import Request
     from admm_automl.space import load_space
 

@@ -100,7 +100,8 @@ def test_a_time_budget_used_up_by_the_set_up_is_a_search_error():
         (X, np.r_[1, 1, np.zeros(len(X) - 2, dtype=int)], {"cv": 3},
          r"validation fold 1 of 3: it holds"),
         (X.iloc[:5], np.array([0, 1, 0, 1, 0]), {"cv": "auto"},  # 5 folds below 5000 rows
-         r"5 rows are too few for 5-fold CV"),
+         r"5 rows are too few for 5-fold CV \(cv='auto' chooses 5 folds below 5000 rows\); pass "
+         r"a smaller cv"),
         (X.iloc[:5], np.arange(5.0), {"cls": ADMMRegressor, "scoring": "r2", "cv": None},
          r"r2 metric cannot be computed on the validation split: it holds 1 row\(s\)"),
     ],

@@ -11,7 +11,7 @@ import pytest
 from admm_automl import ADMM, ADMMClassifier
 from admm_automl.constraints.bounds import ModelSize
 from admm_automl.ensemble import ensemble_selection, prediction_loss
-from admm_automl.evaluation.setup import CV_MAX_ROWS, resolve_cv
+from admm_automl.evaluation.splits import CV_MAX_ROWS, resolve_cv
 from admm_automl.exceptions import EvaluationFailedWarning, InvalidParameterError
 from admm_automl.space import load_space
 from admm_automl.space.portfolio import builtin_portfolio, portfolio_points, resolve_portfolio

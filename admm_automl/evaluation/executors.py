@@ -58,8 +58,6 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any, Sequence
 
-import numpy as np
-
 from ..exceptions import InvalidParameterError, WorkerError
 from . import worker_main
 from .worker import error_result, executor_result

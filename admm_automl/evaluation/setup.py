@@ -9,7 +9,6 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
 * :func:`open_objective` — executor + journal + cached objective.
 * :func:`method_spec`, :func:`make_optimizer` — ``"admm"``, ``"jopt"``, ``"select"`` or
   ``"flash"`` with their own arguments.
-* :func:`resolve_cv` — the ``cv="auto"`` rule.
 * :func:`run_search` — all of the above for one search, as the estimator runs it.
 """
 
@@ -35,33 +34,16 @@ from .objective import (
     AUTO_MIN_TIMEOUT_FRACTION, AUTO_TIMEOUT_FRACTION, PROBE_MIN_ROWS, PipelineObjective,
 )
 from .prefix_cache import DEFAULT_CACHE_MB
-from .splits import make_splits
+from .splits import make_splits, resolve_cv
 from .worker import TrialContext, take_rows
 
 #: the search methods of the estimator (``method=``)
 METHODS = ("admm", "jopt", "select", "flash")
-#: ``cv="auto"``: k-fold cross-validation below this many rows, one holdout split from it
-CV_MAX_ROWS = 5000
-#: the folds of ``cv="auto"`` on small data
-AUTO_FOLDS = 5
 #: the validation predictions kept for the ensemble: of the best this many evaluations (the e_max
 #: of Liu et al. 2020, appendix on ensembles)
 ENSEMBLE_POOL = 32
 
 
-def resolve_cv(cv: "int | str | None", n_rows: int) -> int | None:
-    """The folds of a run: ``cv`` itself, or for ``"auto"`` :data:`AUTO_FOLDS`-fold stratified
-    cross-validation below :data:`CV_MAX_ROWS` rows and one holdout split from there.
-
-    Why: a holdout of 20 % of fewer than 5000 rows validates on under 1000 rows, where the standard
-    error of AUROC is about 0.01 — as large as the differences the search has to tell apart (the
-    breast-cancer demo's validation AUROC of 1.000 against a test AUROC of 0.983) — and fits on
-    such data take well under a second, so five of them cost little; from 5000 rows on, one split
-    validates on enough rows and five fits would cost the search a fifth of its evaluations.
-    """
-    if cv == "auto":
-        return AUTO_FOLDS if n_rows < CV_MAX_ROWS else None
-    return cv
 #: one line per method for ``admm-automl list`` (a method added to METHODS adds its line here)
 METHOD_SUMMARIES = {
     "admm": "the ADMM split (Liu et al., AAAI 2020): the θ-solver tunes the chosen algorithms' "

@@ -10,6 +10,27 @@ import numpy as np
 from ..exceptions import InvalidParameterError
 
 
+#: ``cv="auto"``: k-fold cross-validation below this many rows, one holdout split from it
+CV_MAX_ROWS = 5000
+#: the folds of ``cv="auto"`` on small data
+AUTO_FOLDS = 5
+
+
+def resolve_cv(cv: "int | str | None", n_rows: int) -> int | None:
+    """The folds of a run: ``cv`` itself, or for ``"auto"`` :data:`AUTO_FOLDS`-fold stratified
+    cross-validation below :data:`CV_MAX_ROWS` rows and one holdout split from there.
+
+    Why: a holdout of 20 % of fewer than 5000 rows validates on under 1000 rows, where the standard
+    error of AUROC is about 0.01 — as large as the differences the search has to tell apart (the
+    breast-cancer demo's validation AUROC of 1.000 against a test AUROC of 0.983) — and fits on
+    such data take well under a second, so five of them cost little; from 5000 rows on, one split
+    validates on enough rows and five fits would cost the search a fifth of its evaluations.
+    """
+    if cv == "auto":
+        return AUTO_FOLDS if n_rows < CV_MAX_ROWS else None
+    return cv
+
+
 @dataclass(frozen=True)
 class Split:
     """One train/validation split; ``order`` ranks the training rows so that every prefix is a
@@ -83,6 +104,9 @@ def make_splits(
     if len(kept) < (cv or 2):
         raise InvalidParameterError(
             f"{n} rows are too few for {'a holdout split' if cv is None else f'{cv}-fold CV'}"
+            + ("" if cv is None or cv <= 2 else
+               f" (cv='auto' chooses {AUTO_FOLDS} folds below {CV_MAX_ROWS} rows); pass a smaller cv, "
+               "such as cv=2")
         )
     rng = np.random.default_rng(seed)
     splits = []
