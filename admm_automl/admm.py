@@ -186,15 +186,21 @@ class _ADMMRun:
 
     # ------------------------------------------------------------------ the four steps
     def theta_step(self, n: int) -> None:
-        """θ^{t+1}: the θ-solver on the active set; inactive discrete coordinates in closed form."""
+        """θ^{t+1}: the θ-solver on the active set; inactive discrete coordinates in closed form.
+        When z has no hyperparameters (Gaussian naive Bayes), the θ-solver tunes those of the best
+        selection that has some, so that the next z-step has new points to try."""
         s, enc, rho = self.state, self.encoding, self.rho
         b = s.delta - s.lam / rho
         inactive = np.setdiff1d(np.flatnonzero(enc.discrete), enc.active(s.z))
         s.theta[inactive] = np.clip(b[self.dpos[inactive]], 0.0, 1.0)
-        active = enc.active(s.z)
-        if len(active) == 0:
-            return
-        z, theta = s.z, s.theta.copy()
+        z = s.z
+        active = enc.active(z)
+        if len(active) == 0:  # else the z-step, with θ fixed, soon has nothing new to try
+            z = self._best_tunable()
+            if z is None:
+                return
+            active = enc.active(z)
+        theta = s.theta.copy()
         length = enc.training_length(z)  # of the iterative learner of z, if it has one
         dpos = self.dpos[active]
         is_d = dpos >= 0
@@ -238,7 +244,16 @@ class _ADMMRun:
         winner = solver.best()
         if winner is not None:
             s.theta[active] = np.clip(np.asarray(winner[0], dtype=float), 0.0, 1.0)
-            s.current = winner[1]
+            if z == s.z:
+                s.current = winner[1]
+
+    def _best_tunable(self) -> tuple[int, ...] | None:
+        """The best evaluated algorithm selection (full data, by the constraints' rank) that has
+        hyperparameters to tune, or None."""
+        enc, rank = self.encoding, self.constraints.rank
+        tunable = [e for e in self.recorder.evaluated
+                   if e.observation.fidelity >= 1.0 and len(enc.active(e.z))]
+        return min(tunable, key=lambda e: rank(e.observation)).z if tunable else None
 
     def delta_step(self) -> None:
         """δ^{t+1} = P_D(θ̃^d + λ/ρ): the nearest admissible values."""

@@ -77,6 +77,35 @@ def test_the_theta_step_returns_its_winner_as_the_current_observation(make_engin
             state.z, ENC.project(state.theta))))
 
 
+#: the best pipeline (naive Bayes) has no hyperparameters; logistic regression has C
+NB_OR_LR = space_from_dict({"name": "nb_or_lr", "modules": [
+    {"name": "scaler", "choices": [
+        {"name": "none"}, {"name": "standard", "class": "sklearn.preprocessing.StandardScaler"}]},
+    {"name": "estimator", "choices": [
+        {"name": "nb", "class": "sklearn.naive_bayes.GaussianNB"},
+        {"name": "lr", "class": "sklearn.linear_model.LogisticRegression", "hyperparameters": {
+            "C": {"type": "float", "low": 0.01, "high": 100.0, "log": True, "default": 1.0}}}]}],
+    "initial": {"classification": {"scaler": "none", "estimator": "nb"}}}).for_task(
+    "classification")
+
+
+@pytest.mark.parametrize("theta,z", [("bo", "cmab"), ("random", "random")])
+def test_an_incumbent_without_hyperparameters_does_not_end_the_search(make_engine, make_optimizer,
+                                                                     theta, z):
+    """With naive Bayes best, the θ-step tunes the best selection that has hyperparameters; before,
+    the z-step with θ fixed ran out of new points and the run ended "exhausted" after 3 of 30."""
+    def loss(config):
+        return 0.1 if config["estimator"] == "nb" else 0.5 + 0.001 * config["estimator__C"]
+
+    engine = make_engine(NB_OR_LR, loss=loss)
+    result = make_optimizer(engine=engine, space=NB_OR_LR, theta=theta, z=z, max_evals=30).run()
+    assert (result.stop_reason, result.n_evals) == ("max_evals", 30)
+    assert result.incumbent.observation.loss == 0.1  # naive Bayes stays the best
+    for state in result.states:  # the state's observation stays the one of its own z
+        assert state.current.loss == pytest.approx(loss(NB_OR_LR.decode(
+            state.z, NB_OR_LR.encoding.project(state.theta))))
+
+
 def test_trace_rows_are_computed_from_the_state(make_optimizer):
     result = make_optimizer(max_evals=60).run()
     for row, state in zip(result.trace, result.states):
