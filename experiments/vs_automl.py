@@ -193,9 +193,9 @@ def run_all(datasets: list[str], methods: list[str], budgets: list[float], data_
     run_processes(commands, parallel)
 
 
-def table(root: Path, reference: str = "ADMM", peer: str = "FLAML") -> str:
-    """Per budget: the scores per dataset, then ``reference`` against each other method (wins /
-    ties / losses and the mean difference, on the shared binary datasets and on all)."""
+def table(root: Path) -> str:
+    """Per budget: the scores per dataset, then each ADMM variant against each other method (wins
+    / ties / losses and the mean difference, on the shared binary datasets and on all)."""
     lines = []
     for budget_dir in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: float(p.name)):
         rows: dict[str, dict[str, dict]] = {}
@@ -209,7 +209,12 @@ def table(root: Path, reference: str = "ADMM", peer: str = "FLAML") -> str:
         for dataset, by in rows.items():
             lines.append(f"{dataset:<20}" + "".join(
                 f"{by[m]['score']:>10.4f}" if m in by else f"{'-':>10}" for m in methods))
-        for other in (m for m in methods if m != reference):
+        lines.append(f"{'mean wall s (fit)':<20}" + "".join(
+            f"{np.mean([by[m]['fit_time'] for by in rows.values() if m in by]):>10.1f}"
+            for m in methods))
+        pairs_of_methods = [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:]
+                            if a.startswith("ADMM")]
+        for reference, other in pairs_of_methods:
             for label, keep in (("shared", lambda d: d not in BUNDLED), ("all", lambda d: True)):
                 pairs = [(by[reference]["score"], by[other]["score"]) for d, by in rows.items()
                          if keep(d) and reference in by and other in by]
