@@ -239,9 +239,10 @@ class ADMM(BaseEstimator):
     portfolio : "auto", None, path or list of dict, default="auto"
         Configurations the ADMM method evaluates after the initial pipeline, starting from the
         best: ``"auto"`` is the portfolio shipped for a built-in space, None none.
-    ensemble_size : int, default=0
+    ensemble_size : int, default=16
         Steps of greedy ensemble selection (Caruana et al. 2004; 0 is off): ``ensemble_``, used
-        when it beats the best pipeline on validation data and meets the constraints.
+        when it beats the best pipeline on validation data and meets the constraints. Its members
+        are refitted after the search, like ``best_pipeline_``.
 
     Attributes
     ----------
@@ -287,7 +288,7 @@ class ADMM(BaseEstimator):
         memory_limit: int | None = None, cache_size: float = 256.0, output_dir: Any = None,
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
-        task: str = "auto", portfolio: Any = "auto", ensemble_size: int = 0,
+        task: str = "auto", portfolio: Any = "auto", ensemble_size: int = 16,
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver

@@ -35,7 +35,7 @@ DIVERSE = tiny_space({
 # ----------------------------------------------------------------------------- space and portfolio
 def test_default_space_is_the_estimators_default():
     assert ADMM().search_space == "default"
-    assert ADMM().cv == "auto" and ADMM().portfolio == "auto" and ADMM().ensemble_size == 0
+    assert ADMM().cv == "auto" and ADMM().portfolio == "auto" and ADMM().ensemble_size == 16
 
 
 @pytest.mark.parametrize("task", ["classification", "regression"])

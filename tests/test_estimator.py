@@ -71,7 +71,9 @@ def test_fitted_attributes(fitted):
 def test_prediction_api(fitted):
     proba = fitted.predict_proba(X)
     assert proba.shape == (len(X), 2)
-    np.testing.assert_array_equal(fitted.predict(X), fitted.best_pipeline_.predict(X))
+    # the ensemble (on by default) when one was built, else the best pipeline
+    model = fitted.best_pipeline_ if fitted.ensemble_ is None else fitted.ensemble_
+    np.testing.assert_array_equal(fitted.predict(X), model.predict(X))
     assert fitted.score(X, Y) == pytest.approx((fitted.predict(X) == Y).mean())
     from sklearn.metrics import roc_auc_score
 

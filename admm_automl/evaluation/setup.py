@@ -358,7 +358,7 @@ class SearchSettings:
     resume: bool = True
     random_state: Any = None
     portfolio: Any = "auto"
-    ensemble_size: int = 0
+    ensemble_size: int = 16
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> "SearchSettings":
