@@ -43,6 +43,8 @@ def options(*values: Any) -> Rule:
                 "one of " + ", ".join(repr(v) for v in values))
 
 
+#: scikit-learn's ``n_jobs``: a positive count, or -1 for every core, -2 for all but one, ...
+N_JOBS = Rule(lambda v: _integer(v) and v != 0, "a non-zero integer (-1: every core)")
 POSITIVE_NUMBER = Rule(lambda v: _real(v) and v > 0, "a positive number")
 NON_NEGATIVE_NUMBER = Rule(lambda v: _real(v) and v >= 0, "a number >= 0")
 FRACTION = Rule(lambda v: _real(v) and 0 < v < 1, "a number in (0, 1)")

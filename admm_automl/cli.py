@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--cv", type=_cv_option, metavar="{auto,holdout,K}",
                      help="K-fold cross-validation, one holdout split, or 'auto' (the default: "
                           "5 folds below 5000 rows, else a holdout)")
-    fit.add_argument("--n-jobs", type=int, help="worker processes")
+    fit.add_argument("--n-jobs", type=int, help="worker processes (-1: one per core)")
     fit.add_argument("--executor", choices=["auto", "serial", "process", "dask"],
                      help="where trials run (dask: on --dask-address, else a local Dask cluster "
                      "of --n-jobs workers)")

@@ -55,7 +55,7 @@ _RULES = {
     "cv": [v.options("auto"), v.int_at_least(2), v.NONE],
     "validation_size": [v.FRACTION],
     "executor": [v.options("auto", "serial", "process", "dask")],
-    "n_jobs": [v.int_at_least(1)],
+    "n_jobs": [v.N_JOBS],
     "dask_address": [v.TEXT, v.NONE],
     "trial_timeout": [v.POSITIVE_NUMBER, v.NONE],
     "memory_limit": [v.int_at_least(1), v.NONE],
@@ -201,8 +201,9 @@ class ADMM(BaseEstimator):
         capture are those of the process pool; a trial whose Dask worker dies is run again
         elsewhere (up to Dask's ``allowed-failures``), then recorded as failed.
     n_jobs : int, default=1
-        Trials run at once (worker processes, or the workers of a local Dask cluster). On a Dask
-        cluster given by address or client, as many as its workers have threads.
+        Trials run at once (worker processes, or the workers of a local Dask cluster); as in
+        scikit-learn, -1 is one per core (of those this process may use), -2 all but one, ....
+        On a Dask cluster given by address or client, as many as its workers have threads.
     dask_address : str, optional
         Address of a Dask scheduler, e.g. ``"tcp://10.0.0.5:8786"`` (needs ``executor="dask"``).
     trial_timeout : float, optional

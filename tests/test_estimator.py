@@ -175,11 +175,27 @@ def test_bad_data_gets_a_clear_error(X_bad, y_bad, error, match):
         ({"search_space": "paper_smal"}, "Unknown search space 'paper_smal'. Did you mean 'paper_small'"),
         ({"scoring": "auroc"}, "Unknown scoring 'auroc'"),
         ({"executor": "serial", "trial_timeout": 5}, "trial_timeout needs worker processes"),
+        ({"n_jobs": 0}, r"'n_jobs' parameter of ADMM must be a non-zero integer \(-1: every core\)"),
     ],
 )
 def test_bad_parameters_get_a_clear_error(params, match):
     with pytest.raises(InvalidParameterError, match=match):
         ADMM(**{**FAST, **params}).fit(X, Y)
+
+
+def test_n_jobs_minus_one_is_one_worker_per_core_as_in_scikit_learn():
+    """Before, -1 was refused ("must be a positive integer")."""
+    import joblib
+
+    from admm_automl.evaluation.executors import make_executor
+
+    executor = make_executor("process", n_jobs=-1, memory_limit_mb=None, needs_isolation=False)
+    assert executor.n_workers == joblib.cpu_count()
+    if joblib.cpu_count() > 1:
+        assert make_executor("process", n_jobs=-2, memory_limit_mb=None,
+                             needs_isolation=False).n_workers == joblib.cpu_count() - 1
+    model = ADMM(**{**FAST, "max_evals": 4, "n_jobs": -1, "ensemble_size": 0}).fit(X, Y)
+    assert model.n_evals_ == 4
 
 
 def test_unknown_solvers_are_reported_with_the_registered_names():

@@ -58,6 +58,8 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any, Sequence
 
+from joblib import effective_n_jobs
+
 from ..exceptions import InvalidParameterError, WorkerError
 from . import worker_main
 from .worker import error_result, executor_result
@@ -399,7 +401,9 @@ def make_executor(
     """The executor of ``kind``: ``"serial"``, ``"process"`` (this machine's worker pool),
     ``"dask"`` (:class:`~.dask_executor.DaskExecutor` on ``dask_address``, else the current Dask
     client, else a local cluster of ``n_jobs`` workers), or ``"auto"``, which picks the process
-    pool when a timeout, memory limit or ``n_jobs > 1`` needs it."""
+    pool when a timeout, memory limit or ``n_jobs > 1`` needs it. A negative ``n_jobs`` counts from
+    the cores this process may use, as in scikit-learn (-1: all of them)."""
+    n_jobs = effective_n_jobs(n_jobs)
     if dask_address is not None and kind != "dask":
         raise InvalidParameterError(
             f"dask_address={dask_address!r} needs executor='dask', got executor={kind!r}"
