@@ -77,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--inner-iter-max", type=int, help="cap of the adaptive schedule")
     fit.add_argument("--cv", type=_cv_option, metavar="{auto,holdout,K}",
                      help="K-fold cross-validation, one holdout split, or 'auto' (the default: "
-                          "5 folds below 5000 rows, else a holdout)")
+                          "5 folds below 5000 rows or while the time budget "
+                          "affords them, else a holdout)")
     fit.add_argument("--n-jobs", type=int, help="worker processes (-1: one per core)")
     fit.add_argument("--executor", choices=["auto", "serial", "process", "dask"],
                      help="where trials run (dask: on --dask-address, else a local Dask cluster "

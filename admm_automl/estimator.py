@@ -188,8 +188,9 @@ class ADMM(BaseEstimator):
         (bounded scores are used as 1 − score), a scikit-learn scorer name or a callable.
     cv : int, "auto" or None, default="auto"
         k-fold cross-validation; None: one holdout split of ``validation_size`` (stratified for
-        classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, else a holdout
-        (:func:`admm_automl.evaluation.splits.resolve_cv`).
+        classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, and with a
+        ``time_budget`` also while rows × features ≤ 2500 × the budget in seconds (below 100,000
+        rows), else a holdout (:func:`admm_automl.evaluation.splits.resolve_cv`).
     validation_size : float, default=0.2
     executor : {"auto", "serial", "process", "dask"}, default="auto"
         Worker processes (which a timeout or memory limit can stop) or this process; ``"auto"``

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from sklearn.datasets import make_classification
 
 from admm_automl import ADMM, ADMMClassifier
 from admm_automl.constraints.bounds import ModelSize
@@ -111,7 +112,20 @@ def test_portfolio_is_evaluated_after_the_initial_pipeline_and_admm_starts_from_
 def test_cv_auto_is_five_folds_below_the_row_limit():
     assert resolve_cv("auto", CV_MAX_ROWS - 1) == 5
     assert resolve_cv("auto", CV_MAX_ROWS) is None
+    assert resolve_cv("auto", CV_MAX_ROWS - 1, n_features=1000, time_budget=1) == 5
     assert resolve_cv(3, 100) == 3 and resolve_cv(None, 100) is None
+    assert resolve_cv(None, 100, n_features=1, time_budget=3600) is None
+
+
+def test_cv_auto_cross_validates_what_the_time_budget_affords():
+    # 8192 rows x 8 features = 65,536 cells: 5 folds at 60 s (150,000 cells), a holdout at 10 s
+    assert resolve_cv("auto", 8192, n_features=8, time_budget=60) == 5
+    assert resolve_cv("auto", 8192, n_features=8, time_budget=10) is None
+    assert resolve_cv("auto", 8192, n_features=8) is None  # no budget: the row rule alone
+    # 31,718 rows x 8: a holdout at 60 s, 5 folds at 300 s; never from 100,000 rows on
+    assert resolve_cv("auto", 31_718, n_features=8, time_budget=60) is None
+    assert resolve_cv("auto", 31_718, n_features=8, time_budget=300) == 5
+    assert resolve_cv("auto", 100_000, n_features=1, time_budget=10**6) is None
 
 
 def test_small_data_are_cross_validated(breast_cancer, tmp_path):
@@ -121,6 +135,18 @@ def test_small_data_are_cross_validated(breast_cancer, tmp_path):
     header = json.loads((tmp_path / "journal.jsonl").read_text().splitlines()[0])
     assert '"splits": {"cv": 5' in json.dumps(header)
 
+
+
+@pytest.mark.parametrize("budget, folds", [(5.0, 5), (2.0, None)])
+def test_the_time_budget_decides_cv_above_the_row_limit(budget, folds, tmp_path):
+    # 6000 rows x 2 features = 12,000 cells: cross-validated at 5 s (12,500), a holdout at 2 s
+    X, y = make_classification(n_samples=6000, n_features=2, n_informative=2, n_redundant=0,
+                               random_state=0)
+    ADMMClassifier(search_space=tiny_space(), max_evals=1, time_budget=budget,
+                   output_dir=tmp_path, ensemble_size=0,
+                   **{**SERIAL, "cv": "auto"}).fit(X, y)
+    header = json.loads((tmp_path / "journal.jsonl").read_text().splitlines()[0])
+    assert header["run"]["splits"]["cv"] == folds
 
 def test_automatic_timeout_stops_a_slow_trial_and_the_run_goes_on(breast_cancer):
     X, y = breast_cancer

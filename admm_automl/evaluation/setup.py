@@ -401,7 +401,8 @@ def run_search(
     start_time = time.monotonic() if start_time is None else start_time
     s = settings
     seeds = derive_seeds(s.random_state)
-    cv = resolve_cv(s.cv, len(y))
+    n_features = X.shape[1] if len(getattr(X, "shape", ())) == 2 else 1
+    cv = resolve_cv(s.cv, len(y), n_features, s.time_budget)
     prepared = prepare_task(
         X, y, space=space, task=task, target_type=target_type, scoring=s.scoring, cv=cv,
         validation_size=s.validation_size, split_seed=seeds.splits, model_seed=seeds.models,
