@@ -68,7 +68,9 @@ class Schedule:
 class Budget:
     """The limits of a run: ``max_evals`` new evaluations and/or ``time_budget`` seconds of wall
     clock counted from ``start_time`` (a ``clock()`` value; default: when the budget is made),
-    optimiser overhead included."""
+    optimiser overhead included. ``reserve()``, when given, is the seconds of the budget kept back
+    for work after the run (the estimator's refit); it is read at every check, so it may grow
+    with what the run learns."""
 
     def __init__(
         self,
@@ -77,6 +79,7 @@ class Budget:
         *,
         clock: Callable[[], float] = time.monotonic,
         start_time: float | None = None,
+        reserve: Callable[[], float] | None = None,
     ) -> None:
         if max_evals is None and time_budget is None:
             raise InvalidParameterError("give max_evals or time_budget (or both)")
@@ -84,12 +87,17 @@ class Budget:
         self.time_budget = time_budget
         self.clock = clock
         self.t0 = clock() if start_time is None else start_time
+        self.reserve = reserve
 
     def elapsed(self) -> float:
         return self.clock() - self.t0
 
     def time_left(self) -> float | None:
-        return None if self.time_budget is None else self.time_budget - self.elapsed()
+        """Seconds left for the run: the budget less the time elapsed and the reserve."""
+        if self.time_budget is None:
+            return None
+        reserved = 0.0 if self.reserve is None else float(self.reserve())
+        return self.time_budget - self.elapsed() - reserved
 
 
 class RunListener:
@@ -150,6 +158,9 @@ class RunOptions:
     clock, start_time : callable, float, optional
         The clock of the time budget and the ``clock()`` value it runs from (default: the start of
         the run), so a caller can count its own set-up, such as starting worker processes.
+    reserve : callable, optional
+        Seconds of the time budget to keep back for the caller's work after the run (the
+        estimator's refit), asked at every check (:class:`Budget`).
     overhead_aware : bool or None
         Whether the solvers that can (``supports_cheap_proposals``) add cheap proposals to a
         batch when their asks cost more than the evaluations
@@ -171,6 +182,7 @@ class RunOptions:
     batch_size: int = 1
     clock: Callable[[], float] = time.monotonic
     start_time: float | None = None
+    reserve: Callable[[], float] | None = None
     overhead_aware: bool | None = None
 
     def __post_init__(self) -> None:
@@ -199,7 +211,7 @@ class RunOptions:
     def recorder(self, encoding: Encoding, engine: Engine, constraints: Constraints) -> "Recorder":
         """A recorder over ``engine`` with this run's budget, starting now (or at start_time)."""
         budget = Budget(self.max_evals, self.time_budget, clock=self.clock,
-                        start_time=self.start_time)
+                        start_time=self.start_time, reserve=self.reserve)
         return Recorder(encoding, engine, budget, constraints, listeners=self.listeners)
 
     def drive(self, recorder: "Recorder", iterate: Callable[[int], Any],

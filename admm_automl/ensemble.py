@@ -12,14 +12,22 @@ With constraints, only pipelines that met them are candidates, and the ensemble 
 measured like a pipeline — fitted on each split's training rows, every constraint measured on the
 validation rows (latency, disparate impact, metric bounds, model size) — and kept only if it meets
 them all. The result is a plain scikit-learn :class:`~sklearn.ensemble.VotingClassifier` (soft
-voting) or :class:`~sklearn.ensemble.VotingRegressor` of the member pipelines with their weights.
+voting) or :class:`~sklearn.ensemble.VotingRegressor` of the member pipelines with their weights;
+the best single pipeline, refitted anyway, joins it as it is (scikit-learn's ``FrozenEstimator``)
+rather than being fitted a second time.
+
+Under a time budget the members must also be refitted in what is left of it: each candidate's
+refit time is estimated from its measured fit time
+(:func:`~admm_automl.results.refit_seconds_estimate`; with constraints, plus the fits that measure
+the ensemble), and a step may add a new member only while the estimated refits of all members fit
+in the time left (``time_left``); choosing a member again costs nothing.
 
 Choices where the papers are silent: the candidates are the best :data:`ENSEMBLE_POOL` (Liu et
-al.'s e_max = 32) by the constraints' rank; losses are compared on the pooled validation
-predictions (with cross-validation this is the loss of all out-of-fold predictions at once, which
-for AUROC differs slightly from the mean of the folds' losses that ``best_loss_`` reports), and an
-ensemble is used only when it is strictly better than the best single pipeline on that measure
-and has at least two members.
+al.'s e_max = 32) by the constraints' rank and the best of each learner; losses are compared on
+the pooled validation predictions (with cross-validation this is the loss of all out-of-fold
+predictions at once, which for AUROC differs slightly from the mean of the folds' losses that
+``best_loss_`` reports), and an ensemble is used only when it is strictly better than the best
+single pipeline on that measure and has at least two members.
 """
 
 from __future__ import annotations
@@ -34,13 +42,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from .evaluation.setup import ENSEMBLE_POOL
 from .evaluation.worker import take_rows
 from .records import Observation
-from .results import observation_of
+from .results import fit_on_labels, observation_of, refit_seconds_estimate
 
-__all__ = ["ENSEMBLE_POOL", "EnsembleChoice", "build_ensemble", "ensemble_selection"]
+__all__ = ["ENSEMBLE_POOL", "EnsembleChoice", "build_ensemble", "ensemble_selection",
+           "fit_ensemble"]
 
 
 def ensemble_selection(
-    predictions: Sequence[np.ndarray], loss: Callable[[np.ndarray], float], size: int
+    predictions: Sequence[np.ndarray], loss: Callable[[np.ndarray], float], size: int,
+    costs: Sequence[float] | None = None, allowance: float | None = None,
 ) -> tuple[np.ndarray, float]:
     """Greedy ensemble selection with replacement (Caruana et al., 2004).
 
@@ -52,6 +62,10 @@ def ensemble_selection(
         Loss of averaged predictions (lower is better).
     size : int
         Selection steps.
+    costs, allowance : sequence of float, float, optional
+        A candidate's cost is paid when it first joins; a step considers only the members so far
+        and the candidates whose cost still fits in ``allowance`` (the selection ends early when
+        none does). None: no limit.
 
     Returns
     -------
@@ -66,14 +80,21 @@ def ensemble_selection(
     counts = np.zeros(len(predictions), dtype=int)
     total = np.zeros_like(np.asarray(predictions[0], dtype=float))
     best_counts, best_loss = counts, np.inf
+    spent = 0.0
     for step in range(1, size + 1):
-        losses = [loss((total + p) / step) for p in predictions]
-        j = int(np.argmin(losses))
+        eligible = [j for j in range(len(predictions)) if counts[j] or allowance is None
+                    or costs is None or spent + costs[j] <= allowance]
+        if not eligible:
+            break
+        losses = [loss((total + predictions[j]) / step) for j in eligible]
+        j = eligible[int(np.argmin(losses))]
+        if not counts[j] and costs is not None:
+            spent += costs[j]
         counts = counts.copy()
         counts[j] += 1
         total = total + predictions[j]
-        if losses[j] < best_loss:
-            best_counts, best_loss = counts, float(losses[j])
+        if min(losses) < best_loss:
+            best_counts, best_loss = counts, float(min(losses))
     return best_counts, best_loss
 
 
@@ -131,9 +152,11 @@ class EnsembleChoice:
     constraints: dict[str, float]
 
 
-def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int) -> EnsembleChoice | None:
-    """The ensemble of a finished search (module docstring), or None when there is none to build,
-    it is not better than the best single pipeline (``best_eval_id``), or it misses a constraint."""
+def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
+                   time_left: float | None = None) -> EnsembleChoice | None:
+    """The ensemble of a finished search (module docstring), or None when there is none to build
+    (in ``time_left`` seconds, if given), it is not better than the best single pipeline
+    (``best_eval_id``), or it misses a constraint."""
     ctx, constraints = outcome.task.context, outcome.constraints
     kept = outcome.predictions
     if size < 1 or best_eval_id not in kept:
@@ -146,7 +169,16 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int) -> En
         return None
     loss = prediction_loss(ctx)
     predictions = [kept[i] for i in candidates]
-    counts, ens_loss = ensemble_selection(predictions, loss, size)
+    costs = None
+    if time_left is not None:
+        n_rows = len(ctx.y)
+        # with constraints, measuring the ensemble fits it once more per split
+        measuring = (sum(len(split.train) for split in ctx.splits) / n_rows
+                     if len(constraints) else 0.0)
+        # the best is refitted anyway (fit_ensemble reuses it): only measuring costs for it
+        costs = [(float(i != best_eval_id) + measuring)
+                 * refit_seconds_estimate(records[i], n_rows, len(ctx.splits)) for i in candidates]
+    counts, ens_loss = ensemble_selection(predictions, loss, size, costs, time_left)
     single_loss = loss(kept[best_eval_id])
     if np.count_nonzero(counts) < 2 or not ens_loss < single_loss:
         return None
@@ -156,6 +188,20 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int) -> En
     if len(constraints) and not constraints.feasible(Observation(ens_loss, constraints=measured)):
         return None
     return EnsembleChoice(model, weights, ens_loss, single_loss, measured)
+
+
+def fit_ensemble(choice: EnsembleChoice, X: Any, y: Any, y_search: Any,
+                 fitted: dict[int, Any]) -> Any:
+    """``choice.model`` fitted on all of (X, y) (by :func:`~admm_automl.results.fit_on_labels`);
+    the members in ``fitted`` (eval_id -> pipeline already fitted on all of it, such as
+    ``best_pipeline_``) are taken as they are, wrapped in scikit-learn's ``FrozenEstimator``."""
+    from sklearn.frozen import FrozenEstimator
+
+    model = clone(choice.model)
+    names = {name for name, _ in model.estimators}
+    model.set_params(**{f"eval{i}": FrozenEstimator(pipeline) for i, pipeline in fitted.items()
+                        if f"eval{i}" in names})
+    return fit_on_labels(model, X, y, y_search)
 
 
 def _voting(ctx: Any, space: Any, records: dict[int, Any], weights: dict[int, int]) -> Any:

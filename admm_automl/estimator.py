@@ -34,8 +34,8 @@ from .evaluation.setup import (METHODS, SearchSettings, check_training_length, m
 from .exceptions import DataError, InvalidParameterError
 from .progress import watching
 from .report import write_report
-from .ensemble import build_ensemble
-from .results import fit_on_labels, fitted_attributes, refit
+from .ensemble import build_ensemble, fit_ensemble
+from .results import fitted_attributes, refit
 from .rundir import as_method, write_run
 from .solvers import THETA_SOLVERS, Z_SOLVERS
 from .space import load_space
@@ -123,16 +123,20 @@ def _label_indices(classes: np.ndarray, y: Any) -> np.ndarray:
 
 
 def _refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
-                  ensemble_size: int) -> dict[str, Any]:
+                  ensemble_size: int, deadline: float | None = None) -> dict[str, Any]:
     """``best_pipeline_`` (and ``refit_time_``) and, when one is built
-    (:mod:`admm_automl.ensemble`), ``ensemble_``, refitted on all of (X, y), with its weights and
+    (:mod:`admm_automl.ensemble`, with members whose refits fit before ``deadline``, a
+    ``time.monotonic()`` value), ``ensemble_``, refitted on all of (X, y), with its weights and
     validation loss."""
     ctx = outcome.task.context
     best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
                           iterations=fitted["best_iterations_"])
-    choice = build_ensemble(outcome, space, ensemble_size, fitted["best_eval_id_"])
+    time_left = None if deadline is None else deadline - time.monotonic()
+    best_id = fitted["best_eval_id_"]
+    choice = build_ensemble(outcome, space, ensemble_size, best_id, time_left)
     return {"best_pipeline_": best, "refit_time_": seconds,
-            "ensemble_": None if choice is None else fit_on_labels(choice.model, X, y, ctx.y),
+            "ensemble_": None if choice is None else fit_ensemble(choice, X, y, ctx.y,
+                                                                  {best_id: best}),
             "ensemble_weights_": {} if choice is None else choice.weights,
             "ensemble_loss_": float("nan") if choice is None else choice.loss}
 
@@ -163,8 +167,11 @@ class ADMM(BaseEstimator):
         New pipeline evaluations (cache hits are free; a resumed run's count). With neither
         ``max_evals`` nor ``time_budget``, 100.
     time_budget : float, optional
-        Wall-clock seconds of this search, overhead included (the refit comes after). With worker
-        processes an evaluation running at the end is stopped. Not reproducible.
+        Wall-clock seconds of ``fit``: the search, overhead included, and the refit after it. The
+        search keeps back the estimated refit time of its best pipeline (with the ensemble on,
+        up to three times that, at most a fifth of the budget more), and the ensemble takes only
+        members whose refits fit in what is left. With worker processes an evaluation running
+        at the end of the search is stopped. Not reproducible.
     rho : float, default=1.0
         ADMM penalty ρ.
     inner_iter, inner_iter_step, inner_iter_max : int, default=16, 16, 128
@@ -243,8 +250,10 @@ class ADMM(BaseEstimator):
         best: ``"auto"`` is the portfolio shipped for a built-in space, None none.
     ensemble_size : int, default=16
         Steps of greedy ensemble selection (Caruana et al. 2004; 0 is off): ``ensemble_``, used
-        when it beats the best pipeline on validation data and meets the constraints. Its members
-        are refitted after the search, like ``best_pipeline_``.
+        when it beats the best pipeline on validation data and meets the constraints. Its
+        candidates are the best 32 evaluations and the best of each learner; its members are
+        refitted after the search, like ``best_pipeline_`` (under a ``time_budget``, only as many
+        as fit in it).
 
     Attributes
     ----------
@@ -366,7 +375,8 @@ class ADMM(BaseEstimator):
                 deep=False)), space=space, task=task, target_type=target_type,
                 sensitive_features=sensitive_features, start_time=start, listeners=listeners)
         fitted = fitted_attributes(outcome, space)
-        fitted.update(_refit_models(outcome, space, X, y, fitted, self.ensemble_size))
+        deadline = None if self.time_budget is None else start + self.time_budget
+        fitted.update(_refit_models(outcome, space, X, y, fitted, self.ensemble_size, deadline))
         for name, value in fitted.items():
             setattr(self, name, value)
         if self.output_dir is not None:

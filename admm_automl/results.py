@@ -184,6 +184,16 @@ def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
     return pipeline, time.perf_counter() - start
 
 
+def refit_seconds_estimate(record: dict[str, Any], n_rows: int, n_splits: int) -> float:
+    """The seconds a refit of ``record``'s pipeline on all ``n_rows`` rows should take: its mean
+    fit time per validation split (with what the prefix cache saved it added back) scaled linearly
+    from the split's training rows to all rows."""
+    saved = float((record.get("prefix_cache") or {}).get("seconds_saved") or 0.0)
+    per_split = (float(record.get("fit_time") or 0.0) + saved) / max(n_splits, 1)
+    n_train = record.get("n_train") or n_rows
+    return per_split * n_rows / max(int(n_train), 1)
+
+
 def fit_on_labels(model: Any, X: Any, y: Any, y_search: Any) -> Any:
     """``model`` fitted on all of (X, y), its warnings silenced (the search reported them); on the
     targets the search used, ``y_search`` (the label indices of a classification), if the model

@@ -154,6 +154,18 @@ def test_time_budget_never_starts_an_evaluation_that_cannot_finish(make_engine, 
     assert all(t is not None and t > 0 for t in engine.time_left_seen)
 
 
+def test_time_budget_keeps_back_the_reserve_for_after_the_run(make_engine, make_optimizer,
+                                                              fake_clock):
+    engine = make_engine(duration=1.0, clock=fake_clock)
+    reserve = lambda: 3.0  # noqa: E731  (the estimator's refit, say)
+    result = make_optimizer(engine=engine, max_evals=None, time_budget=10.5, reserve=reserve,
+                            clock=fake_clock).run()
+    assert result.stop_reason == "time_budget"
+    assert len(engine.calls) == 7  # at 7 s, 0.5 s are left before the 3 s kept back
+    assert fake_clock.now <= 7.5
+    assert max(engine.time_left_seen) <= 10.5 - 3.0
+
+
 def test_incumbent_is_the_best_over_all_evaluations(make_optimizer):
     result = make_optimizer(max_evals=70).run()
     losses = [e.observation.loss for e in result.evaluated]

@@ -189,6 +189,79 @@ def test_ensemble_selection_is_never_worse_than_the_best_single_model():
         ensemble_selection(preds, loss, 0)
 
 
+def test_ensemble_selection_adds_members_only_while_their_costs_fit():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 300)
+    preds = [np.clip(y + rng.normal(0, 1.0, 300), 0, 1) for _ in range(6)]
+    loss = lambda p: 1.0 - roc_auc_score(y, p)  # noqa: E731
+    free, _ = ensemble_selection(preds, loss, 12)
+    assert np.count_nonzero(free) >= 3  # without a limit, more than two members
+    costs = [1.0] * 6
+    counts, best = ensemble_selection(preds, loss, 12, costs, allowance=2.0)
+    assert np.count_nonzero(counts) == 2  # two fit; a member chosen again costs nothing
+    assert best <= min(loss(p) for p in preds)
+    none, inf = ensemble_selection(preds, loss, 12, costs, allowance=0.5)
+    assert none.sum() == 0 and inf == np.inf  # not even one member fits
+
+
+def test_the_ensemble_library_keeps_the_best_evaluation_of_every_learner(breast_cancer):
+    from admm_automl.evaluation.executors import make_executor
+    from admm_automl.evaluation.setup import open_objective, prepare_task
+    from admm_automl.records import Request
+
+    X, y = breast_cancer
+    space = DIVERSE.for_task("classification")
+    task = prepare_task(X, y, space=space, task="classification", target_type="binary")
+    task.context.keep_predictions = True
+    objective = open_objective(task.context, executor=make_executor(
+        "serial", n_jobs=1, memory_limit_mb=None, needs_isolation=False),
+                               worst_loss=task.worst_loss, keep_predictions=2)
+    names = space.encoding.choice_names[-1]
+    requests = []
+    for name in ("logistic_regression", "k_neighbors", "tree", "gaussian_nb"):
+        z = (0, names.index(name))
+        for u in (0.2, 0.5, 0.8):
+            theta = space.encoding.project(np.full(space.encoding.theta_dim, u))
+            requests.append(Request(z, theta))
+    try:
+        objective(requests)
+    finally:
+        objective.close()
+    records = objective.journal.records
+    kept = set(objective.predictions)
+    top = sorted(records, key=lambda r: r["loss"])[:2]
+    assert {r["eval_id"] for r in top} <= kept
+    for name in names:  # the best of every learner, however far down the ranking it is
+        mine = [r for r in records if r["pipeline"].endswith(name)]
+        if mine:
+            assert min(mine, key=lambda r: r["loss"])["eval_id"] in kept
+    assert len(kept) <= 2 + len(names)
+
+
+def test_a_time_budget_covers_the_refit(breast_cancer):
+    import time
+
+    X, y = breast_cancer
+    space = tiny_space({"sleeping": {
+        "class": "admm_automl.testing.estimators.SleepingClassifier",
+        "hyperparameters": {"seconds": {"type": "float", "low": 0.8, "high": 1.0,
+                                        "default": 0.9}}}})
+    budget = 6.0
+    model = ADMMClassifier(search_space=space, time_budget=budget, random_state=0, cv=None,
+                           theta_solver="random", z_solver="random", portfolio=None,
+                           ensemble_size=4, trial_timeout=5.0)
+    start = time.monotonic()
+    model.fit(X, y)
+    elapsed = time.monotonic() - start
+    h = model.history_
+    assert model.refit_time_ >= 0.8
+    # the search stopped early enough for the refit: it kept back the best one's estimated refit
+    assert h["time"].max() + model.refit_time_ <= budget  # (without the reserve: about 6.8 s)
+    assert elapsed <= budget + 0.25
+
+
 @pytest.fixture(scope="module")
 def ensembled(breast_cancer):
     X, y = breast_cancer
@@ -209,6 +282,21 @@ def test_ensemble_beats_the_best_single_pipeline_on_validation_data(ensembled, b
     assert set(model.ensemble_weights_) <= set(model.history_["eval_id"])
     np.testing.assert_allclose(model.predict_proba(X), model.ensemble_.predict_proba(X))
     assert (model.predict(X) == model.classes_[model.ensemble_.predict(X)]).all()
+
+
+def test_the_ensemble_reuses_the_refitted_best_pipeline(ensembled, breast_cancer):
+    from sklearn.base import clone
+    from sklearn.frozen import FrozenEstimator
+
+    X, y = breast_cancer
+    model = ensembled
+    member = model.ensemble_.named_estimators_[f"eval{model.best_eval_id_}"]
+    assert isinstance(member, FrozenEstimator) and member.estimator is model.best_pipeline_
+    # the same predictions as the ensemble fitted from scratch, every member refitted
+    scratch = clone(model.ensemble_).set_params(**{
+        name: clone(est.estimator if isinstance(est, FrozenEstimator) else est)
+        for name, est in model.ensemble_.estimators}).fit(X, model.classes_.searchsorted(y))
+    np.testing.assert_allclose(model.ensemble_.predict_proba(X), scratch.predict_proba(X))
 
 
 @pytest.mark.parametrize("slack", [100.0, 1.05])

@@ -21,8 +21,14 @@ Time-aware trials (when a time budget or a trial timeout applies):
   either way) exceeds the timeout, the full fit is not started and the probe's observation
   (fidelity < 1, so never the incumbent) answers the request.
 
-With ``keep_predictions`` > 0 the validation predictions of the best evaluations (by ``rank``) are
-kept in memory for the ensemble (:mod:`admm_automl.ensemble`), never in the journal.
+With ``keep_predictions`` > 0 the validation predictions of the best evaluations (by ``rank``),
+and of the best evaluation of each learner (the last step of the pipeline), are kept in memory for
+the ensemble (:mod:`admm_automl.ensemble`), never in the journal: the best of every learner keeps
+the ensemble's library diverse when one learner's variants fill the top places.
+
+:attr:`PipelineObjective.incumbent_refit` is the estimated refit time of the best evaluation so
+far (:func:`~admm_automl.results.refit_seconds_estimate`): what the estimator keeps back from a
+time budget for its refit.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from typing import Any, Sequence
 
 from ..journal import Journal
 from ..records import Observation, Request
-from ..results import observation_of
+from ..results import observation_of, refit_seconds_estimate
 from .worker import TrialContext
 
 logger = logging.getLogger(__name__)
@@ -89,9 +95,10 @@ class PipelineObjective:
         None: never.
     keep_predictions : int
         How many evaluations' validation predictions :attr:`predictions` keeps (the best by
-        ``rank``; 0: none).
+        ``rank``, and the best of each learner besides; 0: none).
     rank : callable, optional
-        Sort key of an :class:`Observation` for ``keep_predictions`` (default: its loss).
+        Sort key of an :class:`Observation` for ``keep_predictions`` and the incumbent (default:
+        its loss).
     """
 
     def __init__(
@@ -119,9 +126,14 @@ class PipelineObjective:
         self.probe_min_rows = probe_min_rows
         self.keep_predictions = keep_predictions
         self.rank = rank or (lambda obs: obs.loss)
-        #: eval_id -> validation predictions of the best ``keep_predictions`` evaluations
+        #: eval_id -> validation predictions of the best ``keep_predictions`` evaluations and of
+        #: the best of each learner
         self.predictions: dict[int, Any] = {}
         self._ranks: dict[int, Any] = {}
+        self._best_of_learner: dict[int, int] = {}  # learner (z[-1]) -> eval_id
+        #: estimated seconds to refit the best full-data evaluation so far on all rows
+        self.incumbent_refit = 0.0
+        self._incumbent_rank: Any = None
         self.cache: dict[str, Observation] = {}
         #: evaluations of a resumed journal not asked for yet in this session, by cache key
         self.replay: dict[str, Observation] = {
@@ -130,6 +142,9 @@ class PipelineObjective:
         }
         #: whether a pipeline succeeded on all rows (the automatic timeout starts then)
         self.succeeded = any(o.ok and o.fidelity >= 1.0 for o in self.replay.values())
+        for rec in journal.records:
+            if rec.get("key") and not rec.get("budget_stop"):
+                self._track_incumbent(rec, observation_of(rec))
         elapsed = max((float(r.get("time") or 0.0) for r in journal.records), default=0.0)
         self._t0 = (time.monotonic() if start_time is None else start_time) - elapsed
         executor.start(ctx)
@@ -206,18 +221,37 @@ class PipelineObjective:
         if not stopped:
             self.cache[key] = observation
         self.succeeded |= observation.ok and observation.fidelity >= 1.0
+        self._track_incumbent(record, observation)
         if predictions is not None and observation.ok and observation.fidelity >= 1.0:
-            self._keep(observation, predictions)
+            self._keep(int(request.z[-1]), observation, predictions)
         return observation
 
-    def _keep(self, observation: Observation, predictions: Any) -> None:
-        """Keep ``predictions`` if ``observation`` is among the best ``keep_predictions``."""
+    def _track_incumbent(self, record: dict[str, Any], observation: Observation) -> None:
+        """Update :attr:`incumbent_refit` if ``observation`` is the best full-data one so far."""
+        if not (observation.ok and observation.fidelity >= 1.0):
+            return
+        rank = self.rank(observation)
+        y = getattr(self.ctx, "y", None)  # a benchmark problem's context has no rows to refit on
+        if y is not None and (self._incumbent_rank is None or rank < self._incumbent_rank):
+            self._incumbent_rank = rank
+            self.incumbent_refit = refit_seconds_estimate(record, len(y), len(self.ctx.splits))
+
+    def _keep(self, learner: int, observation: Observation, predictions: Any) -> None:
+        """Keep ``predictions`` if ``observation`` is among the best ``keep_predictions`` or the
+        best of its learner; drop what no longer is."""
         if self.keep_predictions <= 0:
             return
-        self.predictions[observation.eval_id] = predictions
-        self._ranks[observation.eval_id] = self.rank(observation)
-        if len(self.predictions) > self.keep_predictions:
-            worst = max(self._ranks, key=self._ranks.__getitem__)
+        eval_id = observation.eval_id
+        self.predictions[eval_id] = predictions
+        self._ranks[eval_id] = self.rank(observation)
+        best = self._best_of_learner.get(learner)
+        if best is None or self._ranks[eval_id] < self._ranks[best]:
+            self._best_of_learner[learner] = eval_id
+        protected = set(self._best_of_learner.values())
+        spare = [i for i in self._ranks if i not in protected]
+        while len(spare) > self.keep_predictions:
+            worst = max(spare, key=self._ranks.__getitem__)
+            spare.remove(worst)
             del self.predictions[worst], self._ranks[worst]
 
     def _probe(self, todo: dict[str, Request], time_left: float | None, tags: dict[str, Any],

@@ -40,8 +40,13 @@ from .worker import TrialContext, take_rows
 #: the search methods of the estimator (``method=``)
 METHODS = ("admm", "jopt", "select", "flash")
 #: the validation predictions kept for the ensemble: of the best this many evaluations (the e_max
-#: of Liu et al. 2020, appendix on ensembles)
+#: of Liu et al. 2020, appendix on ensembles), and of the best evaluation of each learner
 ENSEMBLE_POOL = 32
+#: under a time budget with the ensemble on, the search keeps back this many times the estimated
+#: refit of its best pipeline: once for that pipeline, the rest for the ensemble's other members
+ENSEMBLE_REFIT_RESERVE = 3.0
+#: ... but the ensemble's part of that at most this fraction of the budget (the search comes first)
+ENSEMBLE_RESERVE_MAX_FRACTION = 0.2
 
 
 #: one line per method for ``admm-automl list`` (a method added to METHODS adds its line here)
@@ -383,13 +388,25 @@ class SearchOutcome:
 DEFAULT_MAX_EVALS = 100
 
 
+def refit_reserve(incumbent_refit: float, time_budget: float, ensemble: bool) -> float:
+    """The seconds a time-budgeted search keeps back for the refit after it, from the estimated
+    refit of its best pipeline so far (:func:`~admm_automl.results.refit_seconds_estimate`):
+    that, and with the ensemble on ``ENSEMBLE_REFIT_RESERVE - 1`` times as much again for its
+    other members, at most ``ENSEMBLE_RESERVE_MAX_FRACTION`` of the budget."""
+    if not ensemble:
+        return incumbent_refit
+    extra = (ENSEMBLE_REFIT_RESERVE - 1.0) * incumbent_refit
+    return incumbent_refit + min(extra, ENSEMBLE_RESERVE_MAX_FRACTION * time_budget)
+
+
 def run_search(
     X: Any, y: np.ndarray, settings: SearchSettings, *, space: Any, task: str, target_type: str,
     sensitive_features: Any = None, start_time: float | None = None, listeners: Any = (),
 ) -> SearchOutcome:
     """One search as the estimator runs it (the time budget runs from ``start_time``;
     ``listeners`` are the run's :class:`~admm_automl._recorder.RunListener`, e.g. a progress
-    display). Folds by :func:`resolve_cv`; with a time budget and no ``trial_timeout``, trials
+    display). Folds by :func:`resolve_cv`; with a time budget the search keeps back the time of
+    the refit after it (:func:`refit_reserve`), and with no ``trial_timeout``, trials
     time out at ``AUTO_TIMEOUT_FRACTION`` of the time left (at least ``AUTO_MIN_TIMEOUT_FRACTION``
     of the budget) and large data are probed on a subsample first (:mod:`.objective`); ADMM
     evaluates the warm-start portfolio first; with ``ensemble_size`` the best evaluations'
@@ -434,6 +451,8 @@ def run_search(
     max_evals = s.max_evals
     if max_evals is None and s.time_budget is None:
         max_evals = DEFAULT_MAX_EVALS
+    reserve = None if s.time_budget is None else (
+        lambda: refit_reserve(objective.incumbent_refit, s.time_budget, s.ensemble_size > 0))
     try:
         optimizer = make_optimizer(
             s.method, space.encoding, objective, theta_solver=s.theta_solver,
@@ -443,7 +462,7 @@ def run_search(
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
             max_evals=max_evals, time_budget=s.time_budget, seed=seeds.solvers,
             batch_size=getattr(executor, "n_workers", 1), start_time=start_time,
-            listeners=tuple(listeners), warm_start=warm_start,
+            reserve=reserve, listeners=tuple(listeners), warm_start=warm_start,
         )
         result = optimizer.run()
     finally:
