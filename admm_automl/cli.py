@@ -64,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--data", help="a CSV file (use with --target)")
     fit.add_argument("--target", help="name of the target column of --data")
     fit.add_argument("--data-dir", help="directory of NAME.csv[.gz] files with a 'target' column")
-    fit.add_argument("--time-budget", type=float, help="search time in seconds")
+    fit.add_argument("--time-budget", type=float,
+                     help="seconds for the search and the refit after it")
     fit.add_argument("--max-evals", type=int, help="number of pipeline evaluations")
     fit.add_argument("--seed", type=int, help="random seed (random_state)")
     fit.add_argument("--search-space", help="built-in space name or YAML file")

@@ -169,7 +169,7 @@ class ADMM(BaseEstimator):
     time_budget : float, optional
         Wall-clock seconds of ``fit``: the search, overhead included, and the refit after it. The
         search keeps back the estimated refit time of its best pipeline (with the ensemble on,
-        up to three times that, at most a fifth of the budget more), and the ensemble takes only
+        also of its next four best, at most a fifth of the budget), and the ensemble takes only
         members whose refits fit in what is left. With worker processes an evaluation running
         at the end of the search is stopped. Not reproducible.
     rho : float, default=1.0

@@ -26,9 +26,10 @@ and of the best evaluation of each learner (the last step of the pipeline), are 
 the ensemble (:mod:`admm_automl.ensemble`), never in the journal: the best of every learner keeps
 the ensemble's library diverse when one learner's variants fill the top places.
 
-:attr:`PipelineObjective.incumbent_refit` is the estimated refit time of the best evaluation so
-far (:func:`~admm_automl.results.refit_seconds_estimate`): what the estimator keeps back from a
-time budget for its refit.
+:meth:`PipelineObjective.refit_estimate` is the estimated refit time
+(:func:`~admm_automl.results.refit_seconds_estimate`) of the best evaluation so far and of the
+next best whose predictions are kept: what the estimator keeps back from a time budget for its
+refit and its ensemble.
 """
 
 from __future__ import annotations
@@ -131,9 +132,9 @@ class PipelineObjective:
         self.predictions: dict[int, Any] = {}
         self._ranks: dict[int, Any] = {}
         self._best_of_learner: dict[int, int] = {}  # learner (z[-1]) -> eval_id
-        #: estimated seconds to refit the best full-data evaluation so far on all rows
-        self.incumbent_refit = 0.0
-        self._incumbent_rank: Any = None
+        #: eval_id -> estimated seconds to refit it on all rows (successful full-data ones)
+        self._refit: dict[int, float] = {}
+        self._incumbent: tuple[Any, int] | None = None  # (rank, eval_id) of the best so far
         self.cache: dict[str, Observation] = {}
         #: evaluations of a resumed journal not asked for yet in this session, by cache key
         self.replay: dict[str, Observation] = {
@@ -144,7 +145,7 @@ class PipelineObjective:
         self.succeeded = any(o.ok and o.fidelity >= 1.0 for o in self.replay.values())
         for rec in journal.records:
             if rec.get("key") and not rec.get("budget_stop"):
-                self._track_incumbent(rec, observation_of(rec))
+                self._track(rec, observation_of(rec))
         elapsed = max((float(r.get("time") or 0.0) for r in journal.records), default=0.0)
         self._t0 = (time.monotonic() if start_time is None else start_time) - elapsed
         executor.start(ctx)
@@ -221,20 +222,30 @@ class PipelineObjective:
         if not stopped:
             self.cache[key] = observation
         self.succeeded |= observation.ok and observation.fidelity >= 1.0
-        self._track_incumbent(record, observation)
+        self._track(record, observation)
         if predictions is not None and observation.ok and observation.fidelity >= 1.0:
             self._keep(int(request.z[-1]), observation, predictions)
         return observation
 
-    def _track_incumbent(self, record: dict[str, Any], observation: Observation) -> None:
-        """Update :attr:`incumbent_refit` if ``observation`` is the best full-data one so far."""
-        if not (observation.ok and observation.fidelity >= 1.0):
-            return
-        rank = self.rank(observation)
+    def _track(self, record: dict[str, Any], observation: Observation) -> None:
+        """Note the refit estimate of a successful full-data evaluation, and the best so far."""
         y = getattr(self.ctx, "y", None)  # a benchmark problem's context has no rows to refit on
-        if y is not None and (self._incumbent_rank is None or rank < self._incumbent_rank):
-            self._incumbent_rank = rank
-            self.incumbent_refit = refit_seconds_estimate(record, len(y), len(self.ctx.splits))
+        if y is None or not (observation.ok and observation.fidelity >= 1.0):
+            return
+        eval_id = observation.eval_id
+        self._refit[eval_id] = refit_seconds_estimate(record, len(y), len(self.ctx.splits))
+        rank = self.rank(observation)
+        if self._incumbent is None or rank < self._incumbent[0]:
+            self._incumbent = (rank, eval_id)
+
+    def refit_estimate(self, others: int = 0) -> tuple[float, float]:
+        """Estimated seconds to refit the best evaluation so far, and the next ``others`` best
+        of those whose predictions are kept (together), on all rows; zeros before any success."""
+        if self._incumbent is None:
+            return 0.0, 0.0
+        best = self._incumbent[1]
+        ranked = sorted((i for i in self._ranks if i != best), key=self._ranks.__getitem__)
+        return self._refit[best], sum(self._refit.get(i, 0.0) for i in ranked[:others])
 
     def _keep(self, learner: int, observation: Observation, predictions: Any) -> None:
         """Keep ``predictions`` if ``observation`` is among the best ``keep_predictions`` or the

@@ -42,10 +42,11 @@ METHODS = ("admm", "jopt", "select", "flash")
 #: the validation predictions kept for the ensemble: of the best this many evaluations (the e_max
 #: of Liu et al. 2020, appendix on ensembles), and of the best evaluation of each learner
 ENSEMBLE_POOL = 32
-#: under a time budget with the ensemble on, the search keeps back this many times the estimated
-#: refit of its best pipeline: once for that pipeline, the rest for the ensemble's other members
-ENSEMBLE_REFIT_RESERVE = 3.0
-#: ... but the ensemble's part of that at most this fraction of the budget (the search comes first)
+#: under a time budget with the ensemble on, the search also keeps back the estimated refits of
+#: this many of its next best evaluations, for the ensemble's other members (in the benchmark
+#: against FLAML, ensembles had 2-7 members) ...
+ENSEMBLE_RESERVE_MEMBERS = 4
+#: ... at most this fraction of the budget (the search comes first)
 ENSEMBLE_RESERVE_MAX_FRACTION = 0.2
 
 
@@ -388,15 +389,13 @@ class SearchOutcome:
 DEFAULT_MAX_EVALS = 100
 
 
-def refit_reserve(incumbent_refit: float, time_budget: float, ensemble: bool) -> float:
-    """The seconds a time-budgeted search keeps back for the refit after it, from the estimated
-    refit of its best pipeline so far (:func:`~admm_automl.results.refit_seconds_estimate`):
-    that, and with the ensemble on ``ENSEMBLE_REFIT_RESERVE - 1`` times as much again for its
-    other members, at most ``ENSEMBLE_RESERVE_MAX_FRACTION`` of the budget."""
-    if not ensemble:
-        return incumbent_refit
-    extra = (ENSEMBLE_REFIT_RESERVE - 1.0) * incumbent_refit
-    return incumbent_refit + min(extra, ENSEMBLE_RESERVE_MAX_FRACTION * time_budget)
+def refit_reserve(objective: PipelineObjective, time_budget: float, ensemble: bool) -> float:
+    """The seconds a time-budgeted search keeps back for the refit after it: the estimated refit
+    of its best pipeline so far (:meth:`PipelineObjective.refit_estimate`) and, with the ensemble
+    on, of its ``ENSEMBLE_RESERVE_MEMBERS`` next best kept evaluations, those at most
+    ``ENSEMBLE_RESERVE_MAX_FRACTION`` of the budget."""
+    best, others = objective.refit_estimate(ENSEMBLE_RESERVE_MEMBERS if ensemble else 0)
+    return best + min(others, ENSEMBLE_RESERVE_MAX_FRACTION * time_budget)
 
 
 def run_search(
@@ -452,7 +451,7 @@ def run_search(
     if max_evals is None and s.time_budget is None:
         max_evals = DEFAULT_MAX_EVALS
     reserve = None if s.time_budget is None else (
-        lambda: refit_reserve(objective.incumbent_refit, s.time_budget, s.ensemble_size > 0))
+        lambda: refit_reserve(objective, s.time_budget, s.ensemble_size > 0))
     try:
         optimizer = make_optimizer(
             s.method, space.encoding, objective, theta_solver=s.theta_solver,
