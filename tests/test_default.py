@@ -240,6 +240,17 @@ def test_the_ensemble_library_keeps_the_best_evaluation_of_every_learner(breast_
     assert len(kept) <= 2 + len(names)
 
 
+def test_refit_estimate_scales_the_mean_fit_per_split_to_all_rows():
+    from admm_automl.results import refit_seconds_estimate
+
+    # 5 folds of 800 training rows, 10 s of fits in all (2 s each): 2.5 s on 1000 rows
+    assert refit_seconds_estimate({"fit_time": 10.0, "n_train": 800}, 1000, 5) == 2.5
+    # what the prefix cache saved counts: the refit fits every step
+    assert refit_seconds_estimate({"fit_time": 6.0, "n_train": 800,
+                                   "prefix_cache": {"seconds_saved": 4.0}}, 1000, 5) == 2.5
+    assert refit_seconds_estimate({"fit_time": 0.0, "n_train": None}, 1000, 1) == 0.0
+
+
 def test_a_time_budget_covers_the_refit(breast_cancer):
     import time
 

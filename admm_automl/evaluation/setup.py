@@ -44,7 +44,7 @@ METHODS = ("admm", "jopt", "select", "flash")
 ENSEMBLE_POOL = 32
 #: under a time budget with the ensemble on, the search also keeps back the estimated refits of
 #: this many of its next best evaluations, for the ensemble's other members (in the benchmark
-#: against FLAML, ensembles had 2-7 members) ...
+#: against FLAML, ensembles had up to 8 members, most 3-5) ...
 ENSEMBLE_RESERVE_MEMBERS = 4
 #: ... at most this fraction of the budget (the search comes first)
 ENSEMBLE_RESERVE_MAX_FRACTION = 0.2

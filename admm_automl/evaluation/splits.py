@@ -38,7 +38,7 @@ def resolve_cv(cv: "int | str | None", n_rows: int, n_features: int = 1,
     against the budget measures. The budget rule is FLAML's (``eval_method="auto"``: cross-validation
     while rows x features / 0.9 < 10^7 x budget / 3600 s and rows < 100,000). Measured side by side
     with the row rule alone on the seven shared datasets it changes (experiments/README.md, "cv='auto'
-    and the time budget"): even at 60 s, better on two by about 0.002 test AUROC at 300 s.
+    and the time budget"): a wash at 60 s, better on two by about 0.002 test AUROC at 300 s.
     """
     if cv != "auto":
         return cv
