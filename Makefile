@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast smoke chromium clean
+.PHONY: install demo test test-fast lint smoke chromium clean
 
 # The shared benchmark data (read in place, never copied); the smoke runs fall back to
 # scikit-learn's bundled data or skip the scripts that need it when it is missing.
@@ -30,6 +30,10 @@ test: $(STAMP)
 # Everything but the end-to-end fits and quality checks marked slow (a few minutes).
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
+
+# The layers of the package (pyproject.toml's import-linter contracts): no cycles, no upward import.
+lint: $(STAMP)
+	$(BIN)/lint-imports
 
 # Every experiment script at a tiny budget, so none of them rots (results go to temporary folders).
 smoke: $(STAMP)

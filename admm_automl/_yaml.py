@@ -1,8 +1,10 @@
-"""YAML reading shared by spaces and configurations: safe, and strict about duplicate keys."""
+"""YAML shared by spaces, configurations and run directories: reading that is safe and strict
+about duplicate keys, and writing an estimator's parameters as a configuration."""
 
 from __future__ import annotations
 
-from typing import IO, Any
+from pathlib import Path
+from typing import IO, Any, Mapping
 
 import yaml
 
@@ -30,3 +32,59 @@ def read_yaml(stream: "str | IO[str]") -> Any:
         return yaml.load(stream, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as err:
         raise ConfigError(f"not valid YAML: {err}") from None
+
+
+def plain(value: Any, lenient: bool = False) -> Any:
+    """Plain Python types for ``yaml.safe_dump`` (it rejects numpy scalars and tuples); a solver
+    or constraint object as ``{name, params}``. ``lenient`` writes what YAML cannot hold (a
+    function, a space object) as its repr instead of raising :class:`ConfigError`."""
+    import numpy as np
+
+    if isinstance(value, Mapping):
+        return {str(k): plain(v, lenient) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, lenient) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "get_params") and getattr(value, "name", ""):
+        return {"name": value.name, "params": plain(value.get_params(), lenient)}
+    if lenient:
+        return repr(value)
+    raise ConfigError(f"cannot write {value!r} ({type(value).__name__}) to YAML")
+
+
+def estimator_params(est: Any) -> dict[str, Any]:
+    """An estimator's parameters as a configuration holds them (``task`` of a fixed-task one)."""
+    params = dict(est.get_params(deep=False))
+    if getattr(est, "_fixed_task", None):
+        params["task"] = est._fixed_task
+    return params
+
+
+def config_node(estimator: Mapping[str, Any], data: Mapping[str, Any] | None = None,
+                lenient: bool = False) -> dict[str, Any]:
+    """``{"estimator": ..., "data": ...}`` in plain types (see :func:`plain`)."""
+    out: dict[str, Any] = {"estimator": plain(estimator, lenient)}
+    if data:
+        out["data"] = plain(data, lenient)
+    return out
+
+
+def write_config(estimator: Mapping[str, Any], data: Mapping[str, Any] | None,
+                 path: "str | Path", lenient: bool = False) -> None:
+    """Write a configuration as YAML; ``lenient`` writes what YAML cannot hold as its repr, and a
+    comment on the file's first line says that it records the run but cannot be loaded again."""
+    try:
+        node, note = config_node(estimator, data), ""
+    except ConfigError as err:
+        if not lenient:
+            raise
+        node, note = config_node(estimator, data, lenient=True), \
+            f"# not loadable as a configuration: {err}\n"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(note)
+        yaml.safe_dump(node, fh, sort_keys=False)

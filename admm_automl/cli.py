@@ -16,7 +16,7 @@ import warnings
 from typing import Any, Callable, Sequence
 
 from .evaluation.metrics import shown
-from .evaluation.setup import METHOD_SUMMARIES, METHODS
+from .methods.registry import METHODS
 from .exceptions import (
     ADMMAutoMLError,
     ADMMAutoMLWarning,
@@ -71,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--search-space", help="built-in space name or YAML file")
     fit.add_argument("--theta-solver", help="θ-min solver name")
     fit.add_argument("--z-solver", help="z-min solver name")
-    fit.add_argument("--method", choices=METHODS,
+    fit.add_argument("--method", choices=list(METHODS),
                      help="search method (default admm; `admm-automl list` describes them)")
     fit.add_argument("--inner-iter", type=int, help="evaluations per sub-problem (I or I0)")
     fit.add_argument("--inner-iter-step", type=int, help="adaptive step F (0 = fixed I)")
@@ -117,7 +117,7 @@ def _fit(args: argparse.Namespace) -> int:
 
     from .config import Config, load_config
     from .datasets import load_csv, load_dataset
-    from .rundir import write_run
+    from .reporting.rundir import write_run
 
     say: Callable[..., Any] = (lambda *a, **k: None) if args.quiet else print
     config = load_config(args.config) if args.config else Config()
@@ -207,7 +207,7 @@ def _fit(args: argparse.Namespace) -> int:
 def _write_report(run_dir: Any, path: Any = None, *, after_fit: bool = False) -> str:
     """Write the report of ``run_dir``; the line that says where it is. After ``fit`` a missing
     matplotlib is said, not raised: the run itself succeeded."""
-    from .report import write_report
+    from .reporting.report import write_report
 
     try:
         html = write_report(run_dir, path)
@@ -231,7 +231,7 @@ def _list() -> int:
 
     print("methods:")
     for name in METHODS:
-        print(f"  {name:<16} {METHOD_SUMMARIES.get(name, '(no summary in METHOD_SUMMARIES)')}")
+        print(f"  {name:<16} {METHODS[name].summary}")
     registries = (
         ("theta solvers", THETA_SOLVERS), ("z solvers", Z_SOLVERS), ("constraints", CONSTRAINTS)
     )

@@ -26,9 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
-from ._yaml import read_yaml
+from ._yaml import config_node, estimator_params, read_yaml, write_config
 from .exceptions import ConfigError, InvalidParameterError, did_you_mean, unknown_name_message
 
 DATA_KEYS = {"dataset", "data_dir", "csv", "target", "test_size"}
@@ -83,31 +81,7 @@ class Config:
     def to_dict(self, lenient: bool = False) -> dict[str, Any]:
         """Plain types for YAML; ``lenient`` writes what YAML cannot hold (a function, a space
         object) as its repr instead of raising :class:`ConfigError`."""
-        out: dict[str, Any] = {"estimator": _plain(self.estimator, lenient)}
-        if self.data:
-            out["data"] = _plain(self.data, lenient)
-        return out
-
-
-def _plain(value: Any, lenient: bool = False) -> Any:
-    """Plain Python types for ``yaml.safe_dump`` (it rejects numpy scalars and tuples)."""
-    import numpy as np
-
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v, lenient) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, lenient) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if hasattr(value, "get_params") and getattr(value, "name", ""):
-        return {"name": value.name, "params": _plain(value.get_params(), lenient)}
-    if lenient:
-        return repr(value)
-    raise ConfigError(f"cannot write {value!r} ({type(value).__name__}) to YAML")
+        return config_node(self.estimator, self.data, lenient)
 
 
 def config_from_dict(node: Any) -> Config:
@@ -151,21 +125,10 @@ def load_config(source: "str | Path | Mapping[str, Any]") -> Config:
 
 def config_from_estimator(est: Any, data: Mapping[str, Any] | None = None) -> Config:
     """The configuration of an estimator (all parameters, defaults included)."""
-    params = est.get_params(deep=False)
-    if getattr(est, "_fixed_task", None):
-        params["task"] = est._fixed_task
-    return Config(dict(params), dict(data or {}))
+    return Config(estimator_params(est), dict(data or {}))
 
 
 def dump_config(config: Config, path: "str | Path", lenient: bool = False) -> None:
     """Write ``config`` as YAML; ``lenient`` as :meth:`Config.to_dict` (the file then records the
     run but cannot be loaded again, which a comment on its first line says)."""
-    try:
-        node, note = config.to_dict(), ""
-    except ConfigError as err:
-        if not lenient:
-            raise
-        node, note = config.to_dict(lenient=True), f"# not loadable as a configuration: {err}\n"
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(note)
-        yaml.safe_dump(node, fh, sort_keys=False)
+    write_config(config.estimator, config.data, path, lenient=lenient)

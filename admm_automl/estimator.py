@@ -3,12 +3,11 @@
 ``ADMM`` searches a pipeline space by the ADMM decomposition of Liu et al. (AAAI 2020) and refits
 the best pipeline on all the data; ``ADMMClassifier`` and ``ADMMRegressor`` fix the task so that
 scikit-learn knows the estimator type before ``fit``. The search itself is set up by
-:func:`admm_automl.evaluation.setup.run_search`.
+:func:`admm_automl.run.setup.run_search`.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -24,19 +23,20 @@ from sklearn.utils.validation import (
 )
 
 from . import _validation as v
-from . import plots
-from ._recorder import Schedule
+from .reporting import plots
+from .methods._driver import Schedule
 from .constraints import make_constraints
 from .evaluation import get_metric
 from .evaluation.data import as_frame_if_mixed, check_unique_columns, column_kinds, conform
-from .evaluation.setup import (METHODS, SearchSettings, check_training_length, method_spec,
-                                run_search)
+from .methods.registry import METHODS, check_training_length, method_spec
+from .run.deadline import Deadline, refit_threads
+from .run.setup import (SearchSettings, run_search)
 from .exceptions import DataError, InvalidParameterError
-from .progress import watching
-from .report import write_report
-from .ensemble import build_ensemble, fit_ensemble
-from .results import fitted_attributes, refit
-from .rundir import as_method, write_run
+from .reporting.progress import watching
+from .reporting.report import write_report
+from .run.ensemble import build_ensemble, fit_ensemble
+from .run.results import fitted_attributes, refit
+from .reporting.rundir import as_method, write_run
 from .solvers import THETA_SOLVERS, Z_SOLVERS
 from .space import load_space
 from .space.portfolio import resolve_portfolio
@@ -123,20 +123,19 @@ def _label_indices(classes: np.ndarray, y: Any) -> np.ndarray:
 
 
 def _refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
-                  ensemble_size: int, deadline: float | None = None) -> dict[str, Any]:
+                  ensemble_size: int, deadline: Deadline) -> dict[str, Any]:
     """``best_pipeline_`` (and ``refit_time_``) and, when one is built
-    (:mod:`admm_automl.ensemble`, with members whose refits fit before ``deadline``, a
-    ``time.monotonic()`` value), ``ensemble_``, refitted on all of (X, y), with its weights and
-    validation loss."""
+    (:mod:`admm_automl.run.ensemble`, with members whose refits fit in what is left of
+    ``deadline``), ``ensemble_``, refitted on all of (X, y) under the trials' thread limit, with
+    its weights and validation loss."""
     ctx = outcome.task.context
-    best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
-                          iterations=fitted["best_iterations_"])
-    time_left = None if deadline is None else deadline - time.monotonic()
-    best_id = fitted["best_eval_id_"]
-    choice = build_ensemble(outcome, space, ensemble_size, best_id, time_left)
-    return {"best_pipeline_": best, "refit_time_": seconds,
-            "ensemble_": None if choice is None else fit_ensemble(choice, X, y, ctx.y,
-                                                                  {best_id: best}),
+    with refit_threads(outcome.refit_threads):
+        best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
+                              iterations=fitted["best_iterations_"])
+        best_id = fitted["best_eval_id_"]
+        choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left())
+        ensemble = None if choice is None else fit_ensemble(choice, X, y, ctx.y, {best_id: best})
+    return {"best_pipeline_": best, "refit_time_": seconds, "ensemble_": ensemble,
             "ensemble_weights_": {} if choice is None else choice.weights,
             "ensemble_loss_": float("nan") if choice is None else choice.loss}
 
@@ -160,9 +159,9 @@ class ADMM(BaseEstimator):
         hyperparameters; ``"select"``: ``z_solver`` with every hyperparameter at its default;
         ``"flash"``: FLASH (Zhang et al., KDD 2016) — a D-optimal design of pipelines, EIPS with
         a linear path model, then ``theta_solver`` on the pruned space
-        (:class:`admm_automl.flash.FlashOptimizer`). Like a solver, a method may be given as
+        (:class:`admm_automl.methods.flash.FlashOptimizer`). Like a solver, a method may be given as
         ``{"name": "flash", "params": {"top_r": 5, ...}}``; only ``"flash"`` has params of its own
-        (:class:`admm_automl.flash.FlashSettings`).
+        (:class:`admm_automl.methods.flash.FlashSettings`).
     max_evals : int, optional
         New pipeline evaluations (cache hits are free; a resumed run's count). With neither
         ``max_evals`` nor ``time_budget``, 100.
@@ -228,7 +227,7 @@ class ADMM(BaseEstimator):
     output_dir : str or path, optional
         The run directory: ``journal.jsonl`` is appended, one record per evaluation as it
         happens; at the end of ``fit`` the trace, the summary, the configuration and the
-        refitted pipeline are written beside it (:mod:`admm_automl.rundir`), which
+        refitted pipeline are written beside it (:mod:`admm_automl.reporting.rundir`), which
         ``admm-automl report DIR`` reads.
     resume : bool, default=True
         A journal in ``output_dir`` from the same data, task, metric, splits, seed and space is
@@ -243,7 +242,7 @@ class ADMM(BaseEstimator):
         to standard error; 2 also logs every evaluation.
     progress : bool, optional
         The progress display: None follows ``verbose``; True shows it even when standard error
-        is not a terminal; False never shows it (:mod:`admm_automl.progress`).
+        is not a terminal; False never shows it (:mod:`admm_automl.reporting.progress`).
     task : {"auto", "classification", "regression"}, default="auto"
     portfolio : "auto", None, path or list of dict, default="auto"
         Configurations the ADMM method evaluates after the initial pipeline, starting from the
@@ -357,7 +356,7 @@ class ADMM(BaseEstimator):
         ``sensitive_features`` (one group label per row) feeds fairness constraints that have no
         ``group_by`` column.
         """
-        start = time.monotonic()  # the time budget covers set-up and worker start-up too
+        deadline = Deadline(self.time_budget)  # it covers set-up and worker start-up too
         self._validate_params()
         X = self._check_X(X, reset=True)
         y, task, target_type = _check_target(X, y, self._fixed_task or self.task,
@@ -373,9 +372,8 @@ class ADMM(BaseEstimator):
             space = load_space(self.search_space).for_task(task).for_data(len(y))
             outcome = run_search(X, y_search, SearchSettings.from_params(self.get_params(
                 deep=False)), space=space, task=task, target_type=target_type,
-                sensitive_features=sensitive_features, start_time=start, listeners=listeners)
+                sensitive_features=sensitive_features, deadline=deadline, listeners=listeners)
         fitted = fitted_attributes(outcome, space)
-        deadline = None if self.time_budget is None else start + self.time_budget
         fitted.update(_refit_models(outcome, space, X, y, fitted, self.ensemble_size, deadline))
         for name, value in fitted.items():
             setattr(self, name, value)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .exceptions import ResumeError
+from .records import Observation, Status
 
 HEADER_KEY = "run"
 
@@ -175,3 +176,23 @@ def _parse(text: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         elif isinstance(obj, dict):
             records.append(obj)
     return header, records
+
+
+def observation_of(record: dict[str, Any], *, cached: bool = False) -> Observation:
+    """The :class:`Observation` a journal record holds."""
+    return Observation(
+        loss=float(record["loss"]),
+        status=Status(record["status"]),
+        constraints=dict(record.get("constraints") or {}),
+        error=record.get("error"),
+        fidelity=float(record["fidelity"]),
+        fit_time=float(record.get("fit_time") or 0.0),
+        predict_time=float(record.get("predict_time") or 0.0),
+        duration=float(record.get("duration") or 0.0),
+        cached=cached,
+        eval_id=int(record["eval_id"]),
+        budget_stop=bool(record.get("budget_stop", False)),
+        iterations=record.get("iterations"),
+        curve=tuple((int(t), float(v)) for t, v in record.get("curve") or ()),
+        continued_from=int(record.get("continued_from") or 0),
+    )

@@ -58,7 +58,7 @@ class ThetaProblem:
     does); ``grids``, the admissible unit values of each relaxed discrete coordinate (``None`` for a
     continuous one; empty when unknown), whose spacing is the resolution the δ-step projects to;
     and, for a joint problem (JOPT), ``pipeline_space``, the
-    :class:`~admm_automl.space.PipelineSpace` whose :func:`~admm_automl.baselines.joint_encode`
+    :class:`~admm_automl.space.PipelineSpace` whose :func:`~admm_automl.methods.baselines.joint_encode`
     points ``x`` are, so a solver can search its conditional structure natively.
 
     ``training_length(x)`` is the :class:`~admm_automl.space.Iterations` of the iterative learner

@@ -1,8 +1,8 @@
-"""Algorithm-selection benchmark (issue 4): the experiment of Kishimoto et al. (2021), scaled down.
+"""Algorithm-selection benchmark: the experiment of Kishimoto et al. (2021), scaled down.
 
 No hyperparameter tuning: every algorithm of the ``blds`` space (Kishimoto et al., Table 1, 3072
 pipelines) stays at its defaults and a z-solver picks one algorithm per module
-(``method="select"``, i.e. :class:`admm_automl.baselines.SelectionOptimizer`). Loss 1 − AUROC on a
+(``method="select"``, i.e. :class:`admm_automl.methods.baselines.SelectionOptimizer`). Loss 1 − AUROC on a
 stratified 70/30 split (one fixed split per dataset, seed 0, shared by every method and seed: the
 paper says all methods use the same training and validation sets but gives neither the split seed
 nor whether it stratifies); the runs differ in the solver seed (and the pipelines' own
@@ -71,8 +71,9 @@ def slug(method: str) -> str:
 # ----------------------------------------------------------------------------- running
 def run_one(dataset: str, X, y, method: str, seed: int, budget: float, out: Path) -> dict:
     """One search; the journal goes to ``out/journal.jsonl`` (an existing one is removed first)."""
-    from admm_automl.evaluation import make_executor
-    from admm_automl.evaluation.setup import make_optimizer, open_objective, prepare_task
+    from admm_automl.run.executor import make_executor
+    from admm_automl.methods.registry import make_optimizer
+    from admm_automl.run.setup import open_objective, prepare_task
     from admm_automl.space import load_space
 
     if out.exists():

@@ -1,4 +1,4 @@
-"""Throughput of the Dask executor against the local process pool (issue 16, item 3).
+"""Throughput of the Dask executor against the local process pool.
 
 Trials per second with 1 and 2 workers, on cheap pipelines (standard scaling + logistic regression,
 a few milliseconds: the executor's own overhead dominates) and on slow ones (standard scaling + a
@@ -17,7 +17,7 @@ kind, so that first imports are not charged; each cell is the median over ``--re
 two executors taking turns to go first, so that a change of machine load hits both alike. The
 script also checks that both executors give identical losses.
 
-Targets (issue 16): on slow pipelines 2 workers give >= 1.8x the throughput of one, and Dask stays
+Targets: on slow pipelines 2 workers give >= 1.8x the throughput of one, and Dask stays
 within 10 % of the local pool. Results go to ``experiments/results/dask_throughput/results.json``
 and a Markdown table is printed.
 

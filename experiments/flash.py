@@ -1,10 +1,10 @@
-"""FLASH benchmark (issue 11): Table 2 of Zhang et al. (KDD 2016), scaled down.
+"""FLASH benchmark: Table 2 of Zhang et al. (KDD 2016), scaled down.
 
 Methods (named as :func:`admm_automl.benchmarks.runner.parse_method` reads them):
 
 * ``FLASH(BO)`` — FLASH (``method="flash"``): D-optimal design, EIPS pruning to the top-10
   sub-graph, then GP-BO on the pruned space (the paper tunes it with SMAC; see
-  :class:`admm_automl.flash.FlashOptimizer`);
+  :class:`admm_automl.methods.flash.FlashOptimizer`);
 * ``FLASH(BO)@cache=0`` — the same without the prefix cache of fitted steps (the flag is recorded
   in ``run.json``; it changes the runs once the worker fits through
   :mod:`admm_automl.evaluation.prefix_cache`; until then both FLASH rows run the same search);

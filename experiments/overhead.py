@@ -1,4 +1,4 @@
-"""Where the time of a search goes, per evaluation (issue 14, item 1).
+"""Where the time of a search goes, per evaluation.
 
 For each problem × executor × method, one run of ``--max-evals`` evaluations is timed by wrappers
 around the public seams, never inside the package:
@@ -23,7 +23,7 @@ needs torch, and as its ask grows with the cube of the observations it stops at 
 A run with an evaluation budget is not overhead-aware (no cheap proposals), so these tables show
 the solvers' own cost.
 
-Then the headline of issue 14: on the artificial objective, ``--seconds`` of wall clock (serial
+Then the headline question, whether the search pays for its own overhead: on the artificial objective, ``--seconds`` of wall clock (serial
 executor, as the benchmark runner uses for it), the default ADMM against random search, and the
 default ADMM with an evaluation budget of 1000 (no time budget, so no cheap proposals) for the
 quality at equal evaluation counts: evaluations made, the best loss, the best loss after 50, 200
@@ -143,7 +143,7 @@ def make_problem(name: str):
 
 
 def supports_overhead_aware() -> bool:
-    from admm_automl._recorder import RunOptions
+    from admm_automl.methods._driver import RunOptions
 
     return "overhead_aware" in {f.name for f in dataclasses.fields(RunOptions)}
 
@@ -152,11 +152,12 @@ def run_one(problem_name: str, executor: str, method: str, *, seed: int,
             max_evals: int | None = None, time_budget: float | None = None,
             overhead_aware: bool | None = None) -> dict[str, Any]:
     """One timed run; returns the snapshots, the losses and the run's summary numbers."""
-    from admm_automl._recorder import Budget, Schedule
+    from admm_automl.methods._driver import Budget, Schedule
     from admm_automl.benchmarks import peers
     from admm_automl.benchmarks.runner import parse_method
     from admm_automl.evaluation import ProcessExecutor, SerialExecutor
-    from admm_automl.evaluation.setup import make_optimizer, open_objective
+    from admm_automl.methods.registry import make_optimizer
+    from admm_automl.run.setup import open_objective
 
     problem = make_problem(problem_name)
     pool = ProcessExecutor(n_workers=1, threads=1) if executor == "process" else SerialExecutor()

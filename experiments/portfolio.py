@@ -118,8 +118,8 @@ def search_candidates(X, y, evals: int, per_dataset: int, timeout: float) -> lis
 
 def loss_column(X, y, configs: list[dict], timeout: float) -> np.ndarray:
     """The validation loss of every configuration on (X, y), by the engine of a run."""
-    from admm_automl.evaluation.executors import make_executor
-    from admm_automl.evaluation.setup import open_objective, prepare_task
+    from admm_automl.run.executor import make_executor
+    from admm_automl.run.setup import open_objective, prepare_task
     from admm_automl.evaluation.splits import resolve_cv
     from admm_automl.records import Request
     from admm_automl.space import load_space
@@ -191,7 +191,7 @@ def leave_one_out(losses: np.ndarray, origin: list[str | None], names: list[str]
 def write_yaml(path: Path, node: dict, header: str) -> None:
     import yaml
 
-    from admm_automl.config import _plain  # YAML-safe values (numpy scalars become Python ones)
+    from admm_automl._yaml import plain as _plain  # YAML-safe values (numpy scalars become Python ones)
 
     path.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(_plain(node), sort_keys=False, width=100, default_flow_style=None)

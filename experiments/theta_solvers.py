@@ -1,4 +1,4 @@
-"""θ-min solver benchmark (issue 3): bo vs skopt, rbfopt, random and Optuna's GP sampler.
+"""θ-min solver benchmark: bo vs skopt, rbfopt, random and Optuna's GP sampler.
 
 Problems
 --------
@@ -109,7 +109,7 @@ def real_problem(data_dir: str):
     if "gb" not in _REAL_CACHE:
         from admm_automl.datasets import load_from_dir
         from admm_automl.evaluation import SerialExecutor
-        from admm_automl.evaluation.setup import open_objective, prepare_task
+        from admm_automl.run.setup import open_objective, prepare_task
         from admm_automl.records import Request
         from admm_automl.space import space_from_dict
 

@@ -21,8 +21,8 @@ import tempfile
 import warnings
 from typing import Any, Callable
 
-from .._lagrangian import Constraints
-from .._recorder import Budget, Recorder
+from ..methods._lagrangian import Constraints
+from ..methods._driver import Budget, Recorder
 from ..exceptions import BudgetExhausted, InvalidParameterError, MissingDependencyError
 from ..space import PipelineSpace
 

@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._lagrangian import Constraints
-from .._recorder import Budget, Recorder
+from ..methods._lagrangian import Constraints
+from ..methods._driver import Budget, Recorder
 from ..exceptions import BudgetExhausted, InvalidParameterError, MissingDependencyError
 from ..space import Categorical, Float, Int, PipelineSpace
 from ..space.flaml import flaml_point, flaml_space

@@ -45,10 +45,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._recorder import Budget, Schedule
+from ..methods._driver import Budget, Schedule
 from ..exceptions import InvalidParameterError
 from ..space import PipelineSpace, load_space
-from ..results import prefix_cache_totals
+from ..run.results import prefix_cache_totals
 from .analysis import is_score
 from .peers import FLAML_SEARCHERS, OPTUNA_SAMPLERS, SMAC_FACADES, run_flaml, run_optuna, run_smac
 
@@ -146,7 +146,7 @@ def _parse_name(name: str, label: str, params: dict[str, dict[str, Any]],
     if m := _JOPT.match(name):
         return Method(label, "jopt", _solver(m.group(1), params["theta"]))
     if m := _FLASH.match(name):
-        from ..flash import FlashSettings
+        from ..methods.flash import FlashSettings
 
         FlashSettings.from_params(params["flash"])
         return Method(label, "flash", _solver(m.group(1), params["theta"]),
@@ -206,7 +206,7 @@ def data_problem(
 ) -> Problem:
     """Pipelines on (X, y) scored by 1 − AUROC (or ``scoring``) on one fixed stratified holdout
     split, shared by every method and seed (the run seed is the models' ``random_state``)."""
-    from ..evaluation.setup import prepare_task
+    from ..run.setup import prepare_task
 
     y = np.asarray(y)
     target = "binary" if len(np.unique(y)) == 2 else "multiclass"
@@ -238,7 +238,8 @@ def run(
     ``peer(space, engine, budget, seed=seed) -> (n_evals, stop_reason)``, as the Optuna and FLAML
     peers are called."""
     from ..evaluation import ProcessExecutor, SerialExecutor
-    from ..evaluation.setup import make_optimizer, open_objective
+    from ..methods.registry import make_optimizer
+    from ..run.setup import open_objective
 
     method = parse_method(method) if isinstance(method, str) else method
     if time_budget is None and max_evals is None:

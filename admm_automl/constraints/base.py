@@ -3,7 +3,7 @@
 A constraint is ``value <= threshold`` or ``value >= threshold`` (``sense``). It is *bound* to the data
 before the search (``bind``: check the inputs, prepare groups or batches; errors come here, before
 any pipeline is trained) and *measured* on the validation rows of every evaluation (``measure``).
-The ADMM loop only sees :class:`~admm_automl.admm.Bound` records and raw values.
+The ADMM loop only sees :class:`~admm_automl.methods.admm.Bound` records and raw values.
 """
 
 from __future__ import annotations

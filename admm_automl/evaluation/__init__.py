@@ -1,11 +1,11 @@
 """The evaluation engine: splits, metrics, workers, executors and the cached, journaled objective."""
 
 from .dask_executor import DaskExecutor
-from .executors import ProcessExecutor, SerialExecutor, make_executor
+from .executors import ProcessExecutor, SerialExecutor
 from .metrics import Metric, get_metric, list_metrics
 from .objective import PipelineObjective
 from .splits import Split, make_splits, nested_order
-from .worker import TrialContext, run_trial
+from .trial import TrialContext, run_trial
 
 __all__ = [
     "DaskExecutor",
@@ -17,7 +17,6 @@ __all__ = [
     "TrialContext",
     "get_metric",
     "list_metrics",
-    "make_executor",
     "make_splits",
     "nested_order",
     "run_trial",

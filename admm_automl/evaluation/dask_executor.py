@@ -17,10 +17,10 @@ batches of that size.
 How the semantics are kept
 --------------------------
 * **Data sent once.** The task is pickled once (cloudpickle, as for the process pool) into a Dask
-  worker plugin (:class:`.dask_worker.TaskPlugin`). The scheduler keeps it and hands it to every
+  worker plugin (:class:`.dask_plugin.TaskPlugin`). The scheduler keeps it and hands it to every
   worker once, new and replacement workers included; a trial sends only ``(z, θ, fidelity)``.
 * **Timeouts, memory limit, crashes.** Each trial runs in a trial process that the Dask worker
-  starts and reuses (a one-process :class:`~.executors.ProcessExecutor`, see :mod:`.dask_worker`),
+  starts and reuses (a one-process :class:`~.executors.ProcessExecutor`, see :mod:`.dask_plugin`),
   so the pool's guarantees hold as they are: a trial past its timeout is SIGKILLed (status
   ``timeout``) and its Dask worker is free at once; ``memory_limit`` is ``RLIMIT_AS`` of the trial
   process (``memout``), not Dask's worker memory limit, which is polled, counts only the worker
@@ -60,8 +60,8 @@ from typing import Any, Iterator, Sequence
 
 from ..exceptions import InvalidParameterError, MissingDependencyError, WorkerError
 from .executors import Job, refuse_nested_search
-from .worker import executor_result
-from .worker_main import MAIN_GUARD_HINT, pickle_task
+from .trial import executor_result
+from .child_main import MAIN_GUARD_HINT, pickle_task
 
 #: how the optional dependency is installed
 INSTALL_HINT = "pip install 'admm-automl[dask]' (or 'dask[distributed]')"
@@ -182,7 +182,7 @@ class DaskExecutor:
             deadline: float | None = None) -> list[dict[str, Any]]:
         """Run ``jobs`` on the cluster, each stopped after its timeout (``deadline``, the end of
         the time budget, is not enforced apart here: the objective's timeouts already end by it)."""
-        from . import dask_worker
+        from . import dask_plugin
 
         if self.client is None:
             raise WorkerError("start the executor before running trials")
@@ -190,7 +190,7 @@ class DaskExecutor:
             raise WorkerError(f"the Dask client is {self.client.status}: its scheduler is lost")
         submitted = time.monotonic()
         futures = self.client.map(
-            dask_worker.run_trial, [self._plugin] * len(jobs), jobs, timeouts,
+            dask_plugin.run_trial, [self._plugin] * len(jobs), jobs, timeouts,
             key=[f"trial-{uuid.uuid4().hex}" for _ in jobs],
         )
         deadlines = [None if t is None else submitted + t + self.grace for t in timeouts]
@@ -275,7 +275,7 @@ class DaskExecutor:
 
     def _send_task(self, blob: bytes) -> None:
         """Register the task plugin and start the trial processes of every worker thread."""
-        from . import dask_worker
+        from . import dask_plugin
 
         try:
             self.client.wait_for_workers(1, timeout=self.start_timeout)
@@ -285,14 +285,14 @@ class DaskExecutor:
             ) from None
         name = f"admm-automl-task-{uuid.uuid4().hex}"
         self.client.register_plugin(
-            dask_worker.TaskPlugin(name, blob, self.memory_limit_mb, self.threads,
+            dask_plugin.TaskPlugin(name, blob, self.memory_limit_mb, self.threads,
                                    self.start_timeout),
             name=name,
         )
         self._plugin = name
         nthreads = self.client.nthreads()
         futures = [
-            self.client.submit(dask_worker.warm_up, name, count, workers=[address],
+            self.client.submit(dask_plugin.warm_up, name, count, workers=[address],
                                allow_other_workers=True, key=f"warm-up-{uuid.uuid4().hex}")
             for address, count in nthreads.items()
         ]

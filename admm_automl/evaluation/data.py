@@ -57,6 +57,11 @@ _TIMEDELTAS = {"timedelta", "timedelta64"}
 _TEXT = {"string", "bytes"}
 
 
+def take_rows(X: Any, rows: np.ndarray) -> Any:
+    """Rows of a numpy array, a pandas object or a sparse matrix."""
+    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
+
+
 def as_frame_if_mixed(X: Any) -> Any:
     """Keep DataFrames and numeric arrays; turn arrays of objects, strings or date-times into a
     DataFrame (columns 0, 1, ...) whose columns of plain numbers get a numeric dtype."""

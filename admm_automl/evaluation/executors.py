@@ -7,7 +7,7 @@ The executor contract (what :class:`~admm_automl.evaluation.PipelineObjective` u
     executor.close()
     executor.name, executor.enforces_timeout
 
-``run`` returns one result dict per job, in order (see :mod:`.worker`), with ``duration``: the wall
+``run`` returns one result dict per job, in order (see :mod:`.trial`), with ``duration``: the wall
 time of that trial alone (measured around ``task.run`` where it ran; for a trial stopped at its
 timeout or lost with its worker, from the moment the worker began it to its end).
 
@@ -22,7 +22,7 @@ without a main guard or read from standard input. ``concurrent.futures.ProcessPo
 loky cannot stop one runaway trial (no per-task timeout), and a worker that dies breaks the whole
 pool, failing every pending trial. What a search needs is narrower and easy to make robust:
 
-* each worker is ``python -c <bootstrap>`` (see :mod:`.worker_main`) started by :mod:`subprocess`
+* each worker is ``python -c <bootstrap>`` (see :mod:`.child_main`) started by :mod:`subprocess`
   with one socket to the parent; it never imports the user's script (unless the task names an
   object by a ``"__main__."`` path, and then only the way ``spawn`` does);
 * the task is pickled once per run (cloudpickle, so functions and classes of ``__main__`` travel by
@@ -58,14 +58,13 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any, Sequence
 
-from joblib import effective_n_jobs
 
 from ..exceptions import InvalidParameterError, WorkerError
-from . import worker_main
-from .worker import error_result, executor_result
+from . import child_main
+from .trial import error_result, executor_result
 
 if TYPE_CHECKING:
-    from .worker_process import WorkerProcess
+    from .child_process import WorkerProcess
 
 #: ``(z, θ, fidelity)``, or ``(z, θ, fidelity, iterations)`` with a training length;
 #: ``task.run(*job)`` runs it
@@ -77,10 +76,10 @@ POLL_INTERVAL = 1.0
 def refuse_nested_search() -> None:
     """Raise when called while a worker process imports the user's main module (a script
     without a main guard would otherwise start a search inside every worker)."""
-    if worker_main.LOADING_MAIN:
+    if child_main.LOADING_MAIN:
         raise WorkerError(
             "the main module started a search when a worker process imported it: "
-            f"{worker_main.MAIN_GUARD_HINT}"
+            f"{child_main.MAIN_GUARD_HINT}"
         )
 
 
@@ -174,7 +173,7 @@ class ProcessExecutor:
         refuse_nested_search()
         if self._task_fd >= 0:
             raise WorkerError("this executor has already been started")
-        self._task_fd = worker_main.write_task_file(task)
+        self._task_fd = child_main.write_task_file(task)
         self._broken, self._start_failures = None, 0
         self._finalizer = weakref.finalize(self, _shut_down, self._workers, self._task_fd)
         try:
@@ -240,7 +239,7 @@ class ProcessExecutor:
         return [w for w in self._workers if w.state != "dead"]
 
     def _spawn(self) -> None:
-        from .worker_process import WorkerProcess
+        from .child_process import WorkerProcess
 
         try:
             worker = WorkerProcess(self._task_fd, self.memory_limit_mb, self.threads)
@@ -309,13 +308,13 @@ class ProcessExecutor:
             message["error"] = f"the result could not be read: {message['error']}"
         if worker.state == "starting":
             tag, payload = message if isinstance(message, tuple) else (None, message)
-            if tag == worker_main.READY:
+            if tag == child_main.READY:
                 worker.state, worker.deadline = "idle", None
                 self._start_failures = 0
             else:
                 self._broken = str(payload)
                 self._retire(worker)
-        elif worker.state == "sent" and message == worker_main.STARTED:
+        elif worker.state == "sent" and message == child_main.STARTED:
             worker.state = "busy"  # the trial's own time (and timeout) begins
             self._set_deadline(worker, self._batch.timeouts[worker.job])
         elif worker.state in ("sent", "busy"):  # its result, with the trial's duration
@@ -392,38 +391,3 @@ def _shut_down(workers: list[WorkerProcess], task_fd: int) -> None:
         worker.close()
     workers.clear()
     os.close(task_fd)
-
-
-def make_executor(
-    kind: str, *, n_jobs: int, memory_limit_mb: int | None, needs_isolation: bool,
-    dask_address: str | None = None,
-) -> Any:
-    """The executor of ``kind``: ``"serial"``, ``"process"`` (this machine's worker pool),
-    ``"dask"`` (:class:`~.dask_executor.DaskExecutor` on ``dask_address``, else the current Dask
-    client, else a local cluster of ``n_jobs`` workers), or ``"auto"``, which picks the process
-    pool when a timeout, memory limit or ``n_jobs > 1`` needs it. A negative ``n_jobs`` counts from
-    the cores this process may use, as in scikit-learn (-1: all of them)."""
-    n_jobs = effective_n_jobs(n_jobs)
-    if dask_address is not None and kind != "dask":
-        raise InvalidParameterError(
-            f"dask_address={dask_address!r} needs executor='dask', got executor={kind!r}"
-        )
-    if kind == "auto":
-        kind = "process" if (needs_isolation or memory_limit_mb or n_jobs > 1) else "serial"
-    if kind == "serial":
-        if n_jobs > 1 or memory_limit_mb:
-            raise InvalidParameterError(
-                "executor='serial' runs one trial at a time in this process: n_jobs > 1 and "
-                "memory_limit need executor='process'"
-            )
-        return SerialExecutor()
-    if kind == "process":
-        return ProcessExecutor(n_workers=n_jobs, memory_limit_mb=memory_limit_mb)
-    if kind == "dask":
-        from .dask_executor import DaskExecutor
-
-        return DaskExecutor(address=dask_address, n_workers=n_jobs,
-                            memory_limit_mb=memory_limit_mb)
-    raise InvalidParameterError(
-        f"executor must be 'auto', 'serial', 'process' or 'dask', got {kind!r}"
-    )

@@ -153,7 +153,7 @@ def run_iterative_trial(
 
     from sklearn.base import clone
 
-    from .worker import take_rows
+    from .data import take_rows
 
     space = ctx.space
     space.decode(z, theta, iterations)  # checks the training length

@@ -23,11 +23,11 @@ Time-aware trials (when a time budget or a trial timeout applies):
 
 With ``keep_predictions`` > 0 the validation predictions of the best evaluations (by ``rank``),
 and of the best evaluation of each learner (the last step of the pipeline), are kept in memory for
-the ensemble (:mod:`admm_automl.ensemble`), never in the journal: the best of every learner keeps
+the ensemble (:mod:`admm_automl.run.ensemble`), never in the journal: the best of every learner keeps
 the ensemble's library diverse when one learner's variants fill the top places.
 
 :meth:`PipelineObjective.refit_estimate` is the estimated refit time
-(:func:`~admm_automl.results.refit_seconds_estimate`) of the best evaluation so far and of the
+(:func:`refit_seconds_estimate`) of the best evaluation so far and of the
 next best whose predictions are kept: what the estimator keeps back from a time budget for its
 refit and its ensemble.
 """
@@ -40,10 +40,9 @@ import time
 from dataclasses import replace
 from typing import Any, Sequence
 
-from ..journal import Journal
+from ..journal import Journal, observation_of
 from ..records import Observation, Request
-from ..results import observation_of, refit_seconds_estimate
-from .worker import TrialContext
+from .trial import TrialContext
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +59,16 @@ AUTO_MIN_TIMEOUT_FRACTION = 0.1
 PROBE_FIDELITY = 0.1
 #: the training rows from which full-data requests are probed first (smaller data fit fast)
 PROBE_MIN_ROWS = 10_000
+
+
+def refit_seconds_estimate(record: dict[str, Any], n_rows: int, n_splits: int) -> float:
+    """The seconds a refit of ``record``'s pipeline on all ``n_rows`` rows should take: its mean
+    fit time per validation split (with what the prefix cache saved it added back) scaled linearly
+    from the split's training rows to all rows."""
+    saved = float((record.get("prefix_cache") or {}).get("seconds_saved") or 0.0)
+    per_split = (float(record.get("fit_time") or 0.0) + saved) / max(n_splits, 1)
+    n_train = record.get("n_train") or n_rows
+    return per_split * n_rows / max(int(n_train), 1)
 
 
 def _full_duration(probe: Observation) -> float:

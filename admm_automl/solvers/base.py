@@ -56,7 +56,8 @@ def random_z(rng: np.random.Generator, n_choices: tuple[int, ...]) -> tuple[int,
 
 @dataclass
 class OverheadBalance:
-    """How many cheap proposals the overhead-aware loop adds to a batch (issue 14, item 5).
+    """How many cheap proposals the overhead-aware loop adds to a batch, so that a solver whose
+    ask costs more than an evaluation does not leave the workers idle.
 
     After each batch it keeps exponential moving averages (weight ``smoothing`` on the newest
     value) of the seconds per solver ask and per evaluation (everything ``problem.evaluate``

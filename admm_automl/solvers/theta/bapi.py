@@ -17,10 +17,10 @@ import numpy as np
 
 from ...exceptions import InvalidParameterError, SolverFallbackWarning
 from ...records import Observation, Suggestion
-from .. import _gp
+from ..._numerics import gp as _gp
 from ..registry import THETA_SOLVERS
-from . import _bapi
-from ._bapi import defaults
+from ..._numerics import bapi as _bapi
+from ..._numerics.bapi import defaults
 from .bo import GPBayesOptThetaSolver
 
 #: cost units: measured training seconds, or trained iterations (deterministic)

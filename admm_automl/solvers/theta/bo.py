@@ -1,6 +1,6 @@
 """``bo``: our Gaussian-process Bayesian optimisation for θ-min ("BO*" of Liu et al. 2020, App. 3).
 
-The numerics live in :mod:`._gp`; this module adapts them to the ask/tell protocol.
+The numerics live in :mod:`admm_automl._numerics.gp`; this module adapts them to the ask/tell protocol.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 from ...exceptions import InvalidParameterError, SolverFallbackWarning
 from ..base import DUPLICATE_TOL, BaseThetaSolver
 from ..registry import THETA_SOLVERS
-from .. import _gp
+from ..._numerics import gp as _gp
 
 
 @THETA_SOLVERS.register("bo")
@@ -22,7 +22,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
 
     Liu et al. 2020, Appendix 3 ("BO*"): a GP prior with an ARD Matérn-5/2 kernel and a noise
     term, expected improvement maximised inside the unit box. The surrogate is
-    :class:`._gp.MaternGP`: standardised targets, hyperparameters (length scales, signal and noise
+    :class:`admm_automl._numerics.gp.MaternGP`: standardised targets, hyperparameters (length scales, signal and noise
     variance) by *maximum a posteriori* under the priors of Optuna's GP sampler (Optuna 3.6–4.x,
     ``optuna._gp.prior``): ``−(0.1/a + 0.1·a)`` on every inverse squared length scale ``a``,
     Gamma(2, 1) on the signal variance, Gamma(1.1, 30) on the noise variance (≥ 1e-6),
@@ -35,17 +35,17 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
       closed form. The GP models only the black-box part ``g = augment − penalty`` (the loss and any
       constraint terms that depend on measured values); the acquisition is EI of
       ``N(μ(x) + penalty(x), σ(x)²)`` against the best augmented value ``f*`` observed, in the
-      log-EI form of :class:`._gp.GPLogEI` (finite where plain EI underflows; Ament et al.,
+      log-EI form of :class:`admm_automl._numerics.gp.GPLogEI` (finite where plain EI underflows; Ament et al.,
       NeurIPS 2023), with analytic gradients (a :class:`~admm_automl.problem.QuadraticPenalty`
       gives its own; any other penalty callable is differenced).
-    * **Cheap updates** (issue 14). The hyperparameters are refitted only when the observations
+    * **Cheap updates**, so that an ask stays cheap beside an evaluation. The hyperparameters are refitted only when the observations
       have grown by ``refit_growth`` (5 %: every ask up to 20 observations, every 10th at 200)
       since the last fit; in between, new points enter the last fit by a block update of ``K⁻¹``
       (O(n²) per point) and changed duals only re-read the targets (O(n²)). Beyond
       ``max_points`` observations the fit uses the best half of ``max_points`` and the most recent
       others (a subset approximation whose cost stops growing). The candidate set is sized to the
       dimension and shrinks as the GP grows (:meth:`_candidates`), and all L-BFGS-B starts are
-      polished in one vectorised run (:func:`._gp.maximize_batched`).
+      polished in one vectorised run (:func:`admm_automl._numerics.gp.maximize_batched`).
 
     What made the difference to Optuna's GP sampler on Hartmann-6 (the previous version used
     scikit-learn's ``GaussianProcessRegressor``, maximum likelihood without priors, 2 random
@@ -59,7 +59,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
     Asks, in order: ``problem.start`` if it is not in the history yet; then uniform random points
     (Optuna's initial design; a scrambled Sobol' design did no better) until
     ``n_initial_points`` observations exist (history included); then the log-EI
-    maximiser (:func:`._gp.maximize_batched`: candidates plus perturbations of the five best
+    maximiser (:func:`admm_automl._numerics.gp.maximize_batched`: candidates plus perturbations of the five best
     points, ``n_restarts`` starts polished by L-BFGS-B), never a point already observed or
     pending. While other suggestions are pending (parallel batches), each is added to the GP with
     the constant-liar value ``min(g)`` (scikit-optimize's ``cl_min``), hyperparameters fixed.

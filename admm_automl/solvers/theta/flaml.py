@@ -289,7 +289,7 @@ class FlamlThetaSolver(BaseThetaSolver):
         """FLAML's configuration of a point of the problem."""
         x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
         if self.joint_:
-            from ...baselines import joint_decode
+            from ...space.joint import joint_decode
             from ...space.flaml import flaml_config
 
             return flaml_config(self.joint_, *joint_decode(self.joint_.encoding, x))
@@ -298,7 +298,7 @@ class FlamlThetaSolver(BaseThetaSolver):
     def _point(self, config: dict[str, Any]) -> np.ndarray:
         """The point of the problem of a FLAML configuration."""
         if self.joint_:
-            from ...baselines import joint_encode
+            from ...space.joint import joint_encode
             from ...space.flaml import flaml_point
 
             return joint_encode(self.joint_.encoding, *flaml_point(config, self.joint_))

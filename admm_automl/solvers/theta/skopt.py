@@ -10,7 +10,7 @@ import numpy as np
 from ...exceptions import MissingDependencyError
 from ..base import BaseThetaSolver
 from ..registry import THETA_SOLVERS
-from .._gp import single_threaded_blas
+from ..._numerics.gp import single_threaded_blas
 
 
 def _import_optimizer():

@@ -22,6 +22,7 @@ import numpy as np
 from ...exceptions import InvalidParameterError
 from ...problem import ZProblem
 from ...records import Observation, Suggestion
+
 from ..base import BaseZSolver, random_z
 
 #: a solver program yields ``(z, level index)`` and receives the observation
@@ -133,21 +134,6 @@ def value_of(problem: ZProblem, z: tuple[int, ...], obs: Observation) -> float:
     except (TypeError, ValueError):
         return math.inf
     return v if math.isfinite(v) else math.inf
-
-
-def all_pipelines(n_choices: Sequence[int]) -> np.ndarray:
-    """Every choice vector, in lexicographic (pipeline-index) order, as an (L, m) int array."""
-    grids = np.meshgrid(*[np.arange(k) for k in n_choices], indexing="ij")
-    return np.stack([g.ravel() for g in grids], axis=1).astype(int)
-
-
-def pipeline_index(z: Sequence[int], n_choices: Sequence[int]) -> int:
-    """Lexicographic index of a pipeline.
-
-    Used to break ties deterministically (our choice where the paper is silent), so runs are
-    reproducible.
-    """
-    return int(np.ravel_multi_index(tuple(int(j) for j in z), tuple(n_choices)))
 
 
 class ProgramZSolver(BaseZSolver):

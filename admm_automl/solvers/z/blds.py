@@ -12,7 +12,8 @@ from ...exceptions import InvalidParameterError
 from ...records import Observation
 from ..registry import Z_SOLVERS
 from ..base import random_z
-from ._fidelity import Program, ProgramZSolver, all_pipelines, value_of
+from ...space.encoding import all_pipelines
+from ._fidelity import Program, ProgramZSolver, value_of
 
 BOUNDS = ("reconstructed", "literal_ucb")
 

@@ -8,10 +8,11 @@ import numpy as np
 
 from ...exceptions import InvalidParameterError
 from ...records import Observation, Suggestion
-from .. import _gp
+from ..._numerics import gp as _gp
 from ..base import BaseZSolver, random_z
 from ..registry import Z_SOLVERS
-from ._fidelity import all_pipelines, value_of
+from ...space.encoding import all_pipelines
+from ._fidelity import value_of
 
 
 @Z_SOLVERS.register("bo")
@@ -21,7 +22,7 @@ class GPBayesOptZSolver(BaseZSolver):
     The first ``n_initial_points`` asks (fewer when ``problem.history`` already has observations)
     are uniform random; then a GP is fitted on the one-hot vectors of every pipeline evaluated
     under the current θ, and the unevaluated pipeline of highest expected improvement is asked. The
-    GP and the (log) EI are the θ-solver's (:mod:`admm_automl.solvers._gp`), with one length scale
+    GP and the (log) EI are the θ-solver's (:mod:`admm_automl._numerics.gp`), with one length scale
     for all one-hot coordinates.
     Candidates are every pipeline when the space has at most ``max_enumerate`` of them, otherwise
     ``n_candidates`` uniform ones plus all one-module changes of the best ``n_local`` pipelines.

@@ -10,7 +10,7 @@ import numpy as np
 from ...records import Observation, Suggestion
 from ..base import BaseZSolver, random_z
 from ..registry import Z_SOLVERS
-from . import _flash as F
+from ..._numerics import flash as F
 
 
 def observation_seconds(obs: Observation) -> float:
@@ -83,7 +83,7 @@ class FlashZSolver(BaseZSolver):
         Ridge penalty of both models (with an unpenalised intercept, as the authors' code).
     cost_transform : {"log1p", "log", "identity"}, default="log1p"
         Target of the cost model: log(1 + τ) (positive for sub-second runs; the paper's log τ is
-        ``"log"``; see :func:`~admm_automl.solvers.z._flash.transform_cost`).
+        ``"log"``; see :func:`~admm_automl._numerics.flash.transform_cost`).
     max_enumerate : int, default=100000
         Score every path up to this many; larger spaces use a stratified sample.
     n_candidates : int, default=5000

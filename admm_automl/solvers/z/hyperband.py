@@ -10,7 +10,8 @@ from ...exceptions import InvalidParameterError
 from ...records import Observation
 from ..registry import Z_SOLVERS
 from ..base import random_z
-from ._fidelity import Program, ProgramZSolver, pipeline_index, value_of
+from ...space.encoding import pipeline_index
+from ._fidelity import Program, ProgramZSolver, value_of
 
 
 @Z_SOLVERS.register("hyperband")

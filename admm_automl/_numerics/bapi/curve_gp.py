@@ -5,7 +5,7 @@ error, or the best-so-far validation loss), which is **non-increasing** in ``t``
 is ``∂g/∂t ≤ 0`` at the virtual points (Agrell's bounds ``a = −∞, b = 0``). This is Belakaria et
 al.'s ``f = −g``, maximised with ``∂f/∂t ≥ 0``; every formula below is theirs with that sign.
 
-The model (Belakaria et al. 2023, Sec. 3.3 and Appendix A):
+The model (Belakaria et al. 2022, Sec. 3.3 and Appendix A):
 
 * prior ``g ~ GP(m, s²·K_x(x, x')·K_t(t, t'))`` plus Gaussian noise, ``m`` the mean of the
   observed losses, targets standardised; hyperparameters by maximum marginal likelihood of the
@@ -50,8 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
-from ....exceptions import InvalidParameterError
-from ... import _gp
+from ...exceptions import InvalidParameterError
+from .. import gp as _gp
 from . import defaults
 from .kernels import TIME_KERNELS, X_KERNELS, curve_kernel, kernel_parts
 from .truncated import truncated_normal_moments
@@ -146,7 +146,7 @@ class LearningCurveGP:
         The maximisation starts from the previous fit's hyperparameters when there is one (a
         warm start, as in the ``bo`` solver), plus ``n_restarts`` random starts drawn from
         ``rng``. ``optimize=False`` keeps the current (or default) hyperparameters. Non-finite
-        losses are replaced by the worst finite one (:func:`._gp.clean_targets`).
+        losses are replaced by the worst finite one (:func:`admm_automl._numerics.gp.clean_targets`).
         """
         X = defaults.as_configurations(X)
         t = defaults.as_lengths(t, len(X))

@@ -1,6 +1,6 @@
 """The cost surrogate GP_c: what training a configuration for a given length costs.
 
-Belakaria et al. (2023, Sec. 3.3) model the cost with the product kernel
+Belakaria et al. (2022, Sec. 3.3) model the cost with the product kernel
 ``K_c = K_RBF(x, x') · t·t'`` (RBF in the configuration, linear in the training length): costs
 differ between configurations and grow linearly with the number of iterations. With that kernel
 the model is exactly ``c(x, t) = t · r(x)`` with a GP ``r`` on the configuration, the cost per
@@ -13,7 +13,7 @@ dominate the fit, while on the log scale the noise is a relative error, the same
 slow learners. The rate predicted is the log-normal mean ``exp(μ + σ²/2)``, the expected cost,
 so an uncertain configuration counts as more expensive when the horizon is planned. The GP is
 scikit-learn's, with ``ConstantKernel × ARD RBF + WhiteKernel`` on normalised targets, fitted by
-maximum marginal likelihood (:func:`._gp.fit_gp`).
+maximum marginal likelihood (:func:`admm_automl._numerics.gp.fit_gp`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from ....exceptions import InvalidParameterError
-from ... import _gp
+from ...exceptions import InvalidParameterError
+from .. import gp as _gp
 from . import defaults
 
 

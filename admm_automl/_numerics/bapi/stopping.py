@@ -1,6 +1,6 @@
 """When training a configuration can stop: conservative stopping and early termination.
 
-Conservative stopping (Belakaria et al. 2023, Eq. 8 and Alg. 3) is the shortest training length
+Conservative stopping (Belakaria et al. 2022, Eq. 8 and Alg. 3) is the shortest training length
 whose predicted loss is within ε of the prediction at ``t_max``. Early termination (their Alg. 5)
 re-estimates it while ``x`` trains, every ``p`` iterations, and stops ``x`` once its predicted
 loss there cannot beat the incumbent and the model is nearly as sure of that as of the length
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ....exceptions import InvalidParameterError
-from ... import _gp
+from ...exceptions import InvalidParameterError
+from .. import gp as _gp
 from . import defaults
 from .curve_gp import LearningCurveGP
 from .curve_points import select_curve_points

@@ -39,7 +39,7 @@ STARTED = "started"
 #: the ``python -c`` program of a worker (argv: package root, then :func:`main`'s arguments)
 BOOTSTRAP = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from admm_automl.evaluation.worker_main import main; sys.exit(main(sys.argv[2:]))"
+    "from admm_automl.evaluation.child_main import main; sys.exit(main(sys.argv[2:]))"
 )
 #: True while a worker imports the user's main module (a script that starts a search then has no
 #: main guard)
@@ -238,7 +238,7 @@ def _address_space() -> int | None:
 
 
 def _serve(conn: Any, task: Any) -> None:
-    from .worker import error_result
+    from .trial import error_result
 
     while True:
         try:

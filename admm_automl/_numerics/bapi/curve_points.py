@@ -1,6 +1,6 @@
 """Which points of an observed learning curve enter the objective GP.
 
-Belakaria et al. (2023, Sec. 3.4) keep at most three points of each curve, chosen where the model
+Belakaria et al. (2022, Sec. 3.4) keep at most three points of each curve, chosen where the model
 is most uncertain, the rule of BOIL (Nguyen et al., "Bayesian Optimization for Iterative
 Learning", NeurIPS 2020): add points one at a time, each time the length with the largest
 posterior variance given the data and the points already chosen. The variance does not depend on
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....exceptions import InvalidParameterError
+from ...exceptions import InvalidParameterError
 from . import defaults
 from .curve_gp import LearningCurveGP
 

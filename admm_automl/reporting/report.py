@@ -1,7 +1,7 @@
 """The run report: one self-contained HTML file (figures embedded) and its Markdown twin.
 
 :func:`write_report` renders a run — a fitted estimator, a run directory or a
-:class:`~admm_automl.rundir.RunData` — as: the result; the figures of :mod:`admm_automl.plots`
+:class:`~admm_automl.reporting.rundir.RunData` — as: the result; the figures of :mod:`admm_automl.reporting.plots`
 (best loss against time and evaluations, losses per algorithm of each module, each constraint's
 values with its threshold and the multipliers μ, ‖λ‖ and ‖θ̃d − δ‖ over the ADMM iterations); a
 leaderboard of the best pipelines (:func:`leaderboard`); the failures with their error text; the
@@ -28,8 +28,8 @@ from typing import Any, Callable
 import yaml
 
 from . import plots
-from .evaluation.metrics import shown
-from .exceptions import InvalidParameterError
+from ..evaluation.metrics import shown
+from ..exceptions import InvalidParameterError
 from .rundir import RunData, as_run
 
 __all__ = ["failures", "leaderboard", "write_report"]

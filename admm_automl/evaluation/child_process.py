@@ -18,7 +18,7 @@ import tempfile
 from multiprocessing.connection import Connection
 from typing import Any
 
-from . import worker_main
+from . import child_main
 
 #: seconds one send or one partial read on a worker's socket may block before the worker is
 #: declared lost (messages are small; only a stopped or wedged worker reaches this)
@@ -32,12 +32,12 @@ _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 
 
 class WorkerProcess:
-    """A started worker (see :mod:`admm_automl.evaluation.worker_main`).
+    """A started worker (see :mod:`admm_automl.evaluation.child_main`).
 
     Parameters
     ----------
     task_fd : int
-        Descriptor of the run's task file (:func:`~.worker_main.write_task_file`).
+        Descriptor of the run's task file (:func:`~.child_main.write_task_file`).
     memory_limit_mb : int, optional
         Address-space limit set in the worker once it has loaded the task.
     threads : int, optional
@@ -70,7 +70,7 @@ class WorkerProcess:
         args = [theirs.fileno(), task_fd, os.getpid(), memory_limit_mb or 0]
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", worker_main.BOOTSTRAP, _PACKAGE_ROOT, *map(str, args)],
+                [sys.executable, "-c", child_main.BOOTSTRAP, _PACKAGE_ROOT, *map(str, args)],
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=env,
                 pass_fds=(theirs.fileno(), task_fd), start_new_session=True,
             )

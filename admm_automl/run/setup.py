@@ -7,8 +7,6 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
   metric, preprocessing, constraints bound to the data) and the loss of a failed pipeline.
 * :func:`run_header` — what the recorded losses depend on (the journal guards resume with it).
 * :func:`open_objective` — executor + journal + cached objective.
-* :func:`method_spec`, :func:`make_optimizer` — ``"admm"``, ``"jopt"``, ``"select"`` or
-  ``"flash"`` with their own arguments.
 * :func:`run_search` — all of the above for one search, as the estimator runs it.
 """
 
@@ -16,7 +14,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -24,45 +21,25 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .._recorder import Result, Schedule
-from ..exceptions import DataError, InvalidParameterError, SearchError, TimeBudgetWarning
+from ..evaluation.data import fingerprint, make_preprocessor, take_rows
+from ..evaluation.executors import refuse_nested_search
+from ..evaluation.metrics import Metric, get_metric
+from ..evaluation.objective import PipelineObjective
+from ..evaluation.prefix_cache import DEFAULT_CACHE_MB
+from ..evaluation.splits import make_splits, resolve_cv
+from ..evaluation.trial import TrialContext
+from ..exceptions import DataError, InvalidParameterError
 from ..journal import Journal
-from .data import fingerprint, make_preprocessor
-from .executors import make_executor, refuse_nested_search
-from .metrics import Metric, get_metric
-from .objective import (
-    AUTO_MIN_TIMEOUT_FRACTION, AUTO_TIMEOUT_FRACTION, PROBE_MIN_ROWS, PipelineObjective,
+from ..methods._driver import Result, Schedule
+from ..methods.registry import get_method, make_optimizer
+from .deadline import (
+    AUTO_TIMEOUT_FRACTION, PROBE_MIN_ROWS, Deadline, check_time_budget, refit_reserve,
 )
-from .prefix_cache import DEFAULT_CACHE_MB
-from .splits import make_splits, resolve_cv
-from .worker import TrialContext, take_rows
+from .executor import make_executor
 
-#: the search methods of the estimator (``method=``)
-METHODS = ("admm", "jopt", "select", "flash")
 #: the validation predictions kept for the ensemble: of the best this many evaluations (the e_max
 #: of Liu et al. 2020, appendix on ensembles), and of the best evaluation of each learner
 ENSEMBLE_POOL = 32
-#: under a time budget with the ensemble on, the search also keeps back the estimated refits of
-#: this many of its next best evaluations, for the ensemble's other members (in the benchmark
-#: against FLAML, ensembles had up to 8 members, most 3-5) ...
-ENSEMBLE_RESERVE_MEMBERS = 4
-#: ... at most this fraction of the budget (the search comes first)
-ENSEMBLE_RESERVE_MAX_FRACTION = 0.2
-
-
-#: one line per method for ``admm-automl list`` (a method added to METHODS adds its line here)
-METHOD_SUMMARIES = {
-    "admm": "the ADMM split (Liu et al., AAAI 2020): the θ-solver tunes the chosen algorithms' "
-    "hyperparameters, the z-solver chooses the algorithms",
-    "jopt": "one θ-solver over the joint space of every choice and hyperparameter (the JOPT "
-    "baseline of Liu et al., 2020)",
-    "select": "algorithm selection alone by the z-solver, every hyperparameter at its default "
-    "(Kishimoto et al., 2021)",
-    "flash": "FLASH (Zhang et al., KDD 2016): a D-optimal design of pipelines, EIPS pruning to the "
-    "algorithms of the best paths, then the θ-solver on the pruned space",
-}
-
-
 @dataclass(frozen=True)
 class Seeds:
     """The independent random streams of a run, derived from one seed."""
@@ -249,92 +226,6 @@ def open_objective(
                              trial_timeout=trial_timeout, start_time=start_time, **time_aware)
 
 
-def method_spec(method: Any) -> tuple[str, dict[str, Any]]:
-    """``(name, params)`` of a method given as a name of :data:`METHODS` or as a mapping
-    ``{"name": ..., "params": {...}}``, like a solver.
-
-    Only ``"flash"`` has parameters of its own (:class:`~admm_automl.flash.FlashSettings`, checked
-    here); the other methods are set by the estimator's parameters (``rho``, ``inner_iter``, ...)
-    and refuse any.
-    """
-    if isinstance(method, Mapping):
-        extra = set(method) - {"name", "params"}
-        if "name" not in method or extra:
-            raise InvalidParameterError(
-                "a method given as a mapping needs the key 'name' and optionally 'params'; got "
-                f"{sorted(method)!r}"
-            )
-        name, params = method["name"], method.get("params") or {}
-        if not isinstance(params, Mapping):
-            raise InvalidParameterError(f"method params must be a mapping, got {params!r}")
-    else:
-        name, params = method, {}
-    if name not in METHODS:
-        raise InvalidParameterError(f"method must be one of {METHODS!r}, got {name!r}")
-    if name == "flash":
-        from ..flash import FlashSettings
-
-        FlashSettings.from_params(params)
-    elif params:
-        raise InvalidParameterError(
-            f"method {name!r} takes no params (got {sorted(params)!r}): its settings are the "
-            "estimator's parameters"
-        )
-    return name, dict(params)
-
-
-def check_training_length(theta_solver: Any, has_length: bool, space_name: str = "") -> None:
-    """Refuse a θ-solver that chooses training lengths (``needs_training_length``, ``bapi``) on a
-    space where no algorithm declares one (``has_length`` false)."""
-    from ..solvers import THETA_SOLVERS
-
-    solver = THETA_SOLVERS.create(theta_solver)
-    if getattr(solver, "needs_training_length", False) and not has_length:
-        where = f"search space {space_name!r}" if space_name else "the search space"
-        raise InvalidParameterError(
-            f"theta_solver={solver.name!r} chooses how many iterations to train each learner, but "
-            f"no algorithm of {where} declares a training length: use search_space='iterative' "
-            "or declare `iterations: {parameter, t_min, t_max, method}` on the iterative learners "
-            "(docs/search_space.md)"
-        )
-
-
-def make_optimizer(
-    method: Any, encoding: Any, engine: Any, *, theta_solver: Any = "bo", z_solver: Any = "cmab",
-    rho: float = 1.0, schedule: Schedule = Schedule(), constraints: Any = (),
-    constraint_mode: str = "auto", penalty_weight: float = 1.0, n_train: int | None = None,
-    space: Any = None, warm_start: Any = (), **common: Any,
-) -> Any:
-    """The optimiser of ``method`` (a :func:`method_spec`). ``theta_solver`` / ``z_solver`` are
-    registry specifications (name, ``{name, params}`` or instance); FLASH tunes its pruned space
-    with ``theta_solver``. ``constraint_mode="auto"`` is ``"admm"`` for ADMM and ``"penalty"`` for
-    the methods without the split; ``space``, the pipeline space of ``encoding``, lets JOPT's
-    θ-solver search the conditional joint space natively (``cfo``, ``blendsearch``);
-    ``warm_start``, ``(z, θ)`` pairs evaluated first, is ADMM's only. ``common`` goes to every
-    method: ``max_evals``, ``time_budget``, ``seed``, ``callback``, ``batch_size``,
-    ``start_time``, ..."""
-    from ..admm import ADMMOptimizer
-    from ..baselines import JointOptimizer, SelectionOptimizer
-    from ..flash import FlashOptimizer
-    from ..solvers import THETA_SOLVERS, Z_SOLVERS
-
-    method, params = method_spec(method)
-    common.update(schedule=schedule, constraints=constraints, penalty_weight=penalty_weight,
-                  constraint_mode=None if constraint_mode == "auto" else constraint_mode)
-    if method != "select":
-        check_training_length(theta_solver, encoding.has_training_length)
-    theta = lambda: THETA_SOLVERS.create(theta_solver)  # noqa: E731
-    z = lambda: Z_SOLVERS.create(z_solver)  # noqa: E731
-    if method == "admm":
-        return ADMMOptimizer(encoding, engine, theta, z, rho=rho, n_train=n_train,
-                             warm_start=warm_start, **common)
-    if method == "jopt":
-        return JointOptimizer(encoding, engine, theta, space=space, **common)
-    if method == "flash":
-        return FlashOptimizer(encoding, engine, theta, params, **common)
-    return SelectionOptimizer(encoding, engine, z, n_train=n_train, **common)
-
-
 @dataclass(frozen=True)
 class SearchSettings:
     """The estimator's search parameters (see :class:`admm_automl.ADMM` for their meaning)."""
@@ -373,8 +264,9 @@ class SearchSettings:
 
 @dataclass
 class SearchOutcome:
-    """A finished search: its task, optimiser result, journal records, constraints algebra, ρ and
-    the validation predictions kept for the ensemble (eval_id -> array)."""
+    """A finished search: its task, optimiser result, journal records, constraints algebra, ρ,
+    the validation predictions kept for the ensemble (eval_id -> array), and the thread limit the
+    trials ran under, which the refit keeps (None: none)."""
 
     task: Task
     result: Result
@@ -383,39 +275,32 @@ class SearchOutcome:
     constraints: Any
     rho: float
     predictions: dict[int, Any] = field(default_factory=dict)
+    refit_threads: int | None = None
 
 
 #: with neither max_evals nor time_budget, this many evaluations
 DEFAULT_MAX_EVALS = 100
 
 
-def refit_reserve(objective: PipelineObjective, time_budget: float, ensemble: bool) -> float:
-    """The seconds a time-budgeted search keeps back for the refit after it: the estimated refit
-    of its best pipeline so far (:meth:`PipelineObjective.refit_estimate`) and, with the ensemble
-    on, of its ``ENSEMBLE_RESERVE_MEMBERS`` next best kept evaluations, those at most
-    ``ENSEMBLE_RESERVE_MAX_FRACTION`` of the budget."""
-    best, others = objective.refit_estimate(ENSEMBLE_RESERVE_MEMBERS if ensemble else 0)
-    return best + min(others, ENSEMBLE_RESERVE_MAX_FRACTION * time_budget)
-
-
 def run_search(
     X: Any, y: np.ndarray, settings: SearchSettings, *, space: Any, task: str, target_type: str,
-    sensitive_features: Any = None, start_time: float | None = None, listeners: Any = (),
+    sensitive_features: Any = None, deadline: Deadline | None = None, listeners: Any = (),
 ) -> SearchOutcome:
-    """One search as the estimator runs it (the time budget runs from ``start_time``;
-    ``listeners`` are the run's :class:`~admm_automl._recorder.RunListener`, e.g. a progress
+    """One search as the estimator runs it (the time budget is ``deadline``'s clock, started by
+    the caller so that it covers what came before; default: from now;
+    ``listeners`` are the run's :class:`~admm_automl.methods._driver.RunListener`, e.g. a progress
     display). Folds by :func:`resolve_cv`; with a time budget the search keeps back the time of
     the refit after it (:func:`refit_reserve`), and with no ``trial_timeout``, trials
     time out at ``AUTO_TIMEOUT_FRACTION`` of the time left (at least ``AUTO_MIN_TIMEOUT_FRACTION``
     of the budget) and large data are probed on a subsample first (:mod:`.objective`); ADMM
     evaluates the warm-start portfolio first; with ``ensemble_size`` the best evaluations'
     validation predictions are kept in ``outcome.predictions``."""
-    from .._lagrangian import Constraints
+    from ..methods._lagrangian import Constraints
     from ..space.portfolio import portfolio_points, resolve_portfolio
 
     refuse_nested_search()  # before anything touches the output directory
-    start_time = time.monotonic() if start_time is None else start_time
     s = settings
+    deadline = Deadline(s.time_budget) if deadline is None else deadline
     seeds = derive_seeds(s.random_state)
     n_features = X.shape[1] if len(getattr(X, "shape", ())) == 2 else 1
     cv = resolve_cv(s.cv, len(y), n_features, s.time_budget)
@@ -427,7 +312,7 @@ def run_search(
     )
     prepared.context.keep_predictions = s.ensemble_size > 0
     warm_start = (portfolio_points(resolve_portfolio(s.portfolio, space, task), space)
-                  if method_spec(s.method)[0] == "admm" else [])
+                  if get_method(s.method)[0].has_split else [])
     executor = make_executor(
         s.executor, n_jobs=s.n_jobs, memory_limit_mb=s.memory_limit,
         needs_isolation=s.trial_timeout is not None or s.time_budget is not None,
@@ -442,8 +327,8 @@ def run_search(
     objective = open_objective(
         prepared.context, executor=executor, worst_loss=prepared.worst_loss,
         output_dir=s.output_dir, header=header, resume=s.resume, trial_timeout=s.trial_timeout,
-        start_time=start_time, timeout_fraction=AUTO_TIMEOUT_FRACTION,
-        min_timeout=(s.time_budget or 0.0) * AUTO_MIN_TIMEOUT_FRACTION,
+        start_time=deadline.start, timeout_fraction=AUTO_TIMEOUT_FRACTION,
+        min_timeout=deadline.min_timeout(),
         probe_min_rows=PROBE_MIN_ROWS, keep_predictions=ENSEMBLE_POOL if s.ensemble_size else 0,
         rank=Constraints(prepared.constraints).rank,
     )
@@ -460,7 +345,7 @@ def run_search(
             constraints=prepared.constraints, constraint_mode=s.constraint_mode,
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
             max_evals=max_evals, time_budget=s.time_budget, seed=seeds.solvers,
-            batch_size=getattr(executor, "n_workers", 1), start_time=start_time,
+            batch_size=getattr(executor, "n_workers", 1), start_time=deadline.start,
             reserve=reserve, listeners=tuple(listeners), warm_start=warm_start,
         )
         result = optimizer.run()
@@ -468,39 +353,17 @@ def run_search(
         objective.close()
     if s.time_budget is not None:
         check_time_budget(s.time_budget, objective.journal.records, executor.name,
-                          time.monotonic() - start_time)
+                          deadline.elapsed())
     return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
-                         optimizer.constraints, s.rho, objective.predictions)
+                         optimizer.constraints, s.rho, objective.predictions,
+                         _trial_threads(executor))
 
 
-def check_time_budget(budget: float, records: list[dict[str, Any]], executor: str,
-                      elapsed: float) -> None:
-    """After a search with a time budget: an error when the budget ended before any evaluation
-    finished (there is nothing to refit, and a larger budget is the remedy); a warning when the
-    search overran it by more than max(1 s, 2 %), which only the serial executor does (it cannot
-    stop a running fit).
+def _trial_threads(executor: Any) -> int | None:
+    """The BLAS/OpenMP threads the trials of a local process pool used in all (one a worker,
+    times the workers); None where they ran unlimited (serial) or on other machines (Dask)."""
+    if executor.name != "process" or getattr(executor, "threads", None) is None:
+        return None
+    return int(executor.n_workers) * int(executor.threads)
 
-    Not evaluating the first pipeline to its end whatever the budget was a choice: a budget is a
-    limit the user can rely on, and one fit may take far longer than the whole budget.
-    """
-    if all(r.get("budget_stop") for r in records):
-        if records:
-            first = records[0]
-            what = (f"the first evaluation ({first['pipeline']}) began "
-                    f"{first['time'] - first['duration']:.3g} s after the start (set-up: data "
-                    "checks, splits, worker start-up) and was stopped after "
-                    f"{first['duration']:.3g} s")
-        else:
-            what = ("the set-up (data checks, splits, worker start-up) took it all "
-                    f"({elapsed:.3g} s)")
-        raise SearchError(
-            f"time_budget={budget:g} s ended before any pipeline evaluation finished: {what}. "
-            "Give a larger time_budget, or max_evals alone (evaluations without a time limit)."
-        )
-    if executor == "serial" and elapsed - budget > max(1.0, 0.02 * budget):
-        warnings.warn(
-            f"the search took {elapsed:.3g} s for time_budget={budget:g} s: executor='serial' "
-            "runs an evaluation that is under way when the budget ends to its end; use "
-            "executor='process' (or 'auto') to have it stopped",
-            TimeBudgetWarning, stacklevel=3,
-        )
+

@@ -27,14 +27,10 @@ from typing import Any
 import numpy as np
 
 from ..space import PipelineSpace
+from .data import take_rows
 from .metrics import Metric
 from .prefix_cache import DEFAULT_CACHE_MB, PrefixCache, fit_pipeline, prefix_keys
 from .splits import Split
-
-
-def take_rows(X: Any, rows: np.ndarray) -> Any:
-    """Rows of a numpy array, a pandas object or a sparse matrix."""
-    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
 @dataclass

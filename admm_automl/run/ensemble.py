@@ -18,7 +18,7 @@ rather than being fitted a second time.
 
 Under a time budget the members must also be refitted in what is left of it: each candidate's
 refit time is estimated from its measured fit time
-(:func:`~admm_automl.results.refit_seconds_estimate`; with constraints, plus the fits that measure
+(:func:`~admm_automl.evaluation.objective.refit_seconds_estimate`; with constraints, plus the fits that measure
 the ensemble), and a step may add a new member only while the estimated refits of all members fit
 in the time left (``time_left``); choosing a member again costs nothing.
 
@@ -39,10 +39,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 
-from .evaluation.setup import ENSEMBLE_POOL
-from .evaluation.worker import take_rows
-from .records import Observation
-from .results import fit_on_labels, observation_of, refit_seconds_estimate
+from .setup import ENSEMBLE_POOL
+from ..evaluation.data import take_rows
+from ..records import Observation
+from ..evaluation.objective import refit_seconds_estimate
+from ..journal import observation_of
+from .results import fit_on_labels
 
 __all__ = ["ENSEMBLE_POOL", "EnsembleChoice", "build_ensemble", "ensemble_selection",
            "fit_ensemble"]
@@ -192,7 +194,7 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
 
 def fit_ensemble(choice: EnsembleChoice, X: Any, y: Any, y_search: Any,
                  fitted: dict[int, Any]) -> Any:
-    """``choice.model`` fitted on all of (X, y) (by :func:`~admm_automl.results.fit_on_labels`);
+    """``choice.model`` fitted on all of (X, y) (by :func:`~admm_automl.run.results.fit_on_labels`);
     the members in ``fitted`` (eval_id -> pipeline already fitted on all of it, such as
     ``best_pipeline_``) are taken as they are, wrapped in scikit-learn's ``FrozenEstimator``."""
     from sklearn.frozen import FrozenEstimator

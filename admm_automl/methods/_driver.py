@@ -10,7 +10,7 @@
   from the recorder and :func:`drive` feeds without any code of its own.
 * :class:`Recorder` — evaluates ``(z, θ, fidelity)`` points through the engine within the budget and
   keeps every evaluation and the incumbent (the best observation by
-  :meth:`~admm_automl._lagrangian.Constraints.rank` over *all* full-fidelity evaluations).
+  :meth:`~admm_automl.methods._lagrangian.Constraints.rank` over *all* full-fidelity evaluations).
 * :func:`drive` — the outer loop: one iteration after another until the budget, a callback or an
   exhausted space stops it, one trace row per iteration.
 
@@ -29,9 +29,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._lagrangian import Constraints
-from .exceptions import BudgetExhausted, InvalidParameterError
-from .records import Observation, Request
-from .space.encoding import Encoding
+from ..exceptions import BudgetExhausted, InvalidParameterError
+from ..records import Observation, Request
+from ..space.encoding import Encoding
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class Budget:
 
 class RunListener:
     """Receives what a run does as it happens; every method is a no-op here, so a listener
-    overrides only what it needs (:class:`admm_automl.progress.ProgressDisplay` is one).
+    overrides only what it needs (:class:`admm_automl.reporting.progress.ProgressDisplay` is one).
 
     The recorder and :func:`drive` call them in the process and on the thread that runs the
     optimiser (never in worker processes), after the engine has recorded the evaluations in the
@@ -149,7 +149,7 @@ class RunOptions:
         Black-box constraints (objects with ``key``, ``threshold``, ``sense``), measured by the
         engine into ``observation.constraints[key]``.
     constraint_mode : {"admm", "penalty", "filter"} or None
-        How the search treats them (:mod:`admm_automl._lagrangian`); None is the method's default.
+        How the search treats them (:mod:`admm_automl.methods._lagrangian`); None is the method's default.
         ``penalty_weight`` is the weight of ``"penalty"``.
     max_idle_iterations : int
         Stop when this many consecutive iterations make no new evaluation (space exhausted).

@@ -7,7 +7,7 @@ recorder, budget and driver every method shares (numpy only).
   sub-graph, TUNE the pruned space with a θ-solver.
 
 The numerics (path encoding, ridge models, EIPS, design, pruning) are in
-:mod:`admm_automl.solvers.z._flash`; the z-solver ``flash`` uses the same ones inside ADMM.
+:mod:`admm_automl._numerics.flash`; the z-solver ``flash`` uses the same ones inside ADMM.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ._recorder import Engine, Result, RunOptions
-from .baselines import JointSpace, joint_problem, split_free_constraints
-from .exceptions import InvalidParameterError
-from .records import Observation
-from .solvers.z import _flash as F
-from .solvers.z.flash import fit_models, usable
-from .space.encoding import Encoding
+from ._driver import Engine, Result, RunOptions
+from ..space.joint import JointSpace
+from .baselines import joint_problem, split_free_constraints
+from ..exceptions import InvalidParameterError
+from ..records import Observation
+from .._numerics import flash as F
+from ..solvers.z.flash import fit_models, usable
+from ..space.encoding import Encoding
 
 __all__ = ["FlashOptimizer", "FlashSettings", "sample_prior"]
 
@@ -167,7 +168,7 @@ class FlashOptimizer:
     settings : FlashSettings or mapping, optional
         FLASH's parameters.
     **options
-        The run's :class:`~admm_automl._recorder.RunOptions`. Without the split there are no
+        The run's :class:`~admm_automl.methods._driver.RunOptions`. Without the split there are no
         multipliers: constraints are a fixed-weight penalty (``constraint_mode="penalty"``, the
         default) or ignored during the search (``"filter"``); ``"admm"`` is refused.
 

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ....exceptions import InvalidParameterError
+from ...exceptions import InvalidParameterError
 
 #: [paper] uncertainty ratio of the early-termination test (τ = 2 in every experiment)
 TAU = 2.0

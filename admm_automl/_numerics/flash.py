@@ -42,9 +42,9 @@ from typing import Sequence
 import numpy as np
 from scipy import linalg, special
 
-from ...exceptions import InvalidParameterError
-from .._gp import log_h
-from ._fidelity import all_pipelines
+from ..exceptions import InvalidParameterError
+from .gp import log_h
+from ..space.encoding import all_pipelines
 
 # ---------------------------------------------------------------------------------------------
 # Defaults (the paper's §"experimental settings" and the released code's config.cfg)

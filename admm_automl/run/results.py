@@ -9,29 +9,10 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ._lagrangian import Constraints, optimal_slack
-from .exceptions import ConstraintViolationWarning, EvaluationFailedWarning, SearchError
-from .records import Observation, Status
-
-
-def observation_of(record: dict[str, Any], *, cached: bool = False) -> Observation:
-    """The :class:`Observation` a journal record holds."""
-    return Observation(
-        loss=float(record["loss"]),
-        status=Status(record["status"]),
-        constraints=dict(record.get("constraints") or {}),
-        error=record.get("error"),
-        fidelity=float(record["fidelity"]),
-        fit_time=float(record.get("fit_time") or 0.0),
-        predict_time=float(record.get("predict_time") or 0.0),
-        duration=float(record.get("duration") or 0.0),
-        cached=cached,
-        eval_id=int(record["eval_id"]),
-        budget_stop=bool(record.get("budget_stop", False)),
-        iterations=record.get("iterations"),
-        curve=tuple((int(t), float(v)) for t, v in record.get("curve") or ()),
-        continued_from=int(record.get("continued_from") or 0),
-    )
+from ..methods._lagrangian import Constraints, optimal_slack
+from ..exceptions import ConstraintViolationWarning, EvaluationFailedWarning, SearchError
+from ..journal import observation_of
+from ..records import Observation
 
 
 def _cell(value: Any) -> Any:
@@ -182,16 +163,6 @@ def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
     start = time.perf_counter()
     fit_on_labels(pipeline, X, y, context.y)
     return pipeline, time.perf_counter() - start
-
-
-def refit_seconds_estimate(record: dict[str, Any], n_rows: int, n_splits: int) -> float:
-    """The seconds a refit of ``record``'s pipeline on all ``n_rows`` rows should take: its mean
-    fit time per validation split (with what the prefix cache saved it added back) scaled linearly
-    from the split's training rows to all rows."""
-    saved = float((record.get("prefix_cache") or {}).get("seconds_saved") or 0.0)
-    per_split = (float(record.get("fit_time") or 0.0) + saved) / max(n_splits, 1)
-    n_train = record.get("n_train") or n_rows
-    return per_split * n_rows / max(int(n_train), 1)
 
 
 def fit_on_labels(model: Any, X: Any, y: Any, y_search: Any) -> Any:

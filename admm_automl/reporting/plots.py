@@ -1,7 +1,7 @@
 """Figures of a run, each on matplotlib axes that it returns (as Optuna's visualisation module).
 
 Every function takes ``run``: a fitted estimator, a run directory or a
-:class:`~admm_automl.rundir.RunData`; and ``ax``: the axes to draw on (a sequence of axes for the
+:class:`~admm_automl.reporting.rundir.RunData`; and ``ax``: the axes to draw on (a sequence of axes for the
 functions that draw one panel per module or constraint), or None for a new figure. The estimator
 has the same functions as methods (``model.plot_convergence()``).
 
@@ -20,8 +20,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .evaluation.metrics import LABELS
-from .exceptions import InvalidParameterError, MissingDependencyError
+from ..evaluation.metrics import LABELS
+from ..exceptions import InvalidParameterError, MissingDependencyError
 from .rundir import RunData, as_run
 
 __all__ = ["plot_algorithms", "plot_constraints", "plot_convergence", "plot_multipliers",

@@ -1,6 +1,6 @@
 """NMO: the budget-adaptive planning horizon, and which of its members to run.
 
-Belakaria et al. (2023, Secs. 3.2 and 3.4, Alg. 4) plan non-myopically: the horizon is a batch of
+Belakaria et al. (2022, Secs. 3.2 and 3.4, Alg. 4) plan non-myopically: the horizon is a batch of
 configurations chosen greedily by q-EI at ``t_max`` (the sequential greedy maximisation of
 Wilson et al. 2018, with fixed base samples), each charged the predicted cost of training it to
 its conservative stopping length; members are added while that cost fits in a planning copy of
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
-from ....exceptions import InvalidParameterError
-from ... import _gp
+from ...exceptions import InvalidParameterError
+from .. import gp as _gp
 from . import defaults
 from .acquisition import jittered_cholesky, normal_base_samples
 from .cost_gp import CostGP
@@ -149,7 +149,7 @@ def plan_horizon(
     polish_maxiter: int = defaults.POLISH_MAXITER,
     n_base_samples: int = defaults.N_BASE_SAMPLES,
 ) -> Horizon:
-    """NMO (Belakaria et al. 2023, Alg. 4): greedy q-EI horizon sized to the remaining budget.
+    """NMO (Belakaria et al. 2022, Alg. 4): greedy q-EI horizon sized to the remaining budget.
 
     Parameters
     ----------

@@ -4,7 +4,7 @@ The driver registers one :class:`TaskPlugin` per run. Dask's scheduler keeps it 
 every worker of the cluster, those that join later (or replace a dead one) included, so the task
 (data, splits, metric, constraints), pickled once by the driver, reaches each worker once. A trial
 is then a small Dask task, :func:`run_trial` ``(plugin name, (z, θ, fidelity), timeout)``, whose
-answer is the result dict of :mod:`.worker`.
+answer is the result dict of :mod:`.trial`.
 
 The plugin never runs a trial in the Dask worker itself: each trial runs in a *trial process* of the
 package's own pool (a :class:`~admm_automl.evaluation.ProcessExecutor` of one process, started by
@@ -14,7 +14,7 @@ and takes the next trial), ``RLIMIT_AS`` bounds the trial process's memory (stat
 threads are capped, and a crash (segfault, ``os._exit``) fails that trial with its reason, while the
 Dask worker, its connections and its other trials are untouched. Trial processes stay up between
 trials (one per Dask thread that runs trials) and die with their Dask worker (the kernel kills them
-when it exits, see :mod:`.worker_main`).
+when it exits, see :mod:`.child_main`).
 
 This module imports ``distributed``; the driver imports it only once that is known to be
 installed.
@@ -52,7 +52,7 @@ class TaskPlugin(WorkerPlugin):
     name : str
         Unique name of the run's plugin (the key under which the worker keeps it).
     blob : bytes
-        The task, pickled by :func:`~.worker_main.pickle_task`.
+        The task, pickled by :func:`~.child_main.pickle_task`.
     memory_limit_mb, threads, start_timeout
         As for :class:`~admm_automl.evaluation.ProcessExecutor`, per trial process.
     """

@@ -7,7 +7,7 @@ Variables (all on the unit-box encoding of :class:`~admm_automl.space.Encoding`)
 * ``δ`` — the integer copy of the discrete coordinates (admissible grid values);
 * ``λ`` — the multiplier of the coupling θ̃^d = δ; ``ρ`` — the penalty;
 * ``μ``, ``u`` — the multipliers and slacks of the black-box constraints (Algorithm 2; the algebra
-  is in :mod:`admm_automl._lagrangian`).
+  is in :mod:`admm_automl.methods._lagrangian`).
 
 One iteration t (:meth:`_ADMMRun.iterate`):
 
@@ -32,11 +32,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._lagrangian import Constraints, optimal_slack, update_multipliers
-from ._recorder import Engine, Result, RunOptions, Schedule
-from .exceptions import InvalidParameterError
-from .problem import QuadraticPenalty, ThetaProblem, ZProblem
-from .records import Observation, Suggestion
-from .space.encoding import Encoding
+from ._driver import Engine, Result, RunOptions, Schedule
+from ..exceptions import InvalidParameterError
+from ..problem import QuadraticPenalty, ThetaProblem, ZProblem
+from ..records import Observation, Suggestion
+from ..space.encoding import Encoding
 
 __all__ = ["ADMMOptimizer", "ADMMState", "Schedule"]
 
@@ -81,7 +81,7 @@ class ADMMOptimizer:
         Configurations evaluated after the initial one, before the first iteration (a warm-start
         portfolio, :mod:`admm_automl.space.portfolio`); the loop starts from the best of them.
     **options
-        The run's :class:`~admm_automl._recorder.RunOptions` (budgets, seed, schedule,
+        The run's :class:`~admm_automl.methods._driver.RunOptions` (budgets, seed, schedule,
         constraints — ``constraint_mode`` ``"admm"`` by default —, callback, batch size, clock).
     """
 

@@ -32,8 +32,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, Mapping
 
-from .exceptions import InvalidParameterError
-from .journal import Journal
+from ..exceptions import InvalidParameterError
+from .._yaml import config_node, estimator_params, write_config
+from ..journal import Journal
 
 #: packages whose versions a summary records (those installed)
 PACKAGES = ("admm-automl", "numpy", "scipy", "scikit-learn", "pandas", "lightgbm", "xgboost",
@@ -68,7 +69,7 @@ def machine_info() -> dict[str, Any]:
 
 def run_summary(model: Any) -> dict[str, Any]:
     """The result of a fitted estimator as JSON-ready data (see the module docstring)."""
-    from .evaluation.metrics import get_metric
+    from ..evaluation.metrics import get_metric
 
     history, trace = model.history_, model.admm_trace_
     best = history.loc[history["eval_id"] == model.best_eval_id_].iloc[0]
@@ -106,15 +107,13 @@ def write_run(model: Any, directory: "str | Path", *, data: Mapping[str, Any] | 
     """Write ``trace.csv``, ``summary.json`` (with ``extra`` entries, such as a test score),
     ``config.resolved.yaml`` (with the ``data`` section) and ``best_pipeline.pkl`` of a fitted
     estimator beside its journal; returns the directory."""
-    from .config import config_from_estimator, dump_config
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     model.admm_trace_.to_csv(out / "trace.csv", index=False)
     summary = {**run_summary(model), **extra}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str),
                                       encoding="utf-8")
-    dump_config(config_from_estimator(model, data), out / "config.resolved.yaml", lenient=True)
+    write_config(estimator_params(model), data, out / "config.resolved.yaml", lenient=True)
     try:
         blob = pickle.dumps(model.best_pipeline_)
     except (pickle.PicklingError, AttributeError, TypeError) as err:
@@ -157,10 +156,8 @@ class RunData:
         """The run of a fitted estimator (from memory; nothing is read from disk)."""
         from sklearn.utils.validation import check_is_fitted
 
-        from .config import config_from_estimator
-
         check_is_fitted(model, "history_")
-        config = config_from_estimator(model).to_dict(lenient=True)
+        config = config_node(estimator_params(model), lenient=True)
         header = {}
         if model.output_dir is not None and (Path(model.output_dir) / "journal.jsonl").exists():
             header = Journal.read_header(Path(model.output_dir) / "journal.jsonl") or {}
@@ -170,7 +167,7 @@ class RunData:
     @property
     def metric(self) -> tuple[str, float]:
         """``(name, offset)`` of the run's metric (loss = offset − score)."""
-        from .evaluation.metrics import _BUILTIN
+        from ..evaluation.metrics import _BUILTIN
 
         name = self.summary.get("metric") or str(self.header.get("metric", "loss")).split(" ")[0]
         offset = self.summary.get("metric_offset")
@@ -190,8 +187,8 @@ def read_run(directory: "str | Path") -> RunData:
     import pandas as pd
     import yaml
 
-    from ._lagrangian import Constraints
-    from .results import history_frame
+    from ..methods._lagrangian import Constraints
+    from ..run.results import history_frame
 
     folder = Path(directory)
     journal = folder / "journal.jsonl"

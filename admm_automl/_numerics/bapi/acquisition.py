@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from ... import _gp
+from .. import gp as _gp
 
 
 def normal_base_samples(n: int, q: int, rng: np.random.Generator) -> np.ndarray:

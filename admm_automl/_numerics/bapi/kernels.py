@@ -2,7 +2,7 @@
 
 The inputs of the objective GP are rows ``[x_1, …, x_d, t]``: a configuration in the unit box and,
 in the **last column**, the training length ``t = iterations / t_max`` in (0, 1]. The product
-kernel of Belakaria et al. (2023) is
+kernel of Belakaria et al. (2022) is
 
     K([x, t], [x', t']) = s² · K_x(x, x') · K_t(t, t'),
 
@@ -12,7 +12,7 @@ so the two factors here are thin subclasses that slice their own columns: the co
 kernels (:class:`ConfigurationMatern`, :class:`ConfigurationRBF`) read all columns but the last,
 the time kernels (:class:`ExponentialDecay`, :class:`TimeRBF`) only the last one. The time kernels
 also give the derivatives that the monotonicity constraint needs (``∂K_t/∂t'`` and
-``∂²K_t/∂t∂t'``, Belakaria et al. 2023, Appendix A, with the two typos of their Eqs. 26 and 28
+``∂²K_t/∂t∂t'``, Belakaria et al. 2022, Appendix A, with the two typos of their Eqs. 26 and 28
 corrected: the RBF first derivative divides by ℓ², the second has ``(t − t')²``).
 """
 
@@ -28,7 +28,7 @@ from sklearn.gaussian_process.kernels import (
     WhiteKernel,
 )
 
-from ....exceptions import InvalidParameterError
+from ...exceptions import InvalidParameterError
 
 #: time kernels by name: ``"ed"`` (exponential decay, for decaying learning curves) and ``"rbf"``
 TIME_KERNELS = ("ed", "rbf")
@@ -61,7 +61,7 @@ class ConfigurationRBF(RBF):
 class TimeRBF(RBF):
     """An RBF kernel ``exp(−(t − t')²/(2ℓ²))`` on the last column (the training length).
 
-    Belakaria et al. (2023) use it for curves that are monotone but not decaying (reinforcement
+    Belakaria et al. (2022) use it for curves that are monotone but not decaying (reinforcement
     learning rewards); it needs more virtual points than the exponential-decay kernel.
     """
 
@@ -93,7 +93,7 @@ class ExponentialDecay(Kernel):
     """The exponential-decay kernel of freeze-thaw BO on the last column (the training length).
 
     ``K_t(t, t') = w + (1 + (t + t')/β)^(−α)`` with α, β > 0 and w ≥ 0 (Swersky, Snoek, Adams,
-    "Freeze-Thaw Bayesian Optimization", 2014, in the form of Belakaria et al. 2023, Appendix A).
+    "Freeze-Thaw Bayesian Optimization", 2014, in the form of Belakaria et al. 2022, Appendix A).
     The second term is ``∫ e^{−λt} e^{−λt'} Gamma(λ; α, β) dλ`` up to a constant, a mixture of
     exponentially decaying curves, and is therefore positive definite; the constant ``w`` gives
     each configuration its own asymptote. Its variance falls with ``t``: a curve is most uncertain

@@ -1,0 +1,4 @@
+"""The one run set-up used by the estimator, the command line, the benchmark runner and every
+experiment script: seeds, task, executor, objective and method (:mod:`.setup`), the time policy
+(:mod:`.deadline`), and what follows a search: the fitted attributes and the refit
+(:mod:`.results`), the ensemble (:mod:`.ensemble`)."""

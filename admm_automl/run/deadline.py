@@ -1,0 +1,129 @@
+"""The time policy of a run, in one place: one clock, and every decision the time budget drives.
+
+``time_budget`` covers all of ``fit``: set-up and worker start-up, the search, its overhead and
+the refit after it. :class:`Deadline` is the one clock, started when ``fit`` starts and handed to
+the set-up, the search and the refit, instead of start times and "time left" passed separately.
+The decisions it drives:
+
+* the **reserve**: a time-budgeted search keeps back the estimated refit of its best pipeline and,
+  with the ensemble on, of its next best evaluations (:func:`refit_reserve`);
+* the **per-trial timeout** with no ``trial_timeout``: a quarter of the time left, at least a
+  tenth of the budget (:data:`AUTO_TIMEOUT_FRACTION`, :data:`AUTO_MIN_TIMEOUT_FRACTION`);
+* **probes**: from :data:`PROBE_MIN_ROWS` training rows a pipeline is first fitted on a tenth of
+  them, and on all only if that predicts it can finish in its timeout;
+* the **cv rule**: ``cv="auto"`` cross-validates while the budget affords it
+  (:func:`~admm_automl.evaluation.splits.resolve_cv`);
+* the **refit threads**: the refit runs under the same BLAS/OpenMP thread limit as the trials
+  (:func:`refit_threads`), so that a loaded machine does not stretch it past the budget;
+* the **end**: an error when the budget ended before any evaluation finished, a warning when a
+  serial search overran it (:func:`check_time_budget`).
+
+The timeout and probe rules are applied by the objective
+(:class:`~admm_automl.evaluation.PipelineObjective`), which takes them as parameters; their values
+live here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ..evaluation.objective import (
+    AUTO_MIN_TIMEOUT_FRACTION, AUTO_TIMEOUT_FRACTION, PROBE_MIN_ROWS,
+)
+from ..exceptions import SearchError, TimeBudgetWarning
+
+__all__ = ["AUTO_MIN_TIMEOUT_FRACTION", "AUTO_TIMEOUT_FRACTION", "Deadline",
+           "ENSEMBLE_RESERVE_MAX_FRACTION", "ENSEMBLE_RESERVE_MEMBERS", "PROBE_MIN_ROWS",
+           "check_time_budget", "refit_reserve", "refit_threads"]
+
+#: under a time budget with the ensemble on, the search also keeps back the estimated refits of
+#: this many of its next best evaluations, for the ensemble's other members (in the benchmark
+#: against FLAML, ensembles had up to 8 members, most 3-5) ...
+ENSEMBLE_RESERVE_MEMBERS = 4
+#: ... at most this fraction of the budget (the search comes first)
+ENSEMBLE_RESERVE_MAX_FRACTION = 0.2
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The clock of one ``fit``: ``budget`` seconds (None: no time budget) from ``start``, a
+    :func:`time.monotonic` value (default: now)."""
+
+    budget: float | None
+    start: float = field(default_factory=time.monotonic)
+
+    @property
+    def end(self) -> float | None:
+        """The :func:`time.monotonic` value at which the budget ends (None: no budget)."""
+        return None if self.budget is None else self.start + self.budget
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def left(self) -> float | None:
+        """Seconds left of the budget (negative once it is over; None: no budget)."""
+        return None if self.budget is None else self.budget - self.elapsed()
+
+    def min_timeout(self) -> float:
+        """The shortest automatic per-trial timeout: a tenth of the budget."""
+        return (self.budget or 0.0) * AUTO_MIN_TIMEOUT_FRACTION
+
+
+def refit_reserve(objective: Any, time_budget: float, ensemble: bool) -> float:
+    """The seconds a time-budgeted search keeps back for the refit after it: the estimated refit
+    of its best pipeline so far (:meth:`~admm_automl.evaluation.PipelineObjective.refit_estimate`) and, with the ensemble
+    on, of its ``ENSEMBLE_RESERVE_MEMBERS`` next best kept evaluations, those at most
+    ``ENSEMBLE_RESERVE_MAX_FRACTION`` of the budget."""
+    best, others = objective.refit_estimate(ENSEMBLE_RESERVE_MEMBERS if ensemble else 0)
+    return best + min(others, ENSEMBLE_RESERVE_MAX_FRACTION * time_budget)
+
+
+@contextlib.contextmanager
+def refit_threads(threads: int | None) -> Iterator[None]:
+    """BLAS and OpenMP limited to ``threads`` threads inside the block (None: no limit). The
+    refit runs under the limit its trials ran under (one thread a worker, times the workers), so
+    that a refit on a loaded machine takes about what the search predicted from its trials."""
+    if threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=max(1, int(threads))):
+        yield
+
+
+def check_time_budget(budget: float, records: list[dict[str, Any]], executor: str,
+                      elapsed: float) -> None:
+    """After a search with a time budget: an error when the budget ended before any evaluation
+    finished (there is nothing to refit, and a larger budget is the remedy); a warning when the
+    search overran it by more than max(1 s, 2 %), which only the serial executor does (it cannot
+    stop a running fit).
+
+    Not evaluating the first pipeline to its end whatever the budget was a choice: a budget is a
+    limit the user can rely on, and one fit may take far longer than the whole budget.
+    """
+    if all(r.get("budget_stop") for r in records):
+        if records:
+            first = records[0]
+            what = (f"the first evaluation ({first['pipeline']}) began "
+                    f"{first['time'] - first['duration']:.3g} s after the start (set-up: data "
+                    "checks, splits, worker start-up) and was stopped after "
+                    f"{first['duration']:.3g} s")
+        else:
+            what = ("the set-up (data checks, splits, worker start-up) took it all "
+                    f"({elapsed:.3g} s)")
+        raise SearchError(
+            f"time_budget={budget:g} s ended before any pipeline evaluation finished: {what}. "
+            "Give a larger time_budget, or max_evals alone (evaluations without a time limit)."
+        )
+    if executor == "serial" and elapsed - budget > max(1.0, 0.02 * budget):
+        warnings.warn(
+            f"the search took {elapsed:.3g} s for time_budget={budget:g} s: executor='serial' "
+            "runs an evaluation that is under way when the budget ends to its end; use "
+            "executor='process' (or 'auto') to have it stopped",
+            TimeBudgetWarning, stacklevel=3,
+        )
