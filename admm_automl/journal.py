@@ -8,6 +8,9 @@ a crash loses nothing; a line cut short by a crash is dropped on the next open.
 Opening a journal that already has evaluations *resumes* it when its header equals the new run's;
 a different header is refused with an error that names what differs, unless ``resume=False``, which
 moves the old file aside (``journal-1.jsonl``, ``journal-2.jsonl``, ...) and starts afresh.
+
+A record's keys are written by :func:`make_record` and read back by :func:`observation_of`, the
+journal's schema in one place.
 """
 
 from __future__ import annotations
@@ -176,6 +179,48 @@ def _parse(text: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         elif isinstance(obj, dict):
             records.append(obj)
     return header, records
+
+
+def make_record(eval_id: int, key: str, request: Any, result: dict[str, Any], *,
+                config: dict[str, Any], pipeline: str, worst_loss: float, time: float,
+                tags: dict[str, Any], stopped: bool) -> dict[str, Any]:
+    """The journal record of one trial's ``result`` for ``request`` (``z``, ``θ``, ``fidelity``,
+    ``iterations``): what :func:`observation_of` reads back. A failed trial, or one whose loss is
+    not finite, is recorded with ``worst_loss`` (its own loss stays in ``raw_loss``); ``stopped``
+    marks a trial cut by the end of the time budget, which says nothing of the pipeline."""
+    status = result.get("status", "failed")
+    loss = result.get("loss", math.nan)
+    if status != "ok" or not math.isfinite(loss):
+        loss = worst_loss
+    record = {
+        "eval_id": eval_id,
+        **tags,
+        "pipeline": pipeline,
+        "config": config,
+        "fidelity": request.fidelity,
+        "n_train": result.get("n_train"),
+        "loss": loss,
+        "raw_loss": result.get("loss"),
+        "status": status,
+        "error": result.get("error"),
+        "constraints": result.get("constraints", {}),
+        "fit_time": result.get("fit_time", 0.0),
+        "predict_time": result.get("predict_time", 0.0),
+        "duration": result.get("duration", 0.0),
+        "time": time,
+        "key": key,
+    }
+    if request.iterations is not None:  # the training-length fidelity
+        record["iterations"] = request.iterations
+        record["curve"] = result.get("curve", [])
+        record["continued_from"] = result.get("continued_from", 0)
+    if result.get("traceback"):
+        record["traceback"] = result["traceback"]
+    if result.get("prefix_cache"):  # what the worker's prefix cache saved for this trial
+        record["prefix_cache"] = dict(result["prefix_cache"])
+    if stopped:
+        record["budget_stop"] = True
+    return record
 
 
 def observation_of(record: dict[str, Any], *, cached: bool = False) -> Observation:

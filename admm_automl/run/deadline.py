@@ -18,8 +18,8 @@ The decisions it drives:
 * the **end**: an error when the budget ended before any evaluation finished, a warning when a
   serial search overran it (:func:`check_time_budget`).
 
-The timeout and probe rules are applied by the objective
-(:class:`~admm_automl.evaluation.PipelineObjective`), which takes them as parameters; their values
+The timeout and probe rules are applied by the objective as a
+:class:`~admm_automl.evaluation.policy.TrialPolicy` (:meth:`Deadline.trial_policy`); their values
 live here.
 """
 
@@ -31,14 +31,25 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ..evaluation.objective import (
-    AUTO_MIN_TIMEOUT_FRACTION, AUTO_TIMEOUT_FRACTION, PROBE_MIN_ROWS,
-)
+from ..evaluation.policy import TrialPolicy
 from ..exceptions import SearchError, TimeBudgetWarning
 
 __all__ = ["AUTO_MIN_TIMEOUT_FRACTION", "AUTO_TIMEOUT_FRACTION", "Deadline",
            "ENSEMBLE_RESERVE_MAX_FRACTION", "ENSEMBLE_RESERVE_MEMBERS", "PROBE_MIN_ROWS",
            "check_time_budget", "refit_reserve", "refit_threads"]
+
+#: a trial may take at most this fraction of the time left: with a quarter, at least three more
+#: trials as slow as the slowest allowed one still fit after it, so no single pipeline can take a
+#: run's last chances, while a good learner that needs a few seconds on large data still gets them
+#: early in a run (auto-sklearn's fixed per-run limit, a tenth of the whole budget, would stop the
+#: full-data boosted trees of a 60 s run on 45 000 rows after 6 s)
+AUTO_TIMEOUT_FRACTION = 0.25
+#: ... but at least this fraction of the whole budget (auto-sklearn's default per-run limit), so
+#: that the end of a run still fits full-data trials of a few seconds
+AUTO_MIN_TIMEOUT_FRACTION = 0.1
+#: the training rows from which full-data requests are probed on a subsample first (smaller data
+#: fit fast)
+PROBE_MIN_ROWS = 10_000
 
 #: under a time budget with the ensemble on, the search also keeps back the estimated refits of
 #: this many of its next best evaluations, for the ensemble's other members (in the benchmark
@@ -68,17 +79,22 @@ class Deadline:
         """Seconds left of the budget (negative once it is over; None: no budget)."""
         return None if self.budget is None else self.budget - self.elapsed()
 
-    def min_timeout(self) -> float:
-        """The shortest automatic per-trial timeout: a tenth of the budget."""
-        return (self.budget or 0.0) * AUTO_MIN_TIMEOUT_FRACTION
+    def trial_policy(self, trial_timeout: float | None) -> TrialPolicy:
+        """The trials' rules: a fixed ``trial_timeout``; or, under a time budget, a timeout of a
+        quarter of the time left (at least a tenth of the budget) and probes on large data."""
+        if trial_timeout is not None or self.budget is None:
+            return TrialPolicy(trial_timeout=trial_timeout, probe_min_rows=PROBE_MIN_ROWS)
+        return TrialPolicy(timeout_fraction=AUTO_TIMEOUT_FRACTION,
+                           min_timeout=self.budget * AUTO_MIN_TIMEOUT_FRACTION,
+                           probe_min_rows=PROBE_MIN_ROWS)
 
 
-def refit_reserve(objective: Any, time_budget: float, ensemble: bool) -> float:
+def refit_reserve(library: Any, time_budget: float, ensemble: bool) -> float:
     """The seconds a time-budgeted search keeps back for the refit after it: the estimated refit
-    of its best pipeline so far (:meth:`~admm_automl.evaluation.PipelineObjective.refit_estimate`) and, with the ensemble
+    of its best pipeline so far (:meth:`~admm_automl.run.library.PredictionLibrary.refit_estimate`) and, with the ensemble
     on, of its ``ENSEMBLE_RESERVE_MEMBERS`` next best kept evaluations, those at most
     ``ENSEMBLE_RESERVE_MAX_FRACTION`` of the budget."""
-    best, others = objective.refit_estimate(ENSEMBLE_RESERVE_MEMBERS if ensemble else 0)
+    best, others = library.refit_estimate(ENSEMBLE_RESERVE_MEMBERS if ensemble else 0)
     return best + min(others, ENSEMBLE_RESERVE_MAX_FRACTION * time_budget)
 
 

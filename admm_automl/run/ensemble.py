@@ -18,7 +18,7 @@ rather than being fitted a second time.
 
 Under a time budget the members must also be refitted in what is left of it: each candidate's
 refit time is estimated from its measured fit time
-(:func:`~admm_automl.evaluation.objective.refit_seconds_estimate`; with constraints, plus the fits that measure
+(:func:`~admm_automl.run.library.refit_seconds_estimate`; with constraints, plus the fits that measure
 the ensemble), and a step may add a new member only while the estimated refits of all members fit
 in the time left (``time_left``); choosing a member again costs nothing.
 
@@ -42,8 +42,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from .setup import ENSEMBLE_POOL
 from ..evaluation.data import take_rows
 from ..records import Observation
-from ..evaluation.objective import refit_seconds_estimate
 from ..journal import observation_of
+from .library import refit_seconds_estimate
 from .results import fit_on_labels
 
 __all__ = ["ENSEMBLE_POOL", "EnsembleChoice", "build_ensemble", "ensemble_selection",

@@ -17,7 +17,7 @@ import numbers
 import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ..evaluation.data import fingerprint, make_preprocessor, take_rows
 from ..evaluation.executors import refuse_nested_search
 from ..evaluation.metrics import Metric, get_metric
 from ..evaluation.objective import PipelineObjective
+from ..evaluation.policy import TrialPolicy
 from ..evaluation.prefix_cache import DEFAULT_CACHE_MB
 from ..evaluation.splits import make_splits, resolve_cv
 from ..evaluation.trial import TrialContext
@@ -32,10 +33,9 @@ from ..exceptions import DataError, InvalidParameterError
 from ..journal import Journal
 from ..methods._driver import Result, Schedule
 from ..methods.registry import get_method, make_optimizer
-from .deadline import (
-    AUTO_TIMEOUT_FRACTION, PROBE_MIN_ROWS, Deadline, check_time_budget, refit_reserve,
-)
+from .deadline import Deadline, check_time_budget, refit_reserve
 from .executor import make_executor
+from .library import PredictionLibrary
 
 #: the validation predictions kept for the ensemble: of the best this many evaluations (the e_max
 #: of Liu et al. 2020, appendix on ensembles), and of the best evaluation of each learner
@@ -211,19 +211,21 @@ def run_header(task: Task, *, cv: int | None, validation_size: float) -> dict[st
 def open_objective(
     task_or_context: Any, *, executor: Any, worst_loss: float, output_dir: Any = None,
     header: Mapping[str, Any] | None = None, resume: bool = True,
-    trial_timeout: float | None = None, start_time: float | None = None, **time_aware: Any,
+    trial_timeout: float | None = None, start_time: float | None = None,
+    policy: TrialPolicy | None = None, observers: Sequence[Any] = (),
 ) -> PipelineObjective:
     """The cached, journaled objective over a task (a :class:`TrialContext` or any object with
     ``space`` and ``run``); the journal is ``output_dir/journal.jsonl`` when a directory is given.
-    ``time_aware`` goes to :class:`PipelineObjective` (``timeout_fraction``, ``min_timeout``,
-    ``probe_min_rows``, ``keep_predictions``, ``rank``)."""
+    The trials follow ``policy`` (default: a fixed ``trial_timeout``, or none); ``observers`` are
+    told of every recorded evaluation (e.g. a :class:`~.library.PredictionLibrary`)."""
     if output_dir is not None and Path(output_dir).exists() and not Path(output_dir).is_dir():
         raise InvalidParameterError(f"output_dir {str(output_dir)!r} is a file; give a directory "
                                     "(it is created if it does not exist)")
     path = Path(output_dir) / "journal.jsonl" if output_dir is not None else None
     journal = Journal(path, dict(header or {}), resume=resume)
+    policy = TrialPolicy(trial_timeout=trial_timeout) if policy is None else policy
     return PipelineObjective(task_or_context, executor, journal, worst_loss=worst_loss,
-                             trial_timeout=trial_timeout, start_time=start_time, **time_aware)
+                             policy=policy, start_time=start_time, observers=observers)
 
 
 @dataclass(frozen=True)
@@ -286,15 +288,13 @@ def run_search(
     X: Any, y: np.ndarray, settings: SearchSettings, *, space: Any, task: str, target_type: str,
     sensitive_features: Any = None, deadline: Deadline | None = None, listeners: Any = (),
 ) -> SearchOutcome:
-    """One search as the estimator runs it (the time budget is ``deadline``'s clock, started by
-    the caller so that it covers what came before; default: from now;
-    ``listeners`` are the run's :class:`~admm_automl.methods._driver.RunListener`, e.g. a progress
-    display). Folds by :func:`resolve_cv`; with a time budget the search keeps back the time of
-    the refit after it (:func:`refit_reserve`), and with no ``trial_timeout``, trials
-    time out at ``AUTO_TIMEOUT_FRACTION`` of the time left (at least ``AUTO_MIN_TIMEOUT_FRACTION``
-    of the budget) and large data are probed on a subsample first (:mod:`.objective`); ADMM
-    evaluates the warm-start portfolio first; with ``ensemble_size`` the best evaluations'
-    validation predictions are kept in ``outcome.predictions``."""
+    """One search as the estimator runs it. The time budget is ``deadline``'s clock, started by
+    the caller so that it covers what came before (default: from now), and drives the time policy
+    of :mod:`.deadline`: the folds (:func:`resolve_cv`), the reserve for the refit, the trials'
+    timeouts and probes. ``listeners`` are the run's
+    :class:`~admm_automl.methods._driver.RunListener` (e.g. a progress display). ADMM evaluates
+    the warm-start portfolio first; with ``ensemble_size`` the best evaluations' validation
+    predictions are kept in ``outcome.predictions`` (:mod:`.library`)."""
     from ..methods._lagrangian import Constraints
     from ..space.portfolio import portfolio_points, resolve_portfolio
 
@@ -324,19 +324,20 @@ def run_search(
             "(or 'auto')"
         )
     header = run_header(prepared, cv=cv, validation_size=s.validation_size)
+    ctx = prepared.context
+    library = PredictionLibrary(len(ctx.y), len(ctx.splits),
+                                ENSEMBLE_POOL if s.ensemble_size else 0,
+                                rank=Constraints(prepared.constraints).rank)
     objective = open_objective(
-        prepared.context, executor=executor, worst_loss=prepared.worst_loss,
-        output_dir=s.output_dir, header=header, resume=s.resume, trial_timeout=s.trial_timeout,
-        start_time=deadline.start, timeout_fraction=AUTO_TIMEOUT_FRACTION,
-        min_timeout=deadline.min_timeout(),
-        probe_min_rows=PROBE_MIN_ROWS, keep_predictions=ENSEMBLE_POOL if s.ensemble_size else 0,
-        rank=Constraints(prepared.constraints).rank,
+        ctx, executor=executor, worst_loss=prepared.worst_loss, output_dir=s.output_dir,
+        header=header, resume=s.resume, start_time=deadline.start,
+        policy=deadline.trial_policy(s.trial_timeout), observers=[library],
     )
     max_evals = s.max_evals
     if max_evals is None and s.time_budget is None:
         max_evals = DEFAULT_MAX_EVALS
     reserve = None if s.time_budget is None else (
-        lambda: refit_reserve(objective, s.time_budget, s.ensemble_size > 0))
+        lambda: refit_reserve(library, s.time_budget, s.ensemble_size > 0))
     try:
         optimizer = make_optimizer(
             s.method, space.encoding, objective, theta_solver=s.theta_solver,
@@ -355,7 +356,7 @@ def run_search(
         check_time_budget(s.time_budget, objective.journal.records, executor.name,
                           deadline.elapsed())
     return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
-                         optimizer.constraints, s.rho, objective.predictions,
+                         optimizer.constraints, s.rho, library.predictions,
                          _trial_threads(executor))
 
 

@@ -1,0 +1,95 @@
+"""The library of a run's kept validation predictions, and the refit estimates behind the time
+budget's reserve.
+
+The objective tells its observers of every evaluation as it is recorded (a resumed journal's
+evaluations too, without predictions). :class:`PredictionLibrary` is the run's observer:
+
+* it keeps the validation predictions of the best ``size`` evaluations (by the run's ``rank``)
+  and of the best evaluation of each learner (the last step of the pipeline) for the ensemble
+  (:mod:`.ensemble`), in memory, never in the journal: the best of every learner keeps the
+  ensemble's library diverse when one learner's variants fill the top places (Caruana et al.
+  2004 select from a library of diverse models);
+* it estimates the seconds a refit on all rows takes for every successful full-data evaluation
+  (:func:`refit_seconds_estimate`), so that :meth:`PredictionLibrary.refit_estimate` can say what
+  a time-budgeted search keeps back for its refit and its ensemble
+  (:func:`~admm_automl.run.deadline.refit_reserve`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..records import Observation
+
+
+def refit_seconds_estimate(record: dict[str, Any], n_rows: int, n_splits: int) -> float:
+    """The seconds a refit of ``record``'s pipeline on all ``n_rows`` rows should take: its mean
+    fit time per validation split (with what the prefix cache saved it added back) scaled linearly
+    from the split's training rows to all rows."""
+    saved = float((record.get("prefix_cache") or {}).get("seconds_saved") or 0.0)
+    per_split = (float(record.get("fit_time") or 0.0) + saved) / max(n_splits, 1)
+    n_train = record.get("n_train") or n_rows
+    return per_split * n_rows / max(int(n_train), 1)
+
+
+class PredictionLibrary:
+    """Kept validation predictions and refit estimates of one run (module docstring).
+
+    Parameters
+    ----------
+    n_rows, n_splits : int
+        The rows a refit fits on and the validation splits a record's fit time is summed over.
+    size : int
+        How many evaluations' predictions are kept besides the best of each learner (0: none).
+    rank : callable, optional
+        Sort key of an :class:`Observation` (default: its loss).
+    """
+
+    def __init__(self, n_rows: int, n_splits: int, size: int = 0,
+                 rank: Callable[[Observation], Any] | None = None) -> None:
+        self.n_rows, self.n_splits, self.size = n_rows, n_splits, size
+        self.rank = rank or (lambda obs: obs.loss)
+        #: eval_id -> validation predictions
+        self.predictions: dict[int, Any] = {}
+        self._ranks: dict[int, Any] = {}
+        self._best_of_learner: dict[int, int] = {}  # learner (z[-1]) -> eval_id
+        #: eval_id -> estimated seconds to refit it on all rows (successful full-data ones)
+        self._refit: dict[int, float] = {}
+        self._best: tuple[Any, int] | None = None  # (rank, eval_id) of the best so far
+
+    def observed(self, record: dict[str, Any], observation: Observation, learner: int | None,
+                 predictions: Any) -> None:
+        """An evaluation was recorded (``predictions`` None for a replayed one)."""
+        if not (observation.ok and observation.fidelity >= 1.0):
+            return
+        eval_id = observation.eval_id
+        self._refit[eval_id] = refit_seconds_estimate(record, self.n_rows, self.n_splits)
+        rank = self.rank(observation)
+        if self._best is None or rank < self._best[0]:
+            self._best = (rank, eval_id)
+        if predictions is not None and learner is not None and self.size > 0:
+            self._keep(learner, eval_id, rank, predictions)
+
+    def refit_estimate(self, others: int = 0) -> tuple[float, float]:
+        """Estimated seconds to refit the best evaluation so far, and the next ``others`` best
+        of those whose predictions are kept (together), on all rows; zeros before any success."""
+        if self._best is None:
+            return 0.0, 0.0
+        best = self._best[1]
+        ranked = sorted((i for i in self._ranks if i != best), key=self._ranks.__getitem__)
+        return self._refit[best], sum(self._refit.get(i, 0.0) for i in ranked[:others])
+
+    def _keep(self, learner: int, eval_id: int, rank: Any, predictions: Any) -> None:
+        """Keep ``predictions`` if the evaluation is among the best ``size`` or the best of its
+        learner; drop what no longer is."""
+        self.predictions[eval_id] = predictions
+        self._ranks[eval_id] = rank
+        best = self._best_of_learner.get(learner)
+        if best is None or rank < self._ranks[best]:
+            self._best_of_learner[learner] = eval_id
+        protected = set(self._best_of_learner.values())
+        spare = [i for i in self._ranks if i not in protected]
+        while len(spare) > self.size:
+            worst = max(spare, key=self._ranks.__getitem__)
+            spare.remove(worst)
+            del self.predictions[worst], self._ranks[worst]
