@@ -1,6 +1,7 @@
-"""The numerical core of BAPI (Belakaria et al. 2023): kernels and their derivatives, truncated
+"""The numerical core of BAPI (Belakaria et al. 2022): kernels and their derivatives, truncated
 moments, the monotone objective GP, the cost GP, the curve-point rule, conservative stopping,
-early termination, q-EI and the budget-adaptive horizon.
+early termination, q-EI and the budget-adaptive horizon, and the helpers of the solver's loop
+(initial design, training steps, the cost of a full training, GP_f's data).
 
 Sign convention under test: the model is of a loss, non-increasing in the training length t.
 """
@@ -13,17 +14,17 @@ import numpy as np
 import pytest
 
 from admm_automl.exceptions import InvalidParameterError
-from admm_automl.solvers.theta import _bapi as bapi
-from admm_automl.solvers import _gp
-from admm_automl.solvers.theta._bapi import defaults
-from admm_automl.solvers.theta._bapi.horizon import _GreedyAcquisition
-from admm_automl.solvers.theta._bapi.kernels import (
+from admm_automl._numerics import bapi
+from admm_automl._numerics import gp as _gp
+from admm_automl._numerics.bapi import defaults
+from admm_automl._numerics.bapi.horizon import _GreedyAcquisition
+from admm_automl._numerics.bapi.kernels import (
     ExponentialDecay,
     TimeRBF,
     curve_kernel,
     kernel_parts,
 )
-from admm_automl.solvers.theta._bapi.truncated import truncated_normal_moments
+from admm_automl._numerics.bapi.truncated import truncated_normal_moments
 
 
 def curve_loss(X: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -540,3 +541,38 @@ def test_defaults_and_grids():
         defaults.length_grid(0)
     with pytest.raises(InvalidParameterError, match="t_max must be an integer >= 1, got True"):
         defaults.check_interval(True)
+    np.testing.assert_allclose(defaults.check_grid(7, 0.3), np.arange(2, 8) / 7)  # p = 2
+
+
+# ----------------------------------------------------------------------------- solver helpers
+def test_training_steps_go_p_at_a_time_or_to_the_goal_without_a_model():
+    assert bapi.first_length(100, 0, 20, 1.0, checked=True) == 20
+    assert bapi.first_length(100, 90, 20, 1.0, checked=True) == 100
+    assert bapi.first_length(100, 30, 20, 0.5, checked=False) == 50
+    assert bapi.first_length(100, 60, 20, 0.5, checked=False) == 61  # at least one more
+    assert bapi.next_length(100, 40, 0.55) == 55
+    assert bapi.next_length(100, 40, 0.4) == 41 and bapi.next_length(100, 99, 1.0) == 100
+
+
+def test_full_training_cost_is_the_median_cost_scaled_to_t_max():
+    assert bapi.full_training_cost([], []) is None
+    assert bapi.full_training_cost([1.0, 4.0, 3.0], [0.5, 1.0, 0.25]) == pytest.approx(4.0)
+
+
+def test_initial_design_starts_at_the_start_and_counts_what_is_known():
+    start = np.full(2, 0.5)
+    design = bapi.initial_design(2, 0, start, np.random.default_rng(0))
+    assert len(design) == 3 and np.array_equal(design[0], start)  # max(3, d + 1)
+    again = bapi.initial_design(2, 0, start, np.random.default_rng(0))
+    np.testing.assert_array_equal(np.array(design), np.array(again))
+    assert len(bapi.initial_design(2, 2, None, np.random.default_rng(0))) == 1
+    assert bapi.initial_design(2, 5, start, np.random.default_rng(0)) == []
+
+
+def test_curve_dataset_takes_the_chosen_points_of_every_curve():
+    t = np.array([0.2, 0.4, 0.6, 0.8, 1.0])
+    curves = [(np.array([0.1, 0.2]), t, 1.0 - t), (np.array([0.7, 0.3]), t[:2], 2.0 - t[:2])]
+    X, T, Y = bapi.curve_dataset(None, curves, 3)
+    assert X.shape == (5, 2) and T.shape == Y.shape == (5,)
+    np.testing.assert_allclose(T, [0.2, 0.6, 1.0, 0.2, 0.4])  # evenly spaced, the last kept
+    np.testing.assert_allclose(Y, [0.8, 0.4, 0.0, 1.8, 1.6])

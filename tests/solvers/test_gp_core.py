@@ -1,6 +1,6 @@
-"""The numpy GP of ``bo`` (solvers/_gp.py): MAP hyperparameters with Optuna's priors, analytic
-gradients, incremental updates, the log-EI acquisition with gradients and its batched maximiser,
-and the ADMM penalty as a vectorised callable."""
+"""The numpy GP of ``bo`` (``_numerics/gp/``: ``model``, ``acquisition``, ``optim``): MAP
+hyperparameters with Optuna's priors, analytic gradients, incremental updates, the log-EI
+acquisition with gradients and its maximiser, and the ADMM penalty as a vectorised callable."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from scipy import optimize
 
 from admm_automl.problem import QuadraticPenalty
-from admm_automl.solvers import _gp
+from admm_automl._numerics import gp as _gp
 
 
 def data(n=25, dim=3, seed=0):
@@ -102,10 +102,24 @@ def test_batched_maximiser_polishes_to_the_acquisition_maximum():
     y = (X[:, 0] - 0.37) ** 2
     gp = _gp.MaternGP(X, y)
     acq = _gp.GPLogEI(gp, float(y.min()))
-    ranked = _gp.maximize_batched(acq, 1, np.random.default_rng(0), centres=X[[1]],
-                                  n_candidates=64, n_starts=4,
-                                  lengthscales=gp.params.inv_sq_lengthscales ** -0.5)
+    ranked = _gp.maximize(acq, 1, np.random.default_rng(0), centres=X[[1]], n_candidates=64,
+                          n_starts=4, batched=True,
+                          lengthscales=gp.params.inv_sq_lengthscales ** -0.5)
     values = acq(ranked)
     assert values[0] == pytest.approx(values.max())
     assert abs(ranked[0, 0] - 0.37) < 0.1
     assert len(ranked) >= 64 and np.all((ranked >= 0) & (ranked <= 1))
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_maximiser_ranks_polished_starts_then_the_other_candidates(batched):
+    """Either polish returns every candidate once: the polished starts first (best first), then
+    the candidates that were not starts, from the best down."""
+    X, y = data(n=12, dim=2, seed=3)
+    acq = _gp.GPLogEI(_gp.MaternGP(X, y), float(y.min()))
+    ranked = _gp.maximize(acq, 2, np.random.default_rng(1), centres=X[:1], n_candidates=64,
+                          n_starts=3, batched=batched)
+    assert ranked.shape == (64 + 2 * 16 + 1, 2)  # candidates, 16 perturbations a scale, centre
+    values = acq(ranked)
+    assert np.all(np.diff(values[:3]) <= 1e-12) and values[0] == pytest.approx(values.max())
+    assert np.all(np.diff(values[3:]) <= 1e-12)

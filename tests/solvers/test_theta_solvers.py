@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import special
 
 from admm_automl import ADMM, load_config
 from admm_automl.benchmarks import HARTMANN6, make_theta_problem
@@ -26,7 +27,7 @@ from admm_automl.exceptions import (
 )
 from admm_automl.problem import ThetaProblem
 from admm_automl.solvers import THETA_SOLVERS
-from admm_automl.solvers import _gp
+from admm_automl._numerics import gp as _gp
 from admm_automl.solvers.theta import rbfopt as rbfopt_module
 from admm_automl.testing import tiny_space
 from admm_automl.records import Observation
@@ -86,7 +87,7 @@ def spread_history(dim, target, n=12, seed=0, include_optimum=True, offset=0.0):
 # ----------------------------------------------------------------------------- _gp numerics
 def test_log_h_matches_the_direct_formula_where_that_is_accurate():
     z = np.linspace(-5.0, 5.0, 41)
-    direct = np.log(np.exp(-0.5 * z**2) / math.sqrt(2 * math.pi) + z * _gp.special.ndtr(z))
+    direct = np.log(np.exp(-0.5 * z**2) / math.sqrt(2 * math.pi) + z * special.ndtr(z))
     np.testing.assert_allclose(_gp.log_h(z), direct, rtol=1e-9, atol=1e-12)
 
 
@@ -388,7 +389,6 @@ def test_rbfopt_warm_start_skips_its_design_and_improves():
 
 # ----------------------------------------------------------------------------- quality (slow)
 @pytest.mark.slow
-@pytest.mark.slow
 def test_bo_beats_random_on_hartmann6():
     """Median best regret over 5 seeds at 40 evaluations: bo well below random search."""
     def regret(name, seed, params):
@@ -405,18 +405,6 @@ def test_bo_beats_random_on_hartmann6():
 
 
 # ----------------------------------------------------------------------------- ADMM, YAML, CLI
-X_BC, Y_BC = None, None
-
-
-def _breast_cancer():
-    global X_BC, Y_BC
-    if X_BC is None:
-        from sklearn.datasets import load_breast_cancer
-
-        X_BC, Y_BC = load_breast_cancer(return_X_y=True)
-    return X_BC, Y_BC
-
-
 def _tree_space():
     return tiny_space(
         {
@@ -439,8 +427,8 @@ def _tree_space():
 
 
 @pytest.mark.parametrize("name", MODEL_SOLVERS)
-def test_admm_fit_with_each_theta_solver(name):
-    X, y = _breast_cancer()
+def test_admm_fit_with_each_theta_solver(name, breast_cancer_full):
+    X, y = breast_cancer_full
     model = ADMM(
         search_space=_tree_space(), theta_solver={"name": name, "params": FAST[name]},
         max_evals=14, inner_iter=5, inner_iter_step=0, random_state=0, cv=None,
@@ -477,6 +465,7 @@ def _cli(argv):
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODEL_SOLVERS)
 def test_cli_theta_solver_and_schedule_flags_reach_the_estimator(tmp_path, name):
     out = tmp_path / "out"

@@ -10,8 +10,12 @@ opposite sign).
 * :class:`LearningCurveGP`: GP_f over (x, t), product kernel, monotone in ``t`` (or not:
   BAPI-NM); posterior marginals, curves and joint covariances.
 * :class:`CostGP`: GP_c, cost linear in ``t`` with a configuration-dependent rate.
-* :func:`select_curve_points`, :func:`running_best`: which points of a curve enter GP_f.
-* :func:`conservative_stopping`, :func:`stopping_lengths`, :func:`check_termination`: when to stop.
+* :func:`select_curve_points`, :func:`running_best`, :func:`curve_dataset`: which points of a
+  curve enter GP_f.
+* :func:`conservative_stopping`, :func:`stopping_lengths`, :func:`check_termination`: when to stop;
+  :func:`first_length`, :func:`next_length`: how far each training step goes.
+* :func:`initial_design`: the configurations trained before any model;
+  :func:`full_training_cost`: the cost of one full training.
 * :func:`plan_horizon`, :func:`select_member`: NMO and the member to run.
 * :func:`q_expected_improvement`, :func:`normal_base_samples`: Monte Carlo q-EI.
 * :mod:`.defaults`: the paper's constants and ours.
@@ -19,11 +23,19 @@ opposite sign).
 
 from . import defaults
 from .acquisition import normal_base_samples, q_expected_improvement
-from .cost_gp import CostGP
+from .cost_gp import CostGP, full_training_cost
 from .curve_gp import LearningCurveGP, Marginals
-from .curve_points import running_best, select_curve_points
+from .curve_points import curve_dataset, running_best, select_curve_points
+from .design import initial_design
 from .horizon import Horizon, plan_horizon, select_member
-from .stopping import Termination, check_termination, conservative_stopping, stopping_lengths
+from .stopping import (
+    Termination,
+    check_termination,
+    conservative_stopping,
+    first_length,
+    next_length,
+    stopping_lengths,
+)
 
 __all__ = [
     "CostGP",
@@ -33,7 +45,12 @@ __all__ = [
     "Termination",
     "check_termination",
     "conservative_stopping",
+    "curve_dataset",
     "defaults",
+    "first_length",
+    "full_training_cost",
+    "initial_design",
+    "next_length",
     "normal_base_samples",
     "plan_horizon",
     "q_expected_improvement",

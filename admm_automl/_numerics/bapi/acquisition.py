@@ -7,7 +7,8 @@ incumbent ``y*``, ``qEI = E[max(y* − min_j F_j, 0)]``, estimated with the repa
 the estimate a deterministic function of the batch (a sample-average approximation) that greedy
 construction can maximise one member at a time; the base samples are scrambled-Sobol' points
 mapped through the normal quantile function, seeded from the caller's Generator. Single-point EI
-is the closed form of :mod:`.._gp` (log-EI, finite far from the incumbent).
+is the closed form of :mod:`admm_automl._numerics.gp.acquisition` (log-EI, finite far from the
+incumbent).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ dominate the fit, while on the log scale the noise is a relative error, the same
 slow learners. The rate predicted is the log-normal mean ``exp(μ + σ²/2)``, the expected cost,
 so an uncertain configuration counts as more expensive when the horizon is planned. The GP is
 scikit-learn's, with ``ConstantKernel × ARD RBF + WhiteKernel`` on normalised targets, fitted by
-maximum marginal likelihood (:func:`admm_automl._numerics.gp.fit_gp`).
+maximum marginal likelihood (:func:`admm_automl._numerics.gp.sklearn_gp.fit_gp`).
 """
 
 from __future__ import annotations
@@ -116,6 +116,15 @@ class CostGP:
         if not np.all((t_from >= 0.0) & (t_from <= 1.0)):
             raise InvalidParameterError(f"t_from must lie in [0, 1], got {t_from!r}")
         return np.maximum(t_to - t_from, 0.0) * rate
+
+
+def full_training_cost(costs: np.ndarray, fractions: np.ndarray) -> float | None:
+    """The median over configurations of the cost of training one to ``t_max``, each observed
+    ``cost`` scaled up from the ``fraction`` of ``t_max`` it was trained to (cost linear in ``t``,
+    as GP_c models it); ``None`` without any observation."""
+    if len(costs) == 0:
+        return None
+    return float(np.median(np.asarray(costs, dtype=float) / np.asarray(fractions, dtype=float)))
 
 
 def _cost_kernel(dim: int):

@@ -39,12 +39,21 @@ The approximation, stated (the paper leaves all four choices open):
 
 With ``monotone=False`` the model is the plain GP with the same kernel: Belakaria et al.'s
 ablation BAPI-NM.
+
+From the GP core (:mod:`admm_automl._numerics.gp`) come the likelihood maximisation
+(:func:`~admm_automl._numerics.gp.sklearn_gp.fit_regressor`) and the cleaning of the targets. The
+rest is this model's own because its math differs: the kernel is a product of scikit-learn kernels
+over (x, t) with the hyperparameter gradients the likelihood maximisation needs (the core's
+``matern52`` is the numpy GP's correlation on squared distances expanded as
+``|a|² + |b|² − 2a·b``, which rounds differently from scikit-learn's distances, so sharing it
+would change every fitted model), and the Cholesky factor adds jitter when points close together
+on one curve make the Gram matrix numerically singular (:func:`_cholesky`), where the core's
+``MaternGP`` factorises without jitter and leaves a failure to the solver's fallback.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,7 +155,8 @@ class LearningCurveGP:
         The maximisation starts from the previous fit's hyperparameters when there is one (a
         warm start, as in the ``bo`` solver), plus ``n_restarts`` random starts drawn from
         ``rng``. ``optimize=False`` keeps the current (or default) hyperparameters. Non-finite
-        losses are replaced by the worst finite one (:func:`admm_automl._numerics.gp.clean_targets`).
+        losses are replaced by the worst finite one
+        (:func:`admm_automl._numerics.gp.model.clean_targets`).
         """
         X = defaults.as_configurations(X)
         t = defaults.as_lengths(t, len(X))
@@ -178,21 +188,11 @@ class LearningCurveGP:
         return self
 
     def _maximise_likelihood(self, inputs, targets, start, rng):
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.gaussian_process import GaussianProcessRegressor
-
+        """The kernel that maximises the marginal likelihood of the standardised ``targets``
+        (the GP core's scikit-learn fit, without its own normalisation: the scaling is ours)."""
         seed = None if rng is None else int(rng.integers(2**32 - 1))
-        gp = GaussianProcessRegressor(
-            kernel=start,
-            alpha=1e-10,
-            normalize_y=False,
-            optimizer="fmin_l_bfgs_b",
-            n_restarts_optimizer=self.n_restarts,
-            random_state=seed,
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            gp.fit(inputs, targets)
+        gp = _gp.fit_regressor(inputs, targets, start, normalize_y=False,
+                               n_restarts=self.n_restarts, random_state=seed)
         return gp.kernel_
 
     def with_points(self, X: np.ndarray, t: np.ndarray, y: np.ndarray) -> LearningCurveGP:

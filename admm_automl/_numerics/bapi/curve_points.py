@@ -69,3 +69,22 @@ def select_curve_points(
             break
         chosen.append(best)
     return np.sort(np.array(chosen))
+
+
+def curve_dataset(
+    model: LearningCurveGP | None,
+    curves: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    max_points: int = defaults.PTS_PER_CURVE,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GP_f's data: of every curve ``(x, t, y)`` (its configuration, increasing training
+    fractions and losses), the points :func:`select_curve_points` chooses under ``model``.
+
+    Returns the rows ``X`` (n, d), their lengths ``T`` (n,) and losses ``Y`` (n,).
+    """
+    X, T, Y = [], [], []
+    for x, t, y in curves:
+        keep = select_curve_points(model, x, t, max_points)
+        X.extend([x] * len(keep))
+        T.extend(t[keep])
+        Y.extend(y[keep])
+    return np.array(X), np.array(T), np.array(Y)

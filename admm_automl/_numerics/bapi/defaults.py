@@ -74,6 +74,12 @@ def length_grid(t_max: int, t_min: float = CHECK_FRACTION) -> np.ndarray:
     return np.arange(start, t_max + 1) / t_max
 
 
+def check_grid(t_max: int, fraction: float = CHECK_FRACTION) -> np.ndarray:
+    """:func:`length_grid` from the first check on: stopping is searched from ``p`` iterations
+    (:func:`check_interval`), the first length at which a curve is ever checked."""
+    return length_grid(t_max, check_interval(t_max, fraction) / t_max)
+
+
 # ----------------------------------------------------------------------------- checks
 def check_real(
     value: float,

@@ -19,7 +19,7 @@ Our choices where the paper is silent or inconsistent:
   members maximise the log of the Monte Carlo q-EI of the batch. Each greedy step searches
   Sobol' candidates plus perturbations of the best trained configurations (which are also
   candidates as they are, so a partly trained one can be continued) and polishes the best few
-  with L-BFGS-B (:func:`.._gp.maximize`).
+  with L-BFGS-B (:func:`admm_automl._numerics.gp.optim.maximize`).
 * Continuation: a configuration in ``resumable_X`` (a partly trained model is held) costs only
   its extra iterations; any other starts from zero.
 * The known ADMM penalty ``penalty(x)`` is added to every predicted loss; the incumbent is the

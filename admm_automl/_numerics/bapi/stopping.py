@@ -165,3 +165,18 @@ def check_termination(
     else:
         stop, reason, t_next = False, "continue", min(t_n, t_now + check_every)
     return Termination(stop, reason, t_next, t_n, value, spread, std_now)
+
+
+def first_length(t_max: int, trained: int, p: int, goal: float, *, checked: bool) -> int:
+    """Iterations to train to in the first step of an evaluation (Belakaria et al., Alg. 5):
+    ``p`` more than ``trained`` when the curve will be ``checked`` after each step; without a
+    model to check against, straight to the fraction ``goal`` of ``t_max`` (at least one more)."""
+    if checked:
+        return min(t_max, trained + p)
+    return max(trained + 1, min(t_max, int(round(goal * t_max))))
+
+
+def next_length(t_max: int, length: int, t_next: float) -> int:
+    """Iterations to train to after a check at ``length`` that continues to the fraction
+    ``t_next`` (:attr:`Termination.t_next`): at least one iteration more, at most ``t_max``."""
+    return min(t_max, max(int(length) + 1, int(round(t_next * t_max))))

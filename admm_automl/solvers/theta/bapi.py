@@ -2,9 +2,11 @@
 
 The solver of the θ-problem of a learner that declares a training length (``iterations`` in the
 space): it chooses configurations *and* how long to train them, stops poor ones early and
-continues promising ones later. The numerics are :mod:`._bapi`; this module is the loop of the
-paper's Algorithm 2 on the ask/tell protocol, over the evaluation engine's training-length
-fidelity (learning curves and continuation, :mod:`admm_automl.evaluation.iterative`).
+continues promising ones later. The numerics are :mod:`admm_automl._numerics.bapi`; this module
+is the loop of the paper's Algorithm 2 on the ask/tell protocol, over the evaluation engine's
+training-length fidelity (learning curves and continuation,
+:mod:`admm_automl.evaluation.iterative`). The bookkeeping of the observed learning curves
+(:class:`_Curve` and the functions beside it) stays outside the solver class, which only adapts.
 """
 
 from __future__ import annotations
@@ -50,19 +52,96 @@ class _Curve:
         y = np.array([self.points[int(k)] for k in t], dtype=float)
         return t / self.t_max, _bapi.running_best(y) + self.offset
 
+    def add(self, obs: Observation, offset: float, cost: str) -> None:
+        """Record an observation of this configuration: ``offset`` is the value of its constraint
+        terms (augmented value − penalty − loss), ``cost`` the unit (:data:`COSTS`). A cached
+        result adds nothing; a failed training marks the curve failed."""
+        self.offset = offset if math.isfinite(offset) else 0.0
+        t = obs.iterations if obs.iterations is not None else self.t_max
+        if obs.cached:
+            return
+        points = obs.curve if obs.curve and obs.ok else ((t, obs.loss),)
+        for length, loss in points:
+            self.points[int(length)] = float(loss)
+        if not obs.ok:
+            self.failed = True
+            return
+        spent = float(obs.fit_time) if cost == "time" else float(t - obs.continued_from)
+        self.cost = (self.cost if obs.continued_from else 0.0) + max(spent, 0.0)
+        self.trained = max(self.trained, int(t))
+
+
+def _merge_curves(records, length, offset, cost: str) -> list[_Curve]:
+    """One curve per configuration of ``records`` (pairs ``(x, obs)``, in order) with its
+    observations merged; ``length(x)`` is its training length, ``offset(x, obs)`` the value of
+    an observation's constraint terms, ``cost`` the unit."""
+    curves: list[_Curve] = []
+    for x, obs in records:
+        x = np.asarray(x, dtype=float)
+        curve = _find(curves, x)
+        if curve is None:
+            curve = _Curve(x, length(x))
+            curves.append(curve)
+        curve.add(obs, offset(x, obs), cost)
+    return curves
+
+
+def _find(curves: list[_Curve], x: np.ndarray, tol: float = 1e-9) -> _Curve | None:
+    """The first curve of a configuration within ``tol`` (Euclidean) of ``x``."""
+    for curve in curves:
+        if np.linalg.norm(curve.x - x) <= tol:
+            return curve
+    return None
+
+
+def _incumbent(curves: list[_Curve], penalty, exclude: _Curve | None = None) -> float | None:
+    """Best observed value (loss + constraint terms + ``penalty``) of the curves but ``exclude``."""
+    values = [float(c.curve()[1].min()) + float(penalty(c.x)[0])
+              for c in curves if c is not exclude and c.points]
+    values = [v for v in values if math.isfinite(v)]
+    return min(values) if values else None
+
+
+def _full_cost(curves: list[_Curve], cost: str) -> float:
+    """The median predicted cost of training an observed configuration to ``t_max`` (a unit
+    placeholder before any training was measured)."""
+    rows = [c for c in curves if c.cost > 0 and c.trained > 0 and not c.failed]
+    full = _bapi.full_training_cost([c.cost for c in rows], [c.trained / c.t_max for c in rows])
+    if full is None:
+        return 1.0 if cost == "iterations" else 1e-3
+    return full
+
+
+def _resumable(curves: list[_Curve]) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The configurations whose partly trained models are held, and their training fractions."""
+    rows = [c for c in curves if 0 < c.trained < c.t_max and not c.failed]
+    if not rows:
+        return None, None
+    return np.array([c.x for c in rows]), np.array([c.trained / c.t_max for c in rows])
+
+
+def _cost_examples(curves: list[_Curve]) -> tuple[np.ndarray, ...] | None:
+    """GP_c's data: configurations trained without failure, their fractions and costs."""
+    rows = [c for c in curves if c.trained > 0 and not c.failed]
+    if not rows:
+        return None
+    return (np.array([c.x for c in rows]),
+            np.array([max(c.trained, 1) / c.t_max for c in rows]),
+            np.array([c.cost for c in rows]))
+
 
 @THETA_SOLVERS.register("bapi")
 class BAPIThetaSolver(GPBayesOptThetaSolver):
     """BAPI-4 (Belakaria et al. 2022) for the θ-problem of an iterative learner.
 
-    **Models** (:mod:`._bapi`): GP_f over ``(x, t)`` (``t`` the training fraction ``iterations /
-    t_max``) with the product kernel ``K_x·K_t`` (ARD Matérn-5/2 × exponential decay) and the
-    monotonicity of the best-so-far loss in ``t`` imposed at virtual derivative points
-    (``monotone=False`` is the paper's ablation BAPI-NM, the plain GP); GP_c, the cost, linear in
-    ``t`` with a configuration-dependent rate. The GP models the black-box part of the ADMM
-    sub-problem: every curve point's value is the loss plus the constraint terms of its
-    configuration's latest observation; the known penalty ``problem.penalty(x)`` does not depend on
-    ``t`` and is added analytically to every prediction (EI, q-EI, early termination).
+    **Models** (:mod:`admm_automl._numerics.bapi`): GP_f over ``(x, t)`` (``t`` the training
+    fraction ``iterations / t_max``) with the product kernel ``K_x·K_t`` (ARD Matérn-5/2 ×
+    exponential decay) and the monotonicity of the best-so-far loss in ``t`` imposed at virtual
+    derivative points (``monotone=False`` is the paper's ablation BAPI-NM, the plain GP); GP_c,
+    the cost, linear in ``t`` with a configuration-dependent rate. The GP models the black-box
+    part of the ADMM sub-problem: every curve point's value is the loss plus the constraint terms
+    of its configuration's latest observation; the known penalty ``problem.penalty(x)`` does not
+    depend on ``t`` and is added analytically to every prediction (EI, q-EI, early termination).
 
     **Loop** (the paper's Algorithm 2), inside ``run(n)``:
 
@@ -222,11 +301,12 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         if n_calls <= 0:
             return
         spent, budget = 0.0, None
-        design = self._initial_design()
+        design = _bapi.initial_design(int(self.problem_.dim), len(self._curves()),
+                                      self._start_point(), self.rng_)
         while True:
             curves = self._curves()
             if budget is None and curves:
-                budget = n_calls * self._full_cost(curves)
+                budget = n_calls * _full_cost(curves, self.cost)
             if budget is not None and spent >= budget and spent > 0:
                 return
             if self.cached_left_ <= 0:
@@ -252,66 +332,16 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
                 )
             return self.rng_.uniform(0.0, 1.0, size=self.problem_.dim), 1.0
 
-    def _initial_design(self) -> list[np.ndarray]:
-        """The configurations still missing from the initial design of ``max(3, d + 1)``."""
-        dim = int(self.problem_.dim)
-        have = len(self._curves())
-        missing = max(0, defaults.n_initial(dim) - have)
-        start = self._start_point()
-        design = [] if start is None else [start]
-        seed = int(self.rng_.integers(2**32 - 1))
-        design.extend(_gp.sobol_points(max(0, missing - len(design)), dim, seed))
-        return design[:missing]
-
     # ------------------------------------------------------------------ data
     def _curves(self) -> list[_Curve]:
         """Every configuration observed (history and trials), with its merged learning curve."""
+        records = list(self.problem_.history) + list(self.trials_)
+        return _merge_curves(records, self._length, self._offset, self.cost)
+
+    def _offset(self, x: np.ndarray, obs: Observation) -> float:
+        """The value of an observation's constraint terms: augmented value − penalty − loss."""
         problem = self.problem_
-        curves: list[_Curve] = []
-        for x, obs in list(problem.history) + list(self.trials_):
-            x = np.asarray(x, dtype=float)
-            curve = self._find(curves, x)
-            if curve is None:
-                curve = _Curve(x, self._length(x))
-                curves.append(curve)
-            self._add(curve, x, obs)
-        return curves
-
-    @staticmethod
-    def _find(curves: list[_Curve], x: np.ndarray) -> _Curve | None:
-        for curve in curves:
-            if np.linalg.norm(curve.x - x) <= 1e-9:
-                return curve
-        return None
-
-    def _add(self, curve: _Curve, x: np.ndarray, obs: Observation) -> None:
-        problem = self.problem_
-        value = problem.augment(x, obs)
-        offset = value - problem.penalty(x) - obs.loss
-        curve.offset = offset if math.isfinite(offset) else 0.0
-        t = obs.iterations if obs.iterations is not None else curve.t_max
-        if obs.cached:
-            return
-        points = obs.curve if obs.curve and obs.ok else ((t, obs.loss),)
-        for length, loss in points:
-            curve.points[int(length)] = float(loss)
-        if not obs.ok:
-            curve.failed = True
-            return
-        cost = float(obs.fit_time) if self.cost == "time" else float(t - obs.continued_from)
-        curve.cost = (curve.cost if obs.continued_from else 0.0) + max(cost, 0.0)
-        curve.trained = max(curve.trained, int(t))
-
-    def _dataset(self, curves: list[_Curve], model: Any) -> tuple[np.ndarray, ...]:
-        """GP_f's data: at most ``pts_per_curve`` points of every curve."""
-        X, T, Y = [], [], []
-        for curve in curves:
-            t, y = curve.curve()
-            keep = _bapi.select_curve_points(model, curve.x, t, int(self.pts_per_curve))
-            X.extend([curve.x] * len(keep))
-            T.extend(t[keep])
-            Y.extend(y[keep])
-        return np.array(X), np.array(T), np.array(Y)
+        return problem.augment(x, obs) - problem.penalty(x) - obs.loss
 
     def _fit(self, curves: list[_Curve]) -> None:
         """Condition GP_f on the data, refitting its hyperparameters only when the number of
@@ -327,41 +357,24 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
             model = _bapi.LearningCurveGP(monotone=bool(self.monotone),
                                           t_min=float(self.check_fraction),
                                           n_restarts=int(self.gp_restarts))
-        X, T, Y = self._dataset(curves, self.curve_model_)
+        X, T, Y = _bapi.curve_dataset(self.curve_model_, [(c.x, *c.curve()) for c in curves],
+                                      int(self.pts_per_curve))
         model.fit(X, T, Y, rng=self.rng_, optimize=optimize)
         self.curve_model_ = model
-        rows = [c for c in curves if c.trained > 0 and not c.failed]
         cost_model = self.cost_model_ or _bapi.CostGP(n_restarts=int(self.gp_restarts))
-        if rows:
-            cost_model.fit(np.array([c.x for c in rows]),
-                           np.array([max(c.trained, 1) / c.t_max for c in rows]),
-                           np.array([c.cost for c in rows]), rng=self.rng_)
+        examples = _cost_examples(curves)
+        if examples is not None:
+            cost_model.fit(*examples, rng=self.rng_)
             self.cost_model_ = cost_model
         if optimize:
             self.hyper_n_configs_ = len(curves)
 
     def _grid(self, t_max: int) -> np.ndarray:
-        p = defaults.check_interval(t_max, float(self.check_fraction))
-        return defaults.length_grid(t_max, p / t_max)
-
-    def _full_cost(self, curves: list[_Curve]) -> float:
-        """The median predicted cost of training an observed configuration to ``t_max``."""
-        rows = [c for c in curves if c.cost > 0 and c.trained > 0 and not c.failed]
-        if not rows:
-            return 1.0 if self.cost == "iterations" else 1e-3
-        rates = [c.cost / (c.trained / c.t_max) for c in rows]
-        return float(np.median(rates))
+        return defaults.check_grid(t_max, float(self.check_fraction))
 
     def _penalty(self, X: np.ndarray) -> np.ndarray:
         penalty = self.problem_.penalty
         return np.array([penalty(x) for x in np.atleast_2d(X)], dtype=float)
-
-    def _incumbent(self, curves: list[_Curve], exclude: _Curve | None = None) -> float | None:
-        """Best observed value (loss + constraint terms + penalty) of the other configurations."""
-        values = [float(c.curve()[1].min()) + float(self._penalty(c.x)[0])
-                  for c in curves if c is not exclude and c.points]
-        values = [v for v in values if math.isfinite(v)]
-        return min(values) if values else None
 
     # ------------------------------------------------------------------ NMO and selection
     def plan(self, budget: float) -> _bapi.Horizon:
@@ -391,20 +404,18 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         self._fit(curves)
         model = self.curve_model_
         t_max = max(c.t_max for c in curves)
-        resumable = [c for c in curves if 0 < c.trained < c.t_max and not c.failed]
+        resumable_X, resumable_t = _resumable(curves)
         horizon = _bapi.plan_horizon(
             model, self.cost_model_, budget, incumbent=self._incumbent_or_worst(curves),
             t_grid=self._grid(t_max), rng=self.rng_, epsilon=float(self.epsilon),
-            penalty=self._penalty,
-            resumable_X=np.array([c.x for c in resumable]) if resumable else None,
-            resumable_t=np.array([c.trained / c.t_max for c in resumable]) if resumable else None,
+            penalty=self._penalty, resumable_X=resumable_X, resumable_t=resumable_t,
             h_max=int(self.h_max), n_candidates=int(self.n_candidates),
         )
         self.last_horizon_ = horizon
         return horizon
 
     def _incumbent_or_worst(self, curves: list[_Curve]) -> float:
-        incumbent = self._incumbent(curves)
+        incumbent = _incumbent(curves, self._penalty)
         return incumbent if incumbent is not None else float(np.max(self.curve_model_.y_))
 
     def _plan(self, curves: list[_Curve], left: float) -> tuple[np.ndarray, float]:
@@ -418,7 +429,7 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
                                      incumbent=self._incumbent_or_worst(curves),
                                      penalty=self._penalty)
         x = np.clip(horizon.X[member], 0.0, 1.0)
-        known = next((c for c in curves if np.linalg.norm(c.x - x) <= 1e-6), None)
+        known = _find(curves, x, tol=1e-6)
         if known is not None:
             if known.trained >= known.t_max or known.failed:  # nothing to train: explore
                 return self.rng_.uniform(0.0, 1.0, size=self.problem_.dim), 1.0
@@ -444,19 +455,18 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
             return float(obs.fit_time) if self.cost == "time" else 1.0
         t_max = length.t_max
         p = defaults.check_interval(t_max, float(self.check_fraction))
-        known = self._find(curves, x)
+        known = _find(curves, x)
         curve = known or _Curve(np.array(x, dtype=float), length)
         began = curve.trained
         model = None
         if curves:
             self._fit(curves)  # the model before this curve, for the termination checks
             model = self.curve_model_
-        target = min(t_max, began + p) if model is not None else max(
-            began + 1, min(t_max, int(round(goal * t_max))))
+        target = _bapi.first_length(t_max, began, p, goal, checked=model is not None)
         spent = 0.0
         while True:
             (obs,) = self._evaluate([self._suggest(curve.x, int(target))])
-            self._add(curve, curve.x, obs)
+            curve.add(obs, self._offset(curve.x, obs), self.cost)
             spent += float(obs.fit_time) if self.cost == "time" else float(
                 target - obs.continued_from)
             if obs.cached or not obs.ok or target >= t_max or model is None or spent >= left:
@@ -465,11 +475,11 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
             new = t_all > began / t_max
             check = _bapi.check_termination(
                 model, curve.x, t_all[new], y_all[new], t_grid=self._grid(t_max),
-                incumbent=self._incumbent(curves, exclude=known),
+                incumbent=_incumbent(curves, self._penalty, exclude=known),
                 epsilon=float(self.epsilon), tau=float(self.tau),
                 check_every=p / t_max, pts_per_curve=int(self.pts_per_curve),
                 penalty=self._penalty,
             )
             if check.stop:
                 return spent
-            target = min(t_max, max(int(target) + 1, int(round(check.t_next * t_max))))
+            target = _bapi.next_length(t_max, int(target), check.t_next)

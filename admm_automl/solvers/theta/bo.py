@@ -1,6 +1,8 @@
 """``bo``: our Gaussian-process Bayesian optimisation for θ-min ("BO*" of Liu et al. 2020, App. 3).
 
-The numerics live in :mod:`admm_automl._numerics.gp`; this module adapts them to the ask/tell protocol.
+The numerics live in :mod:`admm_automl._numerics.gp` (the model in ``gp.model``, the acquisition
+in ``gp.acquisition``, its maximiser in ``gp.optim``); this module adapts them to the ask/tell
+protocol.
 """
 
 from __future__ import annotations
@@ -20,32 +22,34 @@ from ..._numerics import gp as _gp
 class GPBayesOptThetaSolver(BaseThetaSolver):
     """Gaussian-process BO (ARD Matérn-5/2 + log-EI) with the ADMM penalty added analytically.
 
-    Liu et al. 2020, Appendix 3 ("BO*"): a GP prior with an ARD Matérn-5/2 kernel and a noise
-    term, expected improvement maximised inside the unit box. The surrogate is
-    :class:`admm_automl._numerics.gp.MaternGP`: standardised targets, hyperparameters (length scales, signal and noise
-    variance) by *maximum a posteriori* under the priors of Optuna's GP sampler (Optuna 3.6–4.x,
-    ``optuna._gp.prior``): ``−(0.1/a + 0.1·a)`` on every inverse squared length scale ``a``,
-    Gamma(2, 1) on the signal variance, Gamma(1.1, 30) on the noise variance (≥ 1e-6),
-    warm-started from the previous fit. We go beyond the paper in three ways:
+    Liu et al. 2020, Appendix 3 ("BO*"): a GP prior with an ARD Matérn-5/2 kernel and a noise term,
+    expected improvement maximised inside the unit box. The surrogate is
+    :class:`admm_automl._numerics.gp.model.MaternGP`: standardised targets, hyperparameters (length
+    scales, signal and noise variance) by *maximum a posteriori* under the priors of Optuna's GP
+    sampler (Optuna 3.6–4.x, ``optuna._gp.prior``): ``−(0.1/a + 0.1·a)`` on every inverse squared
+    length scale ``a``, Gamma(2, 1) on the signal variance, Gamma(1.1, 30) on the noise variance
+    (≥ 1e-6), warm-started from the previous fit. We go beyond the paper in three ways:
 
     * **Warm start.** Every observation in ``problem.history`` (earlier ADMM iterations of the same
       algorithm selection) is reused, re-scored with the current duals through
       ``problem.augment``; the initial design is shortened by the number of history points.
     * **Analytic penalty.** ``augment(x, obs) = g(x) + penalty(x)`` where ``penalty`` is known in
-      closed form. The GP models only the black-box part ``g = augment − penalty`` (the loss and any
-      constraint terms that depend on measured values); the acquisition is EI of
+      closed form. The GP models only the black-box part ``g = augment − penalty`` (the loss and
+      any constraint terms that depend on measured values); the acquisition is EI of
       ``N(μ(x) + penalty(x), σ(x)²)`` against the best augmented value ``f*`` observed, in the
-      log-EI form of :class:`admm_automl._numerics.gp.GPLogEI` (finite where plain EI underflows; Ament et al.,
-      NeurIPS 2023), with analytic gradients (a :class:`~admm_automl.problem.QuadraticPenalty`
-      gives its own; any other penalty callable is differenced).
-    * **Cheap updates**, so that an ask stays cheap beside an evaluation. The hyperparameters are refitted only when the observations
-      have grown by ``refit_growth`` (5 %: every ask up to 20 observations, every 10th at 200)
-      since the last fit; in between, new points enter the last fit by a block update of ``K⁻¹``
-      (O(n²) per point) and changed duals only re-read the targets (O(n²)). Beyond
-      ``max_points`` observations the fit uses the best half of ``max_points`` and the most recent
-      others (a subset approximation whose cost stops growing). The candidate set is sized to the
-      dimension and shrinks as the GP grows (:meth:`_candidates`), and all L-BFGS-B starts are
-      polished in one vectorised run (:func:`admm_automl._numerics.gp.maximize_batched`).
+      log-EI form of :class:`admm_automl._numerics.gp.acquisition.GPLogEI` (finite where plain
+      EI underflows; Ament et al., NeurIPS 2023), with analytic gradients (a
+      :class:`~admm_automl.problem.QuadraticPenalty` gives its own; any other penalty callable is
+      differenced).
+    * **Cheap updates**, so that an ask stays cheap beside an evaluation. The hyperparameters are
+      refitted only when the observations have grown by ``refit_growth`` (5 %: every ask up to 20
+      observations, every 10th at 200) since the last fit; in between, new points enter the last
+      fit by a block update of ``K⁻¹`` (O(n²) per point) and changed duals only re-read the targets
+      (O(n²)). Beyond ``max_points`` observations the fit uses the best half of ``max_points`` and
+      the most recent others (a subset approximation whose cost stops growing). The candidate set
+      is sized to the dimension and shrinks as the GP grows (:meth:`_candidates`), and all L-BFGS-B
+      starts are polished in one vectorised run (:func:`admm_automl._numerics.gp.optim.maximize`
+      with ``batched=True``).
 
     What made the difference to Optuna's GP sampler on Hartmann-6 (the previous version used
     scikit-learn's ``GaussianProcessRegressor``, maximum likelihood without priors, 2 random
@@ -57,15 +61,15 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
     ``experiments/theta_solvers.py`` measures; the numbers are in ``experiments/README.md``.
 
     Asks, in order: ``problem.start`` if it is not in the history yet; then uniform random points
-    (Optuna's initial design; a scrambled Sobol' design did no better) until
-    ``n_initial_points`` observations exist (history included); then the log-EI
-    maximiser (:func:`admm_automl._numerics.gp.maximize_batched`: candidates plus perturbations of the five best
-    points, ``n_restarts`` starts polished by L-BFGS-B), never a point already observed or
+    (Optuna's initial design; a scrambled Sobol' design did no better) until ``n_initial_points``
+    observations exist (history included); then the log-EI maximiser
+    (:func:`admm_automl._numerics.gp.optim.maximize`: candidates plus perturbations of the five
+    best points, ``n_restarts`` starts polished by L-BFGS-B), never a point already observed or
     pending. While other suggestions are pending (parallel batches), each is added to the GP with
     the constant-liar value ``min(g)`` (scikit-optimize's ``cl_min``), hyperparameters fixed.
-    Discrete coordinates stay relaxed (θ-min works on the relaxation; no rounding). Cheap
-    proposals for an overhead-aware run (:class:`~admm_automl.solvers.base.OverheadBalance`) are
-    told like any other observation and so feed the GP.
+    Discrete coordinates stay relaxed (θ-min works on the relaxation; no rounding). Cheap proposals
+    for an overhead-aware run (:class:`~admm_automl.solvers.base.OverheadBalance`) are told like
+    any other observation and so feed the GP.
 
     Bad observations: a failed trial already carries the metric's worst loss; a NaN or ±inf value
     is replaced by the worst finite value seen (so its region is avoided). With fewer than two
@@ -263,10 +267,10 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         acquisition = _gp.GPLogEI(gp, best - float(self.xi) * spread, problem.penalty,
                                   min_std=1e-10 * spread)
         centres = X[np.argsort(aug, kind="stable")[:5]]
-        ranked = _gp.maximize_batched(
+        ranked = _gp.maximize(
             acquisition, dim, self.rng_, centres=centres,
             n_candidates=self._candidates(len(gp.X)), n_starts=int(self.n_restarts),
-            lengthscales=gp.params.inv_sq_lengthscales ** -0.5,
+            batched=True, lengthscales=gp.params.inv_sq_lengthscales ** -0.5,
         )
         taken = np.vstack([X] + ([np.array(pending)] if pending else []))
         for x in ranked:

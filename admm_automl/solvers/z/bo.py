@@ -22,8 +22,9 @@ class GPBayesOptZSolver(BaseZSolver):
     The first ``n_initial_points`` asks (fewer when ``problem.history`` already has observations)
     are uniform random; then a GP is fitted on the one-hot vectors of every pipeline evaluated
     under the current θ, and the unevaluated pipeline of highest expected improvement is asked. The
-    GP and the (log) EI are the θ-solver's (:mod:`admm_automl._numerics.gp`), with one length scale
-    for all one-hot coordinates.
+    GP is the GP core's scikit-learn one (:func:`admm_automl._numerics.gp.sklearn_gp.fit_gp`), with
+    one length scale for all one-hot coordinates, and the (log) EI the θ-solver's
+    (:func:`admm_automl._numerics.gp.acquisition.log_expected_improvement`).
     Candidates are every pipeline when the space has at most ``max_enumerate`` of them, otherwise
     ``n_candidates`` uniform ones plus all one-module changes of the best ``n_local`` pipelines.
 
