@@ -1,6 +1,7 @@
 """The training-length fidelity of the evaluation engine: learning curves, continuation of a held
 model (the same model as training from scratch, at the cost of the extra iterations only), the
-bounded model store, and the journal and cache keys of such evaluations."""
+model store in the worker's one bounded pool of kept things (and a continuation whose model was
+evicted from it), and the journal and cache keys of such evaluations."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from threadpoolctl import threadpool_limits
 
 from admm_automl.evaluation import iterative
 from admm_automl.evaluation.executors import ProcessExecutor, SerialExecutor
-from admm_automl.evaluation.setup import open_objective, prepare_task
+from admm_automl.evaluation.kept import KeptStore
+from admm_automl.run.setup import open_objective, prepare_task
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.records import Request
 from admm_automl.space import Algorithm, Fixed, Float, Int, Iterations, Module, PipelineSpace
@@ -47,11 +49,11 @@ def one_thread():
         yield
 
 
-def _context(breast_cancer, method, cv=None):
+def _context(breast_cancer, method, cv=None, cache_size=256.0):
     space = _space(method)
     X, y = breast_cancer
     task = prepare_task(X, y, space=space, task="classification", target_type="binary",
-                        model_seed=7, cv=cv)
+                        model_seed=7, cv=cv, cache_size=cache_size)
     theta = space.encoding.initial_theta
     return task.context, ((0, 0), theta)
 
@@ -125,7 +127,7 @@ def test_cross_validation_continues_every_split(breast_cancer):
 
 def test_store_is_bounded_in_bytes_and_evicts_the_least_recently_used():
     big = np.zeros(100_000)  # ~800 kB pickled
-    store = iterative.ModelStore(max_bytes=2_000_000)
+    store = iterative.ModelStore(KeptStore(size_mb=2_000_000 / 2**20))
     store.put("a", 3, big)
     store.put("b", 3, big.copy())
     assert store.take("a", 2) is None  # held for a longer length: not given, still held
@@ -136,6 +138,56 @@ def test_store_is_bounded_in_bytes_and_evicts_the_least_recently_used():
     store.put("huge", 1, np.zeros(1_000_000))  # larger than the store: not kept
     assert store.take("huge", 1) is None
     assert store.take("c", 3)[0] == 3 and len(store) == 0 and store.n_bytes == 0
+
+
+@pytest.mark.parametrize("method", ["partial_fit", "warm_start"])
+def test_a_continuation_whose_model_was_evicted_retrains_to_the_same_model(breast_cancer, method):
+    """The models share the worker's budget with the fitted prefixes: when prefixes fill it, the
+    held model goes, and the continuation trains from scratch to the model, loss and curve of a
+    training from scratch (at the full cost)."""
+    ctx, (z, theta) = _context(breast_cancer, method, cache_size=2.0)
+    counting.TRAINED.clear()
+    ctx.run(z, theta, 1.0, 7)
+    kept = ctx.kept()
+    assert len(iterative.model_store(ctx)) == 1
+    kept.put("prefix", "filler", object(), kept.capacity - 1)  # the prefix cache fills the pool
+    assert len(iterative.model_store(ctx)) == 0 and kept.evictions("model") == 1
+    kept.clear("prefix")
+    continued = ctx.run(z, theta, 1.0, 16)
+    assert continued["continued_from"] == 0 and continued["trained_iterations"] == 16
+    assert counting.TRAINED[method] == 7 + 16
+    model_evicted = _held_model(ctx, (z, theta))[1]
+
+    fresh, _ = _context(breast_cancer, method)
+    scratch = fresh.run(z, theta, 1.0, 16)
+    X, _ = breast_cancer
+    np.testing.assert_array_equal(model_evicted.predict_proba(X),
+                                  _held_model(fresh, (z, theta))[1].predict_proba(X))
+    assert continued["loss"] == scratch["loss"] and continued["curve"] == scratch["curve"]
+
+
+def test_plain_trials_fill_the_pool_the_models_are_kept_in(breast_cancer):
+    """A plain trial's prefixes and an iterative trial's models go to the context's one pool; a
+    budget too small for both keeps the most recent, and a budget of 0 keeps nothing (every
+    continuation retrains)."""
+    ctx, (z, theta) = _context(breast_cancer, "warm_start")
+    ctx.run(z, theta, 1.0, 5)
+    ctx.run(z, theta, 1.0)  # a plain fit through the prefix cache
+    kept = ctx.kept()
+    assert kept.count("model") == 1 and kept.count("prefix") == 2  # preprocess, +scaler
+    model_bytes, prefix_bytes = kept.bytes_of("model"), kept.bytes_of("prefix")
+    assert kept.nbytes == model_bytes + prefix_bytes
+
+    budget = (model_bytes + prefix_bytes - 1) / 2**20  # one byte short of both
+    small, _ = _context(breast_cancer, "warm_start", cache_size=budget)
+    small.run(z, theta, 1.0, 5)
+    small.run(z, theta, 1.0)
+    assert small.kept().count("model") == 0 and small.kept().nbytes <= small.kept().capacity
+    assert small.run(z, theta, 1.0, 8)["continued_from"] == 0
+
+    off, _ = _context(breast_cancer, "warm_start", cache_size=0)
+    off.run(z, theta, 1.0, 5)
+    assert off.run(z, theta, 1.0, 8)["continued_from"] == 0 and len(off.kept()) == 0
 
 
 def test_a_request_without_training_length_for_a_learner_is_refused(breast_cancer):

@@ -1,6 +1,7 @@
 """The prefix cache of fitted pipeline steps (admm_automl/evaluation/prefix_cache.py): a hit gives
 bit-identical losses to fitting the whole pipeline and saves the prefix fits; keys, the bounded
-pool, its eviction and its counters."""
+pool, its eviction and its counters; the one budget it shares with the partly trained models
+(admm_automl/evaluation/kept.py), which follows memory_limit."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 from sklearn.base import clone
 
 from admm_automl.evaluation import get_metric
+from admm_automl.evaluation.iterative import ModelStore
+from admm_automl.evaluation.kept import KeptStore, kept_budget_mb
 from admm_automl.evaluation.prefix_cache import PrefixCache, fit_pipeline, prefix_keys
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.space import space_from_dict
@@ -144,6 +147,67 @@ def test_size_zero_turns_the_cache_off_and_bad_sizes_are_refused(data):
             PrefixCache(bad)
 
 
+def test_prefixes_and_models_share_one_budget_and_evict_each_other(data):
+    """Filling the pool with one kind evicts the other, least recently used first, and the two
+    together never exceed the budget."""
+    one_entry = 300 * 30 * 8 + 100 * 30 * 8  # the preprocessed train and validation rows
+    store = KeptStore(size_mb=4.5 * one_entry / 2**20)
+    cache, models = PrefixCache(store=store), ModelStore(store)
+    assert cache.capacity == store.capacity
+    models.put("m", 5, np.zeros(one_entry // 8))  # a model about the size of one prefix entry
+    assert len(models) == 1 and models.n_bytes > one_entry
+    loss_with_cache(cache, data, *config(scaler=1, transformer=1))  # three prefixes: one must go
+    assert len(models) == 0 and models.take("m", 5) is None  # the oldest, the model, went first
+    assert len(cache) == 3 and store.evictions("model") == 1 and cache.evictions == 0
+    assert store.nbytes == cache.nbytes <= store.capacity
+
+    keys = prefix_keys(SPACE, *config(), split=0, fidelity=1.0, random_state=0)
+    assert cache.get(keys[0]) is not None  # touched: keys[1] is now the oldest
+    models.put("m", 5, np.zeros(2 * one_entry // 8))  # filling with a model evicts prefixes
+    assert len(models) == 1 and cache.evictions >= 1 and keys[1] not in cache
+    assert keys[0] in cache and store.nbytes == cache.nbytes + models.n_bytes <= store.capacity
+    assert models.take("m", 5)[0] == 5 and len(models) == 0
+
+    before = CountingScaler.n_fits  # an evicted prefix is fitted again, with the same loss
+    loss, fit = loss_with_cache(cache, data, *config(scaler=1, transformer=1))
+    assert CountingScaler.n_fits == before + 1 and fit.hit and fit.fits_saved == 1
+    assert loss == loss_without_cache(data, *config())[0]
+
+
+def test_the_budget_follows_memory_limit(data, monkeypatch):
+    """cache_size MiB for everything a worker keeps, at most a quarter of memory_limit; a search
+    hands that budget to its trial context, whose prefixes and models share one pool."""
+    from admm_automl import ADMM
+    from admm_automl.evaluation import TrialContext
+    from admm_automl.evaluation.iterative import model_store
+    from admm_automl.run import setup
+
+    assert kept_budget_mb(256.0, None) == 256.0
+    assert kept_budget_mb(256.0, 400) == 100.0 and kept_budget_mb(256.0, 4096) == 256.0
+    assert setup.prefix_cache_size(256.0, 400) == 100.0
+
+    seen = []
+
+    def stop(*args, cache_size, **kwargs):
+        seen.append(cache_size)
+        raise LookupError("stop here")
+
+    monkeypatch.setattr(setup, "prepare_task", stop)
+    X, y = data[0], data[1]
+    for limit, expected in ((400, 100.0), (None, 256.0)):
+        with pytest.raises(LookupError, match="stop here"):
+            ADMM(max_evals=2, memory_limit=limit, cache_size=256.0, random_state=0).fit(X, y)
+        assert seen.pop() == expected
+
+    ctx = TrialContext(SPACE, X, y, [], get_metric("roc_auc", "classification", "binary"),
+                       cache_size=setup.prefix_cache_size(256.0, 400))
+    assert ctx.kept().capacity == ctx.prefix_cache().capacity == 100 * 2**20
+    assert ctx.prefix_cache().store is ctx.kept() is model_store(ctx).store
+    import pickle
+
+    assert "_kept" not in pickle.loads(pickle.dumps(ctx)).__dict__  # each worker has its own
+
+
 def test_keys_must_match_the_pipeline(data):
     z, theta = config()
     pipeline = SPACE.to_pipeline(z, theta, preprocessor=clone(data[4]))
@@ -157,7 +221,7 @@ def test_what_a_worker_reports_of_its_cache_reaches_the_journal_and_history():
     from admm_automl.evaluation import PipelineObjective, SerialExecutor
     from admm_automl.journal import Journal
     from admm_automl.records import Request
-    from admm_automl.results import records_to_frame
+    from admm_automl.run.results import records_to_frame
 
     class Task:
         space = SPACE
@@ -175,6 +239,7 @@ def test_what_a_worker_reports_of_its_cache_reaches_the_journal_and_history():
     assert frame.loc[0, "cache:seconds_saved"] == 0.5 and "prefix_cache" not in frame
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::admm_automl.exceptions.EvaluationFailedWarning")
 def test_a_search_gives_the_same_history_with_and_without_the_prefix_cache(breast_cancer):
     """Wired into the engine: the same seed and budget give identical losses with the pool on

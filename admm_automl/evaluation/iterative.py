@@ -30,12 +30,16 @@ forests and extra trees), and ``partial_fit`` re-reads ``random_state`` at every
 visit the rows in the same order) and epoch ``e`` shuffles the same way on both paths.
 
 **The store of partly trained models** (:class:`ModelStore`) lives in the process that runs the
-trials: one per worker process (per serial run, in the caller), at most
-:data:`STORE_BYTES` of pickled models, least recently used evicted first. A worker that dies or is
-replaced loses its store. With several workers a continuation hits only where the model is held; we
-do not route requests to workers (the pool's contract stays ``jobs -> results``): a miss retrains
-from scratch to t2, which gives the same model and curve (above) at the full cost. A sequential
-solver's one-job batches always go to the first idle worker, the same one, so they hit.
+trials: one per worker process (per serial run, in the caller). Its models are kept in that
+process's one :class:`~.kept.KeptStore` (kind ``"model"``, each sized by its pickled bytes), under
+the byte budget they share with the fitted prefixes of :mod:`.prefix_cache` (``cache_size`` MiB,
+at most a quarter of ``memory_limit``; 0 keeps no model), least recently used of either kind
+evicted first. A worker that dies or is replaced loses its store. A continuation whose model was
+evicted, or is held elsewhere, misses: with several workers a continuation hits only where the
+model is held, and we do not route requests to workers (the pool's contract stays
+``jobs -> results``). A miss retrains from scratch to t2, which gives the same model and curve
+(above) at the full cost. A sequential solver's one-job batches always go to the first idle
+worker, the same one, so they hit.
 """
 
 from __future__ import annotations
@@ -43,15 +47,16 @@ from __future__ import annotations
 import math
 import pickle
 import time
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
+from .kept import KeptStore
+
 #: the learning curve is scored every ⌈t_max / CURVE_POINTS⌉ iterations (and at t)
 CURVE_POINTS = 20
-#: bytes of pickled partly trained models one process holds (least recently used evicted first)
-STORE_BYTES = 256 * 2**20
+#: the kind of the partly trained models in the worker's :class:`~.kept.KeptStore`
+KIND = "model"
 
 
 def checkpoints(t_max: int, start: int, stop: int) -> list[int]:
@@ -67,44 +72,43 @@ def epoch_seed(model_seed: int, epoch: int) -> int:
 
 
 class ModelStore:
-    """Partly trained pipelines by key, at most ``max_bytes`` of them pickled (LRU eviction).
+    """Partly trained pipelines by key, kept in ``store`` (the worker's pool of kept things, whose
+    byte budget they share with other kinds; least recently used of any kind evicted first).
 
-    A model larger than ``max_bytes`` is not kept. For one key only the longest-trained model is
-    kept: a request for a shorter length trains from scratch and leaves the longer one in place.
+    A model is sized by its pickled bytes; one larger than the whole budget is not kept. For one
+    key only the longest-trained model is kept: a request for a shorter length trains from
+    scratch and leaves the longer one in place.
     """
 
-    def __init__(self, max_bytes: int = STORE_BYTES) -> None:
-        self.max_bytes = int(max_bytes)
-        self._items: OrderedDict[Any, tuple[int, Any, int]] = OrderedDict()
-        self.n_bytes = 0
+    def __init__(self, store: KeptStore) -> None:
+        self.store = store
 
     def __len__(self) -> int:
-        return len(self._items)
+        return self.store.count(KIND)
+
+    @property
+    def n_bytes(self) -> int:
+        """The bytes of the models held."""
+        return self.store.bytes_of(KIND)
 
     def take(self, key: Any, length: int) -> tuple[int, Any] | None:
         """Remove and return ``(t, model)`` held for ``key`` if ``t <= length``."""
-        item = self._items.get(key)
+        item = self.store.get(KIND, key, touch=False)
         if item is None or item[0] > length:
             return None
-        del self._items[key]
-        self.n_bytes -= item[2]
-        return item[0], item[1]
+        self.store.pop(KIND, key)
+        return item
 
     def put(self, key: Any, length: int, model: Any) -> None:
         """Keep ``model`` trained to ``length`` (unless a longer one is held for ``key``)."""
-        held = self._items.get(key)
+        if not self.store.enabled:
+            return
+        held = self.store.get(KIND, key, touch=False)
         if held is not None and held[0] >= length:
-            self._items.move_to_end(key)
+            self.store.touch(KIND, key)
             return
         size = len(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL))
-        if size > self.max_bytes:
-            return
-        if held is not None:
-            self.n_bytes -= self._items.pop(key)[2]
-        self._items[key] = (int(length), model, size)
-        self.n_bytes += size
-        while self.n_bytes > self.max_bytes:
-            self.n_bytes -= self._items.popitem(last=False)[1][2]
+        self.store.put(KIND, key, (int(length), model), size)
 
 
 def model_key(space: Any, z: tuple[int, ...], theta: np.ndarray, fidelity: float,
@@ -114,12 +118,10 @@ def model_key(space: Any, z: tuple[int, ...], theta: np.ndarray, fidelity: float
 
 
 def model_store(ctx: Any) -> ModelStore:
-    """The store of the process's copy of the trial context (created at its first use, so the
-    context is pickled to the workers without it)."""
-    store = ctx.__dict__.get("_model_store")
-    if store is None:
-        store = ctx.__dict__["_model_store"] = ModelStore()
-    return store
+    """The store of partly trained models of the process's copy of the trial context, in the
+    context's pool of kept things (made at its first use, so the context is pickled to the
+    workers without it)."""
+    return ModelStore(ctx.kept())
 
 
 def _advance(estimator: Any, length: Any, done: int, stop: int, X: Any, y: Any,

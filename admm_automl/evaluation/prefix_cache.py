@@ -7,8 +7,10 @@ the steps before the estimator, up to step k — the pool keeps the fitted steps
 the transformed training rows and the transformed validation rows. A pipeline whose prefix is in
 the pool fits only its remaining steps.
 
-* :class:`PrefixCache` — the pool: a size in MiB, least-recently-used eviction by bytes, counters
-  of hits, misses, fits saved and seconds saved; size 0 turns it off.
+* :class:`PrefixCache` — the pool: its entries are kept in the worker's one
+  :class:`~.kept.KeptStore` (kind ``"prefix"``), whose byte budget they share with the partly
+  trained models of :mod:`.iterative`, least-recently-used eviction by bytes across both; counters
+  of hits, misses, fits saved and seconds saved; a budget of 0 turns it off.
 * :func:`prefix_keys` — the key of each prefix of a configuration of a search space: the decoded
   steps (algorithm and hyperparameters), the split, the fidelity and the models' seed.
 * :func:`fit_pipeline` — fit a pipeline through the pool; a hit gives bit-identical results to
@@ -27,52 +29,29 @@ Choices where the paper is silent, with the reason:
   index, the fidelity (the training rows) and the models' ``random_state`` — randomised
   transformers (random projections, RBF sampler, FastICA) give the same output only with the same
   seed.
-* **Capacity and eviction.** The paper gives no size and its code never evicts. The pool holds at
-  most ``size_mb`` MiB (default 256 per worker process: a laptop with 8–16 GiB runs a few workers
-  and keeps room for the fits themselves), counting the transformed data and the arrays of the
-  fitted steps; when a new entry would exceed it, the least recently used entries go first. An
-  entry larger than the whole pool is not stored.
+* **Capacity and eviction.** The paper gives no size and its code never evicts. The entries,
+  measured by the transformed data and the arrays of the fitted steps (:func:`~.kept.nbytes`),
+  share the worker's budget of kept things (:mod:`.kept`: ``cache_size`` MiB, default 256 per
+  worker process, at most a quarter of ``memory_limit``) with the partly trained models; when a
+  new entry would exceed it, the least recently used entries of either kind go first. An entry
+  larger than the whole budget is not stored.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import numpy as np
-
 from ..exceptions import InvalidParameterError
+from .kept import DEFAULT_CACHE_MB, KeptStore, nbytes
 
-__all__ = ["DEFAULT_CACHE_MB", "CachedFit", "PrefixCache", "fit_pipeline", "prefix_keys"]
+__all__ = [
+    "DEFAULT_CACHE_MB", "KIND", "CachedFit", "PrefixCache", "fit_pipeline", "prefix_keys",
+]
 
-#: the pool's size in MiB per worker process when none is given
-DEFAULT_CACHE_MB = 256.0
-_MIB = 2**20
-
-
-def nbytes(obj: Any, depth: int = 3) -> int:
-    """Bytes of the arrays held by ``obj``: a numpy array, a scipy sparse matrix, a pandas object,
-    or (down to ``depth`` levels) the attributes, lists and dicts of a fitted estimator. Python
-    scalars and strings are not counted; the arrays are what can be large."""
-    if isinstance(obj, np.ndarray):
-        return int(obj.nbytes)
-    if hasattr(obj, "memory_usage") and hasattr(obj, "iloc"):  # pandas
-        usage = obj.memory_usage(deep=True)
-        return int(usage.sum() if hasattr(usage, "sum") else usage)
-    if all(hasattr(obj, a) for a in ("data", "indices", "indptr")):  # CSR / CSC
-        return int(obj.data.nbytes + obj.indices.nbytes + obj.indptr.nbytes)
-    if depth <= 0:
-        return 0
-    if isinstance(obj, dict):
-        return sum(nbytes(v, depth - 1) for v in obj.values())
-    if isinstance(obj, (list, tuple)):
-        return sum(nbytes(v, depth - 1) for v in obj)
-    if hasattr(obj, "__dict__") and not isinstance(obj, type):
-        return sum(nbytes(v, depth - 1) for v in vars(obj).values())
-    return 0
+#: the kind of the pool's entries in the worker's :class:`~.kept.KeptStore`
+KIND = "prefix"
 
 
 @dataclass(frozen=True)
@@ -94,7 +73,11 @@ class PrefixCache:
     Parameters
     ----------
     size_mb : float, default=256
-        The pool's capacity in MiB (transformed data and fitted steps); 0 turns caching off.
+        The pool's capacity in MiB (transformed data and fitted steps) when it has a store of its
+        own; 0 turns caching off.
+    store : KeptStore, optional
+        The worker's pool of kept things to hold the entries in, shared with other kinds (its
+        budget is then the capacity; give no ``size_mb``).
 
     Attributes
     ----------
@@ -105,55 +88,54 @@ class PrefixCache:
     seconds_saved : float
         The seconds those steps took when they were fitted (and their output computed).
     evictions : int
-        Entries dropped to make room.
+        Prefix entries dropped to make room (for an entry of any kind).
     """
 
-    def __init__(self, size_mb: float = DEFAULT_CACHE_MB) -> None:
-        if isinstance(size_mb, bool) or not isinstance(size_mb, (int, float, np.number)) \
-                or not 0 <= size_mb < math.inf:
-            raise InvalidParameterError(
-                f"cache size must be a finite number of MiB >= 0 (0 turns the prefix cache off), "
-                f"got {size_mb!r}"
-            )
-        self.capacity = int(float(size_mb) * _MIB)
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self.nbytes = 0
-        self.hits = self.misses = self.fits_saved = self.evictions = 0
+    def __init__(self, size_mb: float | None = None, *, store: KeptStore | None = None) -> None:
+        if store is not None and size_mb is not None:
+            raise InvalidParameterError("give a prefix cache its size_mb or a store, not both")
+        self.store = KeptStore(DEFAULT_CACHE_MB if size_mb is None else size_mb) \
+            if store is None else store
+        self.hits = self.misses = self.fits_saved = 0
         self.seconds_saved = 0.0
 
     @property
+    def capacity(self) -> int:
+        """The bytes of the budget the entries share."""
+        return self.store.capacity
+
+    @property
     def enabled(self) -> bool:
-        return self.capacity > 0
+        return self.store.enabled
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the prefix entries held."""
+        return self.store.bytes_of(KIND)
+
+    @property
+    def evictions(self) -> int:
+        return self.store.evictions(KIND)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return self.store.count(KIND)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._entries
+        return (KIND, key) in self.store
 
     def get(self, key: str) -> _Entry | None:
         """The entry of ``key`` (now the most recently used), or None."""
-        entry = self._entries.get(key)
-        if entry is not None:
-            self._entries.move_to_end(key)
-        return entry
+        return self.store.get(KIND, key)
 
     def put(self, key: str, entry: _Entry) -> None:
-        """Store ``entry``, evicting the least recently used ones to make room (an entry larger
-        than the pool is not stored)."""
-        if entry.size > self.capacity or key in self._entries:
-            return
-        while self.nbytes + entry.size > self.capacity:
-            _, old = self._entries.popitem(last=False)
-            self.nbytes -= old.size
-            self.evictions += 1
-        self._entries[key] = entry
-        self.nbytes += entry.size
+        """Store ``entry``, evicting the least recently used entries (of any kind) to make room
+        (an entry larger than the whole budget is not stored; a held key is left as it is)."""
+        if key not in self:
+            self.store.put(KIND, key, entry, entry.size)
 
     def clear(self) -> None:
-        """Drop every entry (the counters stay)."""
-        self._entries.clear()
-        self.nbytes = 0
+        """Drop every prefix entry (the counters stay; other kinds stay)."""
+        self.store.clear(KIND)
 
     def stats(self) -> dict[str, float]:
         """The counters, the number of entries and the bytes held."""

@@ -28,8 +28,9 @@ import numpy as np
 
 from ..space import PipelineSpace
 from .data import take_rows
+from .kept import DEFAULT_CACHE_MB, KeptStore
 from .metrics import Metric
-from .prefix_cache import DEFAULT_CACHE_MB, PrefixCache, fit_pipeline, prefix_keys
+from .prefix_cache import PrefixCache, fit_pipeline, prefix_keys
 from .splits import Split
 
 
@@ -49,21 +50,32 @@ class TrialContext:
     #: constraints measured on every fitted pipeline: name -> object with
     #: ``measure(pipeline, X_valid, y_valid, valid_rows) -> float``
     measures: dict[str, Any] = field(default_factory=dict)
-    #: MiB of the pool of fitted pipeline prefixes in the process that runs the trials (0: off)
+    #: MiB of what the process that runs the trials keeps between them (fitted pipeline prefixes
+    #: and partly trained models, :mod:`.kept`; 0: nothing)
     cache_size: float = DEFAULT_CACHE_MB
     #: return the validation predictions of every trial (``result["predictions"]``, for the ensemble)
     keep_predictions: bool = False
 
+    def kept(self) -> KeptStore:
+        """This process's one pool of things kept between trials of this task, ``cache_size``
+        MiB for all of them (made on first use, never pickled: each worker process has its
+        own)."""
+        store = self.__dict__.get("_kept")
+        if store is None:
+            store = self.__dict__["_kept"] = KeptStore(self.cache_size)
+        return store
+
     def prefix_cache(self) -> PrefixCache:
-        """This process's pool of fitted prefixes for this task (made on first use, never
-        pickled: each worker process has its own)."""
+        """This process's pool of fitted prefixes for this task, in :meth:`kept` (its counters
+        live as long as the pool)."""
         cache = self.__dict__.get("_prefix_cache")
         if cache is None:
-            cache = self.__dict__["_prefix_cache"] = PrefixCache(self.cache_size)
+            cache = self.__dict__["_prefix_cache"] = PrefixCache(store=self.kept())
         return cache
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
+        state.pop("_kept", None)
         state.pop("_prefix_cache", None)
         return state
 
