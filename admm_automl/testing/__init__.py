@@ -1,7 +1,29 @@
 """Public helpers for testing this package and plug-ins written for it.
 
-* :mod:`.solver_checks` — the ask/tell protocol checks every solver must pass
-  (:func:`check_theta_solver`, :func:`check_z_solver`), like scikit-learn's estimator checks.
+* :mod:`.solver_checks` — the ask/tell protocol checks a solver must pass
+  (:func:`check_theta_solver`, :func:`check_z_solver`), like scikit-learn's estimator checks, and
+  gated like them: as scikit-learn chooses an estimator's checks by its tags, the checks of a
+  solver are chosen by the capabilities its class declares (:func:`solver_capabilities`):
+
+  - ``supports_batch`` (θ, z): several asks before a tell; checked: a batch of ``batch_size``
+    asks is valid with distinct ids (θ: distinct points) and ``run`` passes batches; without it,
+    ``run`` passes one suggestion at a time;
+  - ``supports_fidelity`` (z): partial-data suggestions; checked: they are used, and ``best`` is
+    a full-data observation; without it, every fidelity is full;
+  - ``keeps_state`` (θ): one instance per algorithm selection across ADMM iterations; checked:
+    after ``update_problem`` with duals that reverse the order of the earlier observations,
+    ``best`` and the next asks follow the new order;
+  - ``needs_training_length`` (θ, e.g. ``bapi``): the solver chooses ``iterations``; checked on
+    learning-curve problems: lengths in ``[t_min, t_max]`` (none where a point has no training
+    length), some below ``t_max``, reproducible, and a problem without one refused or solved
+    without lengths; without it, no suggestion sets ``iterations``;
+  - ``supports_cheap_proposals`` (θ, z): ``ask_cheap`` for the overhead-aware loop; checked: cheap
+    suggestions are valid, marked, seeded and not evaluated; without it, ``ask_cheap`` is refused.
+
+  :func:`yield_solver_checks` lists the checks that apply to a solver (general ones first), like
+  scikit-learn's ``_yield_all_checks``, so that a test can parametrize over (solver, check) pairs
+  and name the failing check in its id; :data:`THETA_CAPABILITY_CHECKS` and
+  :data:`Z_CAPABILITY_CHECKS` map each capability to its checks.
 * :mod:`.problems` — synthetic sub-problems (one with learning curves) and a cached toy black box
   for the optimisers.
 * :mod:`.iterative` — learners that count the iterations they train (imported by class path).
@@ -30,18 +52,27 @@ from .problems import (
     make_z_problem,
 )
 from .solver_checks import (
+    CAPABILITIES,
+    THETA_CAPABILITY_CHECKS,
     THETA_CHECKS,
+    Z_CAPABILITY_CHECKS,
     Z_CHECKS,
+    SolverCapabilities,
     check_theta_solver,
     check_z_solver,
     general_theta_solvers,
+    solver_capabilities,
+    yield_solver_checks,
 )
 from .spaces import SYNTHETIC, synthetic_loss, tiny_space, wide_loss, wide_space
 
 __all__ = [
     "BAD_KINDS",
+    "CAPABILITIES",
     "SYNTHETIC",
+    "THETA_CAPABILITY_CHECKS",
     "THETA_CHECKS",
+    "Z_CAPABILITY_CHECKS",
     "Z_CHECKS",
     "BusyClassifier",
     "CallLog",
@@ -51,6 +82,7 @@ __all__ = [
     "NaNClassifier",
     "RaisingClassifier",
     "SleepingClassifier",
+    "SolverCapabilities",
     "ToyEngine",
     "bad_observation",
     "curve_loss",
@@ -60,8 +92,10 @@ __all__ = [
     "check_z_solver",
     "make_theta_problem",
     "make_z_problem",
+    "solver_capabilities",
     "synthetic_loss",
     "tiny_space",
     "wide_loss",
     "wide_space",
+    "yield_solver_checks",
 ]

@@ -48,17 +48,18 @@ class CallLog:
 def make_theta_problem(
     dim: int, *, bad: Callable[[int], str | None] | None = None, history: Sequence = (),
     discrete: Sequence[bool] | None = None, rho: float = 2.0, repeats_cached: bool = False,
-    batch_size: int = 1,
+    batch_size: int = 1, centre: float = 0.8,
 ) -> tuple[ThetaProblem, CallLog]:
-    """A quadratic θ-problem: loss ‖x − 0.3‖², penalty (ρ/2)‖x − 0.8‖², so the order by
-    ``augment`` differs from the order by loss.
+    """A quadratic θ-problem: loss ‖x − 0.3‖², penalty (ρ/2)‖x − centre‖² (centre 0.8 in every
+    coordinate by default), so the order by ``augment`` differs from the order by loss.
 
     ``bad(i)`` may name the kind of a bad observation for evaluation ``i``. With
     ``repeats_cached``, a point asked before is answered as a cache hit (``cached=True``), like the
-    real engine.
+    real engine. Two problems that differ only in ``centre`` and ``rho`` are the same black box
+    under other ADMM duals (the penalty moves, the losses do not).
     """
     log = CallLog()
-    target, b = np.full(dim, 0.3), np.full(dim, 0.8)
+    target, b = np.full(dim, 0.3), np.full(dim, float(centre))
     seen: dict[bytes, Observation] = {}
 
     def evaluate(suggestions):
@@ -141,24 +142,30 @@ def curve_loss(x: np.ndarray, t: float) -> float:
 
 def make_curve_problem(
     dim: int = 2, *, t_max: int = 100, rho: float = 2.0, history: Sequence = (),
+    t_min: int = 1, centre: float = 0.8, batch_size: int = 1,
+    no_length: Callable[[np.ndarray], bool] | None = None,
 ) -> tuple[ThetaProblem, CallLog]:
     """The θ-problem of an iterative learner with a known learning curve (:func:`curve_loss`).
 
-    Every point has the training length ``Iterations("max_iter", 1, t_max, "partial_fit")``. A
-    suggestion with ``iterations = t`` is answered like the real engine: the curve at the
-    checkpoints of :func:`admm_automl.evaluation.iterative.checkpoints`, a configuration trained
-    before continued from its longest length (``continued_from``), and the deterministic
+    Every point has the training length ``Iterations("max_iter", t_min, t_max, "partial_fit")``,
+    except the points where ``no_length(x)`` is true (an algorithm without a training length, as
+    over JOPT's joint space): ``training_length(x)`` is ``None`` there. A suggestion with
+    ``iterations = t`` is answered like the real engine: the curve at the checkpoints of
+    :func:`admm_automl.evaluation.iterative.checkpoints`, a configuration trained before continued
+    from its longest length (``continued_from``), and the deterministic
     ``fit_time = (t − continued_from)·(1 + x_1)/100`` (the cost of the new iterations). Without
     ``iterations`` the point is trained to ``t_max``. The penalty is that of
-    :func:`make_theta_problem`. The log records ``(x, iterations)``.
+    :func:`make_theta_problem` (``rho``, ``centre``). The problem does not refuse a length outside
+    ``[t_min, t_max]`` nor one asked for a point without a training length (the real engine
+    refuses some): the log records ``(x, iterations)`` as asked, for the checks to judge.
     """
     from ..evaluation.iterative import checkpoints
     from ..space import Iterations
 
     log = CallLog()
-    length = Iterations("max_iter", 1, t_max, "partial_fit")
+    length = Iterations("max_iter", int(t_min), int(t_max), "partial_fit")
     trained: dict[bytes, int] = {}
-    b = np.full(dim, 0.8)
+    b = np.full(dim, float(centre))
 
     def evaluate(suggestions):
         log.batches.append(len(suggestions))
@@ -183,10 +190,14 @@ def make_curve_problem(
     def penalty(x):
         return 0.5 * rho * float(np.sum((np.asarray(x, dtype=float) - b) ** 2))
 
+    def training_length(x):
+        return None if no_length is not None and no_length(np.asarray(x, dtype=float)) else length
+
     problem = ThetaProblem(
         dim=dim, evaluate=evaluate, augment=lambda x, obs: obs.loss + penalty(x), penalty=penalty,
         discrete=np.zeros(dim, dtype=bool), names=tuple(f"x{i}" for i in range(dim)),
-        history=list(history), start=np.full(dim, 0.5), training_length=lambda x: length,
+        history=list(history), start=np.full(dim, 0.5), training_length=training_length,
+        batch_size=batch_size,
     )
     return problem, log
 
