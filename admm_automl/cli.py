@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from .evaluation.metrics import shown
 from .methods.registry import METHODS
+from .run.params import add_fit_options, fit_overrides
 from .exceptions import (
     ADMMAutoMLError,
     ADMMAutoMLWarning,
@@ -31,19 +32,6 @@ from .exceptions import (
 USAGE_ERRORS = (InvalidParameterError, ConfigError, DataError, ResumeError)
 
 
-
-def _cv_option(text: str) -> Any:
-    """``--cv``: "auto", "holdout" or a number of folds (at least 2)."""
-    if text in ("auto", "holdout"):
-        return text
-    try:
-        folds = int(text)
-    except ValueError:
-        folds = 0
-    if folds < 2:
-        raise argparse.ArgumentTypeError(f"expected 'auto', 'holdout' or a number of folds >= 2, "
-                                         f"got {text!r}")
-    return folds
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -64,38 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--data", help="a CSV file (use with --target)")
     fit.add_argument("--target", help="name of the target column of --data")
     fit.add_argument("--data-dir", help="directory of NAME.csv[.gz] files with a 'target' column")
-    fit.add_argument("--time-budget", type=float,
-                     help="seconds for the search and the refit after it")
-    fit.add_argument("--max-evals", type=int, help="number of pipeline evaluations")
-    fit.add_argument("--seed", type=int, help="random seed (random_state)")
-    fit.add_argument("--search-space", help="built-in space name or YAML file")
-    fit.add_argument("--theta-solver", help="θ-min solver name")
-    fit.add_argument("--z-solver", help="z-min solver name")
-    fit.add_argument("--method", choices=list(METHODS),
-                     help="search method (default admm; `admm-automl list` describes them)")
-    fit.add_argument("--inner-iter", type=int, help="evaluations per sub-problem (I or I0)")
-    fit.add_argument("--inner-iter-step", type=int, help="adaptive step F (0 = fixed I)")
-    fit.add_argument("--inner-iter-max", type=int, help="cap of the adaptive schedule")
-    fit.add_argument("--cv", type=_cv_option, metavar="{auto,holdout,K}",
-                     help="K-fold cross-validation, one holdout split, or 'auto' (the default: "
-                          "5 folds below 5000 rows or while the time budget "
-                          "affords them, else a holdout)")
-    fit.add_argument("--n-jobs", type=int, help="worker processes (-1: one per core)")
-    fit.add_argument("--executor", choices=["auto", "serial", "process", "dask"],
-                     help="where trials run (dask: on --dask-address, else a local Dask cluster "
-                     "of --n-jobs workers)")
-    fit.add_argument("--dask-address", help="a Dask scheduler address, e.g. tcp://10.0.0.5:8786")
-    fit.add_argument(
-        "--constraint", action="append", metavar="EXPR",
-        help="a black-box constraint such as 'latency <= 2e-5' or 'fpr <= 0.1' (repeatable)",
-    )
-    fit.add_argument("--constraint-mode", choices=["auto", "admm", "penalty", "filter"])
+    add_fit_options(fit)  # every estimator parameter that has an option (run/params.py)
     fit.add_argument("--test-size", type=float, help="held-out test fraction (default 0.25)")
-    fit.add_argument("--output", help="run directory: journal, trace, summary, resolved config, "
-                     "pipeline and the report (report.html, report.md)")
-    fit.add_argument("--no-resume", dest="resume", action="store_false", default=None,
-                     help="keep an existing journal in --output as journal-1.jsonl and start afresh "
-                     "(by default a journal of the same run is resumed, one of another run refused)")
     talk = fit.add_mutually_exclusive_group()
     talk.add_argument("-v", "--verbose", action="count", default=0,
                       help="log every iteration (-vv: every evaluation) to standard error")
@@ -111,39 +69,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fit(args: argparse.Namespace) -> int:
-    import numpy as np
-    from sklearn.model_selection import train_test_split
-
+def _config(args: argparse.Namespace) -> Any:
+    """The configuration file (if any) with what the options give on top of it."""
     from .config import Config, load_config
-    from .datasets import load_csv, load_dataset
-    from .reporting.rundir import write_run
 
-    say: Callable[..., Any] = (lambda *a, **k: None) if args.quiet else print
     config = load_config(args.config) if args.config else Config()
-    overrides = {
-        "time_budget": args.time_budget,
-        "max_evals": args.max_evals,
-        "random_state": args.seed,
-        "search_space": args.search_space,
-        "theta_solver": args.theta_solver,
-        "z_solver": args.z_solver,
-        "method": args.method,
-        "inner_iter": args.inner_iter,
-        "inner_iter_step": args.inner_iter_step,
-        "inner_iter_max": args.inner_iter_max,
-        "cv": None if args.cv == "holdout" else args.cv,
-        "n_jobs": args.n_jobs,
-        "executor": args.executor,
-        "dask_address": args.dask_address,
-        "constraints": args.constraint,
-        "constraint_mode": args.constraint_mode,
-        "output_dir": args.output,
-        "resume": args.resume,
-        "verbose": args.verbose or None,
-        "progress": False if args.quiet else True if args.progress else None,
-    }
-    config.estimator.update({k: v for k, v in overrides.items() if v is not None})
+    config.estimator.update(fit_overrides(args))  # --cv holdout gives cv=None: kept
+    talk = {"verbose": args.verbose or None,
+            "progress": False if args.quiet else True if args.progress else None}
+    config.estimator.update({k: v for k, v in talk.items() if v is not None})
     if args.dataset:
         config.data = {"dataset": args.dataset}
         if args.data_dir:
@@ -154,21 +88,38 @@ def _fit(args: argparse.Namespace) -> int:
         config.data = {"csv": args.data, "target": args.target}
     if args.test_size is not None:
         config.data["test_size"] = args.test_size
+    return config
+
+
+def _split_data(config: Any, model: Any) -> tuple[Any, Any, Any, Any]:
+    """``X_train, X_test, y_train, y_test`` of the configuration's data (stratified for a
+    classification with few classes), split by the run's seed."""
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    from .datasets import load_csv, load_dataset
+
     if "dataset" in config.data:
         X, y = load_dataset(config.data["dataset"], config.data.get("data_dir"))
     elif "csv" in config.data:
         X, y = load_csv(config.data["csv"], config.data["target"])
     else:
         raise ConfigError("no data: give --dataset, --data with --target, or a config data section")
-    seed = config.estimator.get("random_state")
-    model = config.make_estimator()
     task = getattr(model, "_fixed_task", None) or config.estimator.get("task", "auto")
     stratify = None
     if task != "regression" and len(np.unique(y)) <= max(20, len(y) // 50):
         stratify = y
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=config.data.get("test_size", 0.25), random_state=seed, stratify=stratify
-    )
+    return train_test_split(X, y, test_size=config.data.get("test_size", 0.25),
+                            random_state=config.estimator.get("random_state"), stratify=stratify)
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from .reporting.rundir import write_run
+
+    say: Callable[..., Any] = (lambda *a, **k: None) if args.quiet else print
+    config = _config(args)
+    model = config.make_estimator()
+    X_train, X_test, y_train, y_test = _split_data(config, model)
     asked = model.progress
     if asked is None and sys.stderr.isatty():  # the command line shows progress in a terminal
         model.set_params(progress=True)

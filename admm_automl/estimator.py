@@ -13,61 +13,19 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import (
-    check_array,
-    check_consistent_length,
-    check_is_fitted,
-    column_or_1d,
-    validate_data,
-)
+from sklearn.utils.validation import check_is_fitted
 
-from . import _validation as v
+from .exceptions import DataError
 from .reporting import plots
-from .methods._driver import Schedule
-from .constraints import make_constraints
-from .evaluation import get_metric
-from .evaluation.data import as_frame_if_mixed, check_unique_columns, column_kinds, conform
-from .methods.registry import METHODS, check_training_length, method_spec
-from .run.deadline import Deadline, refit_threads
-from .run.setup import (SearchSettings, run_search)
-from .exceptions import DataError, InvalidParameterError
 from .reporting.progress import watching
 from .reporting.report import write_report
-from .run.ensemble import build_ensemble, fit_ensemble
-from .run.results import fitted_attributes, refit
 from .reporting.rundir import as_method, write_run
-from .solvers import THETA_SOLVERS, Z_SOLVERS
-from .space import load_space
-from .space.portfolio import resolve_portfolio
-from .space.space import import_class
-
-_RULES = {
-    "method": [v.options(*METHODS), v.MAPPING],
-    "max_evals": [v.int_at_least(1), v.NONE],
-    "time_budget": [v.POSITIVE_NUMBER, v.NONE],
-    "rho": [v.POSITIVE_NUMBER],
-    "inner_iter": [v.int_at_least(1)],
-    "inner_iter_step": [v.int_at_least(0)],
-    "inner_iter_max": [v.int_at_least(1)],
-    "constraint_mode": [v.options("auto", "admm", "penalty", "filter")],
-    "penalty_weight": [v.POSITIVE_NUMBER],
-    "cv": [v.options("auto"), v.int_at_least(2), v.NONE],
-    "validation_size": [v.FRACTION],
-    "executor": [v.options("auto", "serial", "process", "dask")],
-    "n_jobs": [v.N_JOBS],
-    "dask_address": [v.TEXT, v.NONE],
-    "trial_timeout": [v.POSITIVE_NUMBER, v.NONE],
-    "memory_limit": [v.int_at_least(1), v.NONE],
-    "cache_size": [v.NON_NEGATIVE_NUMBER],
-    "output_dir": [v.PATH, v.NONE],
-    "resume": [v.BOOL],
-    "random_state": [v.SEED],
-    "verbose": [v.int_at_least(0)],
-    "progress": [v.BOOL, v.NONE],
-    "task": [v.options("auto", "classification", "regression")],
-    "ensemble_size": [v.int_at_least(0)],
-}
+from .run import params
+from .run.deadline import Deadline
+from .run.inputs import check_target, check_X
+from .run.refit import refit_models
+from .run.results import fitted_attributes, metric_score
+from .run.setup import display_metric, run_search, space_has, task_space
 
 
 def _pipeline_has(attr: str):
@@ -77,67 +35,10 @@ def _pipeline_has(attr: str):
     def check(self) -> bool:
         if hasattr(self, "best_pipeline_"):
             return hasattr(self._model(), attr)
-        try:
-            task = self._fixed_task or (self.task if self.task != "auto" else None)
-            return all(hasattr(import_class(a.class_path), attr)
-                       for a in load_space(self.search_space).modules[-1].choices
-                       if a.class_path is not None and (task is None or a.task in ("any", task)))
-        except Exception:  # an invalid space is reported by fit
-            return True
+        task = self._fixed_task or (self.task if self.task != "auto" else None)
+        return space_has(self.search_space, task, attr)
 
     return check
-
-
-def _check_target(X: Any, y: Any, task: str, owner: str) -> tuple[np.ndarray, str, str]:
-    """``(y, task, target type)``: one target per row of X, the task inferred when "auto",
-    classes checked."""
-    if y is None:
-        raise ValueError(f"{owner} requires y to be passed, but the target y is None.")
-    y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name="y",
-                                 ensure_min_samples=0), warn=True)
-    check_consistent_length(X, y)
-    target_type = type_of_target(y, input_name="y")
-    if task == "auto":
-        task = "classification" if target_type in ("binary", "multiclass") else "regression"
-    if task == "classification":
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if len(classes) < 2:
-            raise DataError(f"y contains a single class ({classes[:1].tolist()[0]!r}); "
-                            "classification needs at least 2 classes")
-        return y, task, "binary" if len(classes) == 2 else "multiclass"
-    try:
-        return y.astype(float), task, "continuous"
-    except (TypeError, ValueError):
-        raise DataError(f"regression needs a numeric target, got dtype {y.dtype}") from None
-
-
-def _label_indices(classes: np.ndarray, y: Any) -> np.ndarray:
-    """The indices in ``classes`` of the labels ``y``; an unseen label is an error."""
-    y = column_or_1d(np.asarray(y))
-    index = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
-    unseen = classes[index] != y
-    if unseen.any():
-        raise DataError(f"y has labels not seen in fit: {sorted(set(y[unseen].tolist()))[:5]!r}")
-    return index
-
-
-def _refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
-                  ensemble_size: int, deadline: Deadline) -> dict[str, Any]:
-    """``best_pipeline_`` (and ``refit_time_``) and, when one is built
-    (:mod:`admm_automl.run.ensemble`, with members whose refits fit in what is left of
-    ``deadline``), ``ensemble_``, refitted on all of (X, y) under the trials' thread limit, with
-    its weights and validation loss."""
-    ctx = outcome.task.context
-    with refit_threads(outcome.refit_threads):
-        best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
-                              iterations=fitted["best_iterations_"])
-        best_id = fitted["best_eval_id_"]
-        choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left())
-        ensemble = None if choice is None else fit_ensemble(choice, X, y, ctx.y, {best_id: best})
-    return {"best_pipeline_": best, "refit_time_": seconds, "ensemble_": ensemble,
-            "ensemble_weights_": {} if choice is None else choice.weights,
-            "ensemble_loss_": float("nan") if choice is None else choice.loss}
 
 
 class ADMM(BaseEstimator):
@@ -220,10 +121,12 @@ class ADMM(BaseEstimator):
     memory_limit : int, optional
         Address-space limit per worker process in MiB (status ``memout``).
     cache_size : float, default=256
-        MiB per worker process of fitted pipeline prefixes (preprocessing, scaler, transformer,
-        ...) reused by later pipelines with the same prefix, with identical results (Zhang et al.,
-        KDD 2016); at most a quarter of ``memory_limit``; 0 turns it off. ``prefix_cache_`` and
-        ``history_["cache:*"]`` say what it saved.
+        MiB per worker process of kept things, in one pool, least recently used out first:
+        fitted pipeline prefixes (preprocessing, scaler, transformer, ...) reused by later
+        pipelines with the same prefix, with identical results (Zhang et al., KDD 2016), and
+        partly trained iterative learners that a longer training continues; at most a quarter of
+        ``memory_limit``; 0 turns both off. ``prefix_cache_`` and ``history_["cache:*"]`` say
+        what the prefixes saved.
     output_dir : str or path, optional
         The run directory: ``journal.jsonl`` is appended, one record per evaluation as it
         happens; at the end of ``fit`` the trace, the summary, the configuration and the
@@ -333,22 +236,7 @@ class ADMM(BaseEstimator):
 
     def _validate_params(self) -> None:
         """Check every parameter, and resolve names, before any work."""
-        v.validate_params(type(self).__name__, self.get_params(deep=False), _RULES)
-        Schedule(self.inner_iter, self.inner_iter_step, self.inner_iter_max)
-        method, _ = method_spec(self.method)
-        if method != "admm" and self.constraint_mode == "admm":
-            raise InvalidParameterError(
-                f"method={method!r} has no ADMM split, so constraint_mode='admm' does not "
-                "apply: use 'penalty' or 'filter' (or 'auto')"
-            )
-        make_constraints(self.constraints)
-        space = load_space(self.search_space)
-        resolve_portfolio(self.portfolio, space, "classification")
-        THETA_SOLVERS.create(self.theta_solver)
-        if self.method != "select":
-            check_training_length(self.theta_solver, bool(space.iterative_algorithms()),
-                                  space.name)
-        Z_SOLVERS.create(self.z_solver)
+        params.check(type(self).__name__, self.get_params(deep=False))
 
     def fit(self, X: Any, y: Any, *, sensitive_features: Any = None) -> "ADMM":
         """Search the space on (X, y), then refit the best pipeline on all of it.
@@ -358,23 +246,24 @@ class ADMM(BaseEstimator):
         """
         deadline = Deadline(self.time_budget)  # it covers set-up and worker start-up too
         self._validate_params()
-        X = self._check_X(X, reset=True)
-        y, task, target_type = _check_target(X, y, self._fixed_task or self.task,
-                                             type(self).__name__)
+        X = check_X(self, X, reset=True)
+        y, task, target_type = check_target(X, y, self._fixed_task or self.task,
+                                            type(self).__name__)
         if sensitive_features is not None and len(sensitive_features) != len(y):
             raise DataError(f"sensitive_features has {len(sensitive_features)} rows but X has "
                             f"{len(y)}")
         y_search = y
         if task == "classification":  # the search sees label indices (XGBoost takes no others)
             self.classes_, y_search = np.unique(y, return_inverse=True)
-        metric = get_metric(self.scoring, task, target_type)
-        with watching(self.verbose, self.progress, (metric.name, metric.offset)) as listeners:
-            space = load_space(self.search_space).for_task(task).for_data(len(y))
-            outcome = run_search(X, y_search, SearchSettings.from_params(self.get_params(
-                deep=False)), space=space, task=task, target_type=target_type,
-                sensitive_features=sensitive_features, deadline=deadline, listeners=listeners)
+        metric = display_metric(self.scoring, task, target_type)
+        with watching(self.verbose, self.progress, metric) as listeners:
+            space = task_space(self.search_space, task, len(y))
+            settings = params.settings_from(self.get_params(deep=False))
+            outcome = run_search(X, y_search, settings, space=space, task=task,
+                                 target_type=target_type, sensitive_features=sensitive_features,
+                                 deadline=deadline, listeners=listeners)
         fitted = fitted_attributes(outcome, space)
-        fitted.update(_refit_models(outcome, space, X, y, fitted, self.ensemble_size, deadline))
+        fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size, deadline))
         for name, value in fitted.items():
             setattr(self, name, value)
         if self.output_dir is not None:
@@ -382,28 +271,8 @@ class ADMM(BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ prediction
-    def _check_X(self, X: Any, reset: bool = False) -> Any:
-        """Validate X (shape, inf, feature names and count, the kind of every column; at
-        predict time against the columns of ``fit``) and keep mixed columns as a frame."""
-        if not reset:
-            check_is_fitted(self)
-        if hasattr(X, "iloc"):
-            if X.ndim != 2:
-                raise DataError("X must be 2-D (rows x columns); for one feature pass "
-                                "X.to_frame() or X.reshape(-1, 1)")
-            if X.shape[0] < (2 if reset else 1) or X.shape[1] < 1:
-                raise DataError(f"X has shape {X.shape}; need at least 2 rows and 1 column")
-            check_unique_columns(X)
-        else:
-            X = check_array(X, dtype=None, ensure_all_finite="allow-nan", input_name="X",
-                            ensure_min_samples=2 if reset else 1)
-        if not reset:
-            X = conform(X, self._column_kinds, getattr(self, "feature_names_in_", None))
-        validate_data(self, X, skip_check_array=True, reset=reset)
-        if reset:
-            X = as_frame_if_mixed(X)
-            self._column_kinds = column_kinds(X)
-        return X
+    def _check_X(self, X: Any) -> Any:
+        return check_X(self, X)
 
     def _model(self) -> Any:
         """What predictions come from: the ensemble when one was built, else the best pipeline."""
@@ -447,13 +316,9 @@ class ADMM(BaseEstimator):
     def metric_score(self, X: Any, y: Any) -> float:
         """The search metric on (X, y) as a score, ``offset − loss`` (e.g. AUROC for 1 − AUROC)."""
         X = self._check_X(X)
-        labels = getattr(self, "classes_", None)
-        if self._on_indices():
-            y, labels = _label_indices(self.classes_, y), np.arange(len(self.classes_))
-        target = ("continuous" if self.task_ == "regression"
-                  else "binary" if len(self.classes_) == 2 else "multiclass")
-        metric = get_metric(self.scoring, self.task_, target)
-        return float(metric.offset - metric.loss(metric.make_scorer(labels), self._model(), X, y))
+        return metric_score(self._model(), X, y, scoring=self.scoring, task=self.task_,
+                            classes=getattr(self, "classes_", None),
+                            on_indices=self._on_indices())
 
     # ------------------------------------------------------------------ report and figures
     report = as_method(write_report)

@@ -39,12 +39,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 
-from .setup import ENSEMBLE_POOL
 from ..evaluation.data import take_rows
 from ..records import Observation
 from ..journal import observation_of
 from .library import refit_seconds_estimate
-from .results import fit_on_labels
+from .inputs import fit_on_labels
+from .library import ENSEMBLE_POOL
 
 __all__ = ["ENSEMBLE_POOL", "EnsembleChoice", "build_ensemble", "ensemble_selection",
            "fit_ensemble"]
@@ -194,7 +194,7 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
 
 def fit_ensemble(choice: EnsembleChoice, X: Any, y: Any, y_search: Any,
                  fitted: dict[int, Any]) -> Any:
-    """``choice.model`` fitted on all of (X, y) (by :func:`~admm_automl.run.results.fit_on_labels`);
+    """``choice.model`` fitted on all of (X, y) (by :func:`~admm_automl.run.inputs.fit_on_labels`);
     the members in ``fitted`` (eval_id -> pipeline already fitted on all of it, such as
     ``best_pipeline_``) are taken as they are, wrapped in scikit-learn's ``FrozenEstimator``."""
     from sklearn.frozen import FrozenEstimator

@@ -15,13 +15,15 @@ from ..exceptions import InvalidParameterError
 
 def make_executor(
     kind: str, *, n_jobs: int, memory_limit_mb: int | None, needs_isolation: bool,
-    dask_address: str | None = None,
+    dask_address: str | None = None, threads: int | None = 1,
 ) -> Any:
     """The executor of ``kind``: ``"serial"``, ``"process"`` (this machine's worker pool),
     ``"dask"`` (:class:`~admm_automl.evaluation.DaskExecutor` on ``dask_address``, else the current Dask
     client, else a local cluster of ``n_jobs`` workers), or ``"auto"``, which picks the process
     pool when a timeout, memory limit or ``n_jobs > 1`` needs it. A negative ``n_jobs`` counts from
-    the cores this process may use, as in scikit-learn (-1: all of them)."""
+    the cores this process may use, as in scikit-learn (-1: all of them). ``threads``: BLAS and
+    OpenMP threads per worker (one by default, so that workers do not compete for the cores;
+    None leaves the environment alone)."""
     n_jobs = effective_n_jobs(n_jobs)
     if dask_address is not None and kind != "dask":
         raise InvalidParameterError(
@@ -37,10 +39,10 @@ def make_executor(
             )
         return SerialExecutor()
     if kind == "process":
-        return ProcessExecutor(n_workers=n_jobs, memory_limit_mb=memory_limit_mb)
+        return ProcessExecutor(n_workers=n_jobs, memory_limit_mb=memory_limit_mb, threads=threads)
     if kind == "dask":
         return DaskExecutor(address=dask_address, n_workers=n_jobs,
-                            memory_limit_mb=memory_limit_mb)
+                            memory_limit_mb=memory_limit_mb, threads=threads)
     raise InvalidParameterError(
         f"executor must be 'auto', 'serial', 'process' or 'dask', got {kind!r}"
     )

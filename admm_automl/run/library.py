@@ -21,6 +21,10 @@ from typing import Any, Callable
 
 from ..records import Observation
 
+#: the validation predictions kept for the ensemble: of the best this many evaluations (the e_max
+#: of Liu et al. 2020, appendix on ensembles), and of the best evaluation of each learner
+ENSEMBLE_POOL = 32
+
 
 def refit_seconds_estimate(record: dict[str, Any], n_rows: int, n_splits: int) -> float:
     """The seconds a refit of ``record``'s pipeline on all ``n_rows`` rows should take: its mean

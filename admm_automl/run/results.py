@@ -3,7 +3,6 @@ and the other fitted attributes, built from the journal records and the optimise
 
 from __future__ import annotations
 
-import time
 import warnings
 from typing import Any, Iterable, Sequence
 
@@ -151,29 +150,17 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     }
 
 
-def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
-          y: Any, iterations: int | None = None) -> tuple[Any, float]:
-    """The pipeline of ``(z, θ)`` fitted on all of (X, y) with the run's preprocessing and model
-    seed (by :func:`fit_on_labels`), and the seconds it took; trained for ``iterations`` when the
-    best evaluation had a training length."""
-    from sklearn.base import clone
+def metric_score(model: Any, X: Any, y: Any, *, scoring: Any, task: str,
+                 classes: np.ndarray | None, on_indices: bool) -> float:
+    """The search metric of ``model`` on (X, y) as a score, ``offset − loss``; ``on_indices``:
+    the model was fitted on the label indices in ``classes``."""
+    from ..evaluation.metrics import get_metric
+    from .inputs import label_indices
 
-    pipeline = space.to_pipeline(z, theta, preprocessor=clone(context.preprocessor),
-                                 random_state=context.random_state, iterations=iterations)
-    start = time.perf_counter()
-    fit_on_labels(pipeline, X, y, context.y)
-    return pipeline, time.perf_counter() - start
-
-
-def fit_on_labels(model: Any, X: Any, y: Any, y_search: Any) -> Any:
-    """``model`` fitted on all of (X, y), its warnings silenced (the search reported them); on the
-    targets the search used, ``y_search`` (the label indices of a classification), if the model
-    refuses the labels themselves (XGBoost takes only 0..K-1)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return model.fit(X, y)
-        except Exception:
-            if y is y_search or np.array_equal(np.asarray(y), np.asarray(y_search)):
-                raise
-            return model.fit(X, y_search)
+    labels = classes
+    if on_indices:
+        y, labels = label_indices(classes, y), np.arange(len(classes))
+    target = ("continuous" if task == "regression"
+              else "binary" if len(classes) == 2 else "multiclass")
+    metric = get_metric(scoring, task, target)
+    return float(metric.offset - metric.loss(metric.make_scorer(labels), model, X, y))

@@ -2,11 +2,15 @@
 optimiser, shared by the estimator, the benchmark runner and the experiment scripts.
 
 * :func:`derive_seeds` — one ``random_state`` → the solvers' seed sequence, the split seed and the
-  models' ``random_state``.
+  models' ``random_state``; :func:`benchmark_seeds`, a benchmark's (one split for every method).
+* :func:`single_threaded_executor` — a benchmark's executor, one BLAS thread a worker.
 * :func:`prepare_task` — the :class:`~admm_automl.evaluation.TrialContext` of a run (splits,
   metric, preprocessing, constraints bound to the data) and the loss of a failed pipeline.
-* :func:`run_header` — what the recorded losses depend on (the journal guards resume with it).
+* :func:`run_header` — what the recorded losses depend on (the journal guards resume with it);
+  :func:`function_header`, the same for a test function such as the artificial objective.
 * :func:`open_objective` — executor + journal + cached objective.
+* :func:`task_space`, :func:`space_has`, :func:`display_metric` — what the estimator asks of the
+  space and the metric before a search.
 * :func:`run_search` — all of the above for one search, as the estimator runs it.
 """
 
@@ -35,11 +39,8 @@ from ..methods._driver import Result, Schedule
 from ..methods.registry import get_method, make_optimizer
 from .deadline import Deadline, check_time_budget, refit_reserve
 from .executor import make_executor
-from .library import PredictionLibrary
+from .library import ENSEMBLE_POOL, PredictionLibrary
 
-#: the validation predictions kept for the ensemble: of the best this many evaluations (the e_max
-#: of Liu et al. 2020, appendix on ensembles), and of the best evaluation of each learner
-ENSEMBLE_POOL = 32
 @dataclass(frozen=True)
 class Seeds:
     """The independent random streams of a run, derived from one seed."""
@@ -62,6 +63,38 @@ def derive_seeds(random_state: Any) -> Seeds:
         )
     solvers, splits, models = np.random.SeedSequence(entropy).spawn(3)
     return Seeds(solvers, int(splits.generate_state(1)[0]), int(models.generate_state(1)[0] >> 1))
+
+
+def benchmark_seeds(seed: int, split_seed: int = 0) -> Seeds:
+    """The seeds of run ``seed`` of a benchmark: ``split_seed`` for the validation split, and
+    ``seed`` itself as the solvers' seed and the models' ``random_state``.
+
+    Not :func:`derive_seeds`, on purpose: a benchmark compares its methods on the same training
+    and validation rows (Liu et al. 2020, Section 5; Kishimoto et al. 2021), so the split must not
+    change with the run's seed; and its protocol (experiments/README.md) makes seed k the solvers'
+    and the models' seed, so that a recorded run of seed k replays as it was recorded.
+    """
+    return Seeds(np.random.SeedSequence(seed), int(split_seed), int(seed))
+
+
+def single_threaded_executor(kind: str = "process", n_workers: int = 1) -> Any:
+    """The executor of a benchmark or experiment run, from :func:`~.executor.make_executor`:
+    ``kind`` (``"serial"``, ``"process"`` or ``"dask"``) with ``n_workers`` workers, no memory
+    limit, and BLAS/OpenMP held to one thread in each worker, so that runs side by side, one core
+    each, do not compete for the cores (``"serial"`` runs the trials in this process, under the
+    threads the calling script set)."""
+    return make_executor(kind, n_jobs=n_workers, memory_limit_mb=None,
+                         needs_isolation=kind != "serial", threads=1)
+
+
+def function_header(name: str, space: Any, **settings: Any) -> dict[str, Any]:
+    """The run header (see :func:`run_header`) of a search whose losses are a function of the
+    configuration alone rather than of pipelines fitted on data, such as the artificial objective
+    of Liu et al. 2020: the package version, the function's ``name`` and ``settings``, the space."""
+    from .. import __version__
+
+    return {"package_version": __version__, "function": {"name": name, **settings},
+            "space": {"name": space.name, "fingerprint": _digest(space.modules)}}
 
 
 @dataclass
@@ -181,9 +214,12 @@ def _digest(value: Any) -> str:
 
 
 def prefix_cache_size(cache_size: float, memory_limit: int | None) -> float:
-    """The MiB of each worker's pool of fitted prefixes: ``cache_size``, but at most a quarter of a
+    """The MiB each worker keeps between trials, fitted prefixes and partly trained models
+    together (:mod:`admm_automl.evaluation.kept`): ``cache_size``, but at most a quarter of a
     worker's ``memory_limit`` (the pool counts against it, and the fits need the rest)."""
-    return cache_size if memory_limit is None else min(cache_size, memory_limit / 4)
+    from ..evaluation.kept import kept_budget_mb
+
+    return kept_budget_mb(cache_size, memory_limit)
 
 
 def run_header(task: Task, *, cv: int | None, validation_size: float) -> dict[str, Any]:
@@ -228,42 +264,6 @@ def open_objective(
                              policy=policy, start_time=start_time, observers=observers)
 
 
-@dataclass(frozen=True)
-class SearchSettings:
-    """The estimator's search parameters (see :class:`admm_automl.ADMM` for their meaning)."""
-
-    method: Any = "admm"
-    theta_solver: Any = "bo"
-    z_solver: Any = "cmab"
-    max_evals: int | None = None
-    time_budget: float | None = None
-    rho: float = 1.0
-    inner_iter: int = 16
-    inner_iter_step: int = 16
-    inner_iter_max: int = 128
-    constraints: Any = None
-    constraint_mode: str = "auto"
-    penalty_weight: float = 1.0
-    scoring: Any = None
-    cv: int | str | None = "auto"
-    validation_size: float = 0.2
-    executor: str = "auto"
-    n_jobs: int = 1
-    dask_address: str | None = None
-    trial_timeout: float | None = None
-    memory_limit: int | None = None
-    cache_size: float = DEFAULT_CACHE_MB
-    output_dir: Any = None
-    resume: bool = True
-    random_state: Any = None
-    portfolio: Any = "auto"
-    ensemble_size: int = 16
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> "SearchSettings":
-        return cls(**{f.name: params[f.name] for f in fields(cls) if f.name in params})
-
-
 @dataclass
 class SearchOutcome:
     """A finished search: its task, optimiser result, journal records, constraints algebra, ρ,
@@ -284,11 +284,41 @@ class SearchOutcome:
 DEFAULT_MAX_EVALS = 100
 
 
+def task_space(search_space: Any, task: str, n_rows: int) -> Any:
+    """The space a search of ``task`` on ``n_rows`` rows searches: ``search_space`` (a name, a
+    file or a space) without the algorithms of the other task or too slow for that many rows."""
+    from ..space import load_space
+
+    return load_space(search_space).for_task(task).for_data(n_rows)
+
+
+def space_has(search_space: Any, task: str | None, attr: str) -> bool:
+    """Whether every learner of ``search_space`` for ``task`` (None: any) has ``attr`` (such as
+    ``predict_proba``), so that a pipeline the search returns is sure to have it; True for a
+    space that cannot be loaded (``fit`` reports that)."""
+    from ..space import load_space
+    from ..space.space import import_class
+
+    try:
+        return all(hasattr(import_class(a.class_path), attr)
+                   for a in load_space(search_space).modules[-1].choices
+                   if a.class_path is not None and (task is None or a.task in ("any", task)))
+    except Exception:  # an invalid space is reported by fit
+        return True
+
+
+def display_metric(scoring: Any, task: str, target_type: str) -> tuple[str, float]:
+    """``(name, offset)`` of the run's metric, for the progress display."""
+    metric = get_metric(scoring, task, target_type)
+    return metric.name, metric.offset
+
+
 def run_search(
-    X: Any, y: np.ndarray, settings: SearchSettings, *, space: Any, task: str, target_type: str,
+    X: Any, y: np.ndarray, settings: Any, *, space: Any, task: str, target_type: str,
     sensitive_features: Any = None, deadline: Deadline | None = None, listeners: Any = (),
 ) -> SearchOutcome:
-    """One search as the estimator runs it. The time budget is ``deadline``'s clock, started by
+    """One search as the estimator runs it, with ``settings`` (a
+    :data:`~admm_automl.run.params.SearchSettings`). The time budget is ``deadline``'s clock, started by
     the caller so that it covers what came before (default: from now), and drives the time policy
     of :mod:`.deadline`: the folds (:func:`resolve_cv`), the reserve for the refit, the trials'
     timeouts and probes. ``listeners`` are the run's

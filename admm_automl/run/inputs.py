@@ -1,0 +1,90 @@
+"""What ``fit`` and the prediction methods check of the data before any work: X (shape, inf,
+feature names, the kind of every column, and at predict time the columns of ``fit``), y (one
+target per row, the task inferred, classes checked), and labels mapped to the indices the search
+used."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import (
+    check_array, check_consistent_length, check_is_fitted, column_or_1d, validate_data,
+)
+
+from ..evaluation.data import as_frame_if_mixed, check_unique_columns, column_kinds, conform
+from ..exceptions import DataError
+
+
+def check_X(estimator: Any, X: Any, reset: bool = False) -> Any:
+    """Validate X for ``estimator`` (at ``fit`` with ``reset``, which records the columns; else
+    against the columns of ``fit``) and keep mixed columns as a frame."""
+    if not reset:
+        check_is_fitted(estimator)
+    if hasattr(X, "iloc"):
+        if X.ndim != 2:
+            raise DataError("X must be 2-D (rows x columns); for one feature pass "
+                            "X.to_frame() or X.reshape(-1, 1)")
+        if X.shape[0] < (2 if reset else 1) or X.shape[1] < 1:
+            raise DataError(f"X has shape {X.shape}; need at least 2 rows and 1 column")
+        check_unique_columns(X)
+    else:
+        X = check_array(X, dtype=None, ensure_all_finite="allow-nan", input_name="X",
+                        ensure_min_samples=2 if reset else 1)
+    if not reset:
+        X = conform(X, estimator._column_kinds, getattr(estimator, "feature_names_in_", None))
+    validate_data(estimator, X, skip_check_array=True, reset=reset)
+    if reset:
+        X = as_frame_if_mixed(X)
+        estimator._column_kinds = column_kinds(X)
+    return X
+
+
+def check_target(X: Any, y: Any, task: str, owner: str) -> tuple[np.ndarray, str, str]:
+    """``(y, task, target type)``: one target per row of X, the task inferred when "auto",
+    classes checked."""
+    if y is None:
+        raise ValueError(f"{owner} requires y to be passed, but the target y is None.")
+    y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name="y",
+                                 ensure_min_samples=0), warn=True)
+    check_consistent_length(X, y)
+    target_type = type_of_target(y, input_name="y")
+    if task == "auto":
+        task = "classification" if target_type in ("binary", "multiclass") else "regression"
+    if task == "classification":
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if len(classes) < 2:
+            raise DataError(f"y contains a single class ({classes[:1].tolist()[0]!r}); "
+                            "classification needs at least 2 classes")
+        return y, task, "binary" if len(classes) == 2 else "multiclass"
+    try:
+        return y.astype(float), task, "continuous"
+    except (TypeError, ValueError):
+        raise DataError(f"regression needs a numeric target, got dtype {y.dtype}") from None
+
+
+def label_indices(classes: np.ndarray, y: Any) -> np.ndarray:
+    """The indices in ``classes`` of the labels ``y``; an unseen label is an error."""
+    y = column_or_1d(np.asarray(y))
+    index = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+    unseen = classes[index] != y
+    if unseen.any():
+        raise DataError(f"y has labels not seen in fit: {sorted(set(y[unseen].tolist()))[:5]!r}")
+    return index
+
+
+def fit_on_labels(model: Any, X: Any, y: Any, y_search: Any) -> Any:
+    """``model`` fitted on all of (X, y), its warnings silenced (the search reported them); on the
+    targets the search used, ``y_search`` (the label indices of a classification), if the model
+    refuses the labels themselves (XGBoost takes only 0..K-1)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return model.fit(X, y)
+        except Exception:
+            if y is y_search or np.array_equal(np.asarray(y), np.asarray(y_search)):
+                raise
+            return model.fit(X, y_search)

@@ -1,0 +1,44 @@
+"""The refit after a search: the best pipeline, and the ensemble's members, fitted on all the
+data under the trials' thread limit and within what is left of the time budget."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from .deadline import refit_threads
+from .ensemble import build_ensemble, fit_ensemble
+from .inputs import fit_on_labels
+
+
+def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
+          y: Any, iterations: int | None = None) -> tuple[Any, float]:
+    """The pipeline of ``(z, θ)`` fitted on all of (X, y) with the run's preprocessing and model
+    seed (by :func:`fit_on_labels`), and the seconds it took; trained for ``iterations`` when the
+    best evaluation had a training length."""
+    from sklearn.base import clone
+
+    pipeline = space.to_pipeline(z, theta, preprocessor=clone(context.preprocessor),
+                                 random_state=context.random_state, iterations=iterations)
+    start = time.perf_counter()
+    fit_on_labels(pipeline, X, y, context.y)
+    return pipeline, time.perf_counter() - start
+
+
+def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
+                 ensemble_size: int, deadline: Any) -> dict[str, Any]:
+    """``best_pipeline_`` (and ``refit_time_``) and, when one is built (:mod:`.ensemble`, with
+    members whose refits fit in what is left of ``deadline``), ``ensemble_``, refitted on all of
+    (X, y) under the trials' thread limit, with its weights and validation loss."""
+    ctx = outcome.task.context
+    with refit_threads(outcome.refit_threads):
+        best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
+                              iterations=fitted["best_iterations_"])
+        best_id = fitted["best_eval_id_"]
+        choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left())
+        ensemble = None if choice is None else fit_ensemble(choice, X, y, ctx.y, {best_id: best})
+    return {"best_pipeline_": best, "refit_time_": seconds, "ensemble_": ensemble,
+            "ensemble_weights_": {} if choice is None else choice.weights,
+            "ensemble_loss_": float("nan") if choice is None else choice.loss}
