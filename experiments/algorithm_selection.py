@@ -20,9 +20,11 @@ time (the statistic Kishimoto et al. quote for bank-marketing: BLDS(1) converges
 than Hyperband); it draws median/IQR incumbent-vs-time curves on log-log axes (Kishimoto et al.,
 Fig. 1) to ``curves.png``.
 
-The runs use the lower-level pieces (splits, objective, SelectionOptimizer) rather than
-``ADMM(method="select").fit`` only to skip the final refit on all rows, which is not part of the
-measured search and would cost up to a minute per run on the larger datasets.
+The runs are set up as the benchmark runner's (:func:`admm_automl.benchmarks.runner.data_problem`
+and :func:`~admm_automl.benchmarks.runner.open_run`: the run set-up of :mod:`admm_automl.run`) and
+searched by the method registry's ``select`` rather than by ``ADMM(method="select").fit`` only to
+skip the final refit on all rows, which is not part of the measured search and would cost up to a
+minute per run on the larger datasets.
 
 Usage (single-threaded BLAS is set below before numpy is imported)::
 
@@ -71,23 +73,24 @@ def slug(method: str) -> str:
 # ----------------------------------------------------------------------------- running
 def run_one(dataset: str, X, y, method: str, seed: int, budget: float, out: Path) -> dict:
     """One search; the journal goes to ``out/journal.jsonl`` (an existing one is removed first)."""
-    from admm_automl.run.executor import make_executor
+    from admm_automl.benchmarks.runner import data_problem, open_run
     from admm_automl.methods.registry import make_optimizer
-    from admm_automl.run.setup import open_objective, prepare_task
+    from admm_automl.run.setup import benchmark_seeds
     from admm_automl.space import load_space
 
     if out.exists():
         shutil.rmtree(out)  # never resume: a resumed journal would be replayed
     out.mkdir(parents=True)
     space = load_space("blds").for_task("classification")
-    task = prepare_task(X, y, space=space, task="classification", target_type="binary",
-                        validation_size=0.3, split_seed=SPLIT_SEED, model_seed=seed)  # 1 - AUROC
-    splits = task.context.splits
-    executor = make_executor("process", n_jobs=1, memory_limit_mb=None, needs_isolation=True)
-    objective = open_objective(task.context, executor=executor, worst_loss=task.worst_loss,
-                               output_dir=out)
+    problem = data_problem(dataset, X, y, space=space, validation_size=0.3,
+                           split_seed=SPLIT_SEED)  # 1 - AUROC
+    objective = open_run(problem, seed, out_dir=out)
+    splits = objective.ctx.splits
+    # no start_time, unlike the benchmark runner's runs: the budget is counted from the
+    # optimiser's start, after the set-up, as in the runs recorded in experiments/README.md
     optimizer = make_optimizer("select", space.encoding, objective, z_solver=METHODS[method],
-                               time_budget=budget, seed=seed, n_train=len(splits[0].train))
+                               time_budget=budget, seed=benchmark_seeds(seed).solvers,
+                               n_train=problem.n_train)
     start = time.monotonic()
     try:
         result = optimizer.run()

@@ -154,17 +154,18 @@ def run_one(problem_name: str, executor: str, method: str, *, seed: int,
     """One timed run; returns the snapshots, the losses and the run's summary numbers."""
     from admm_automl.methods._driver import Budget, Schedule
     from admm_automl.benchmarks import peers
-    from admm_automl.benchmarks.runner import parse_method
-    from admm_automl.evaluation import ProcessExecutor, SerialExecutor
+    from admm_automl.benchmarks.runner import open_run, parse_method
     from admm_automl.methods.registry import make_optimizer
-    from admm_automl.run.setup import open_objective
+    from admm_automl.run.setup import benchmark_seeds
 
-    problem = make_problem(problem_name)
-    pool = ProcessExecutor(n_workers=1, threads=1) if executor == "process" else SerialExecutor()
+    # the benchmark runner's set-up, but with the executor asked for (both are measured), the
+    # run header made before the start-up is timed, and the optimiser built below, so that its
+    # solvers can be timed
+    problem = dataclasses.replace(make_problem(problem_name), isolate=executor == "process")
+    header = problem.header(seed)
     with tempfile.TemporaryDirectory() as out:  # the journal is written, as in a real run
         started = time.perf_counter()
-        objective = open_objective(problem.make_task(seed), executor=pool,
-                                   worst_loss=problem.worst_loss, output_dir=out)
+        objective = open_run(problem, seed, out_dir=out, header=header)
         startup = time.perf_counter() - started
         clock = Clock()
         engine = timed_engine(objective, clock)
@@ -179,8 +180,8 @@ def run_one(problem_name: str, executor: str, method: str, *, seed: int,
                     spec.kind, problem.space.encoding, engine, theta_solver=spec.theta_solver,
                     z_solver=spec.z_solver, rho=spec.rho,
                     schedule=spec.schedule if spec.kind == "admm" else Schedule(),
-                    max_evals=max_evals, time_budget=time_budget, seed=seed,
-                    n_train=problem.n_train, **options)
+                    max_evals=max_evals, time_budget=time_budget,
+                    seed=benchmark_seeds(seed).solvers, n_train=problem.n_train, **options)
                 optimizer.theta_solver = timed_solvers(optimizer.theta_solver, clock)
                 if hasattr(optimizer, "z_solver"):
                     optimizer.z_solver = timed_solvers(optimizer.z_solver, clock)

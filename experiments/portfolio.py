@@ -60,6 +60,9 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE_PORTFOLIO = REPO / "admm_automl" / "space" / "portfolios" / "default.yaml"
 LODO_FILE = REPO / "experiments" / "portfolio_lodo.yaml"
 SPACE = "default"
+#: the candidate the portfolio is measured against: the initial pipeline's estimator
+#: (HistGradientBoosting), listed first among the default configurations
+DEFAULT_INDEX = 0
 
 
 def subsample(X, y, max_rows: int, seed: int = 0):
@@ -117,20 +120,22 @@ def search_candidates(X, y, evals: int, per_dataset: int, timeout: float) -> lis
 
 
 def loss_column(X, y, configs: list[dict], timeout: float) -> np.ndarray:
-    """The validation loss of every configuration on (X, y), by the engine of a run."""
-    from admm_automl.run.executor import make_executor
-    from admm_automl.run.setup import open_objective, prepare_task
+    """The validation loss of every configuration on (X, y), by the engine of a run, set up by
+    :mod:`admm_automl.run` (split and models' seed 0, one single-threaded worker process)."""
     from admm_automl.evaluation.splits import resolve_cv
     from admm_automl.records import Request
+    from admm_automl.run.setup import (benchmark_seeds, open_objective, prepare_task, run_header,
+                                       single_threaded_executor)
     from admm_automl.space import load_space
 
     space = load_space(SPACE).for_task("classification").for_data(len(y))
     target = "binary" if len(np.unique(y)) == 2 else "multiclass"
-    task = prepare_task(X, y, space=space, task="classification", target_type=target,
-                        cv=resolve_cv("auto", len(y)), split_seed=0, model_seed=0)
-    objective = open_objective(task.context, executor=make_executor(
-        "process", n_jobs=1, memory_limit_mb=None, needs_isolation=True),
-                               worst_loss=task.worst_loss, trial_timeout=timeout)
+    seeds, cv, holdout = benchmark_seeds(0), resolve_cv("auto", len(y)), 0.2
+    task = prepare_task(X, y, space=space, task="classification", target_type=target, cv=cv,
+                        validation_size=holdout, split_seed=seeds.splits, model_seed=seeds.models)
+    objective = open_objective(task.context, executor=single_threaded_executor("process"),
+                               worst_loss=task.worst_loss, trial_timeout=timeout,
+                               header=run_header(task, cv=cv, validation_size=holdout))
     losses = np.full(len(configs), task.worst_loss)
     try:
         for i, config in enumerate(configs):
@@ -199,7 +204,9 @@ def write_yaml(path: Path, node: dict, header: str) -> None:
                     + text, encoding="utf-8")
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The options; ``--smoke`` shrinks them (two datasets, 200 rows, 3-evaluation searches) and
+    sends the outputs to a temporary folder. ``datasets`` is always filled in."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--datasets", nargs="*", help="default: every dataset in --data-dir")
@@ -217,21 +224,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--smoke", action="store_true",
                         help="2 datasets, 200 rows, 3-evaluation searches, outputs to a temporary folder")
     args = parser.parse_args(argv)
-    warnings.simplefilter("ignore")
     from admm_automl.datasets import list_data_dir
-    from admm_automl.space import load_space
 
-    names = args.datasets or list_data_dir(args.data_dir)
+    args.datasets = args.datasets or list_data_dir(args.data_dir)
     if args.smoke:  # the first three algorithms' defaults and one search candidate per dataset
-        names, args.max_rows, args.search_evals, args.per_dataset = names[:2], 200, 3, 1
+        args.datasets, args.max_rows = args.datasets[:2], 200
+        args.search_evals, args.per_dataset = 3, 1
         args.timeout, args.size = 10.0, 3
         tmp = Path(tempfile.mkdtemp())
         args.out, args.lodo_out = str(tmp / "portfolio.yaml"), str(tmp / "lodo.yaml")
-    started = time.monotonic()
+    return args
+
+
+def gather_candidates(data: dict, args: argparse.Namespace) -> tuple[list[dict], list[str | None]]:
+    """Every algorithm's default configuration (the first three with ``--smoke``), then each
+    dataset's search candidates not among them; and where each came from (None: a default)."""
+    from admm_automl.space import load_space
+
     space = load_space(SPACE).for_task("classification")
     candidates = default_configs(space)[:3 if args.smoke else None]
     origin: list[str | None] = [None] * len(candidates)
-    data = {name: load(name, args.data_dir, args.max_rows) for name in names}
     for name, (X, y) in data.items():
         t0 = time.monotonic()
         found = search_candidates(X, y, args.search_evals, args.per_dataset, args.timeout)
@@ -240,18 +252,23 @@ def main(argv: list[str] | None = None) -> None:
         origin += [name] * len(new)
         print(f"search {name}: {len(new)} candidate(s) in {time.monotonic() - t0:.0f} s",
               flush=True)
+    return candidates, origin
+
+
+def loss_matrix(data: dict, candidates: list[dict], timeout: float) -> np.ndarray:
+    """Candidates × datasets: every candidate's validation loss on every dataset."""
     columns = []
     for name, (X, y) in data.items():
         t0 = time.monotonic()
-        columns.append(loss_column(X, y, candidates, args.timeout))
+        columns.append(loss_column(X, y, candidates, timeout))
         print(f"matrix {name}: {len(candidates)} evaluations in {time.monotonic() - t0:.0f} s",
               flush=True)
-    losses = np.column_stack(columns)
-    chosen = greedy_portfolio(normalise(losses), args.size)
-    default_index = 0  # the initial pipeline's estimator (HistGradientBoosting) is listed first
-    lodo = leave_one_out(losses, origin, names, args.size, default_index)
-    elapsed = time.monotonic() - started
+    return np.column_stack(columns)
 
+
+def print_results(names: list[str], candidates: list[dict], chosen: list[int],
+                  lodo: dict[str, dict], elapsed: float) -> None:
+    """The portfolio on all datasets, and the leave-one-dataset-out table against the default."""
     print(f"\nportfolio on all {len(names)} datasets ({len(candidates)} candidates): "
           + ", ".join(candidates[i]["estimator"] for i in chosen))
     print("\nleave-one-dataset-out (validation 1 - AUROC on the subsample; regret: 0 = best "
@@ -269,8 +286,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"took {elapsed / 60:.1f} min on {platform.node()} ({os.cpu_count()} cores, load "
           f"{os.getloadavg()[0]:.1f})")
 
+
+def write_portfolios(args: argparse.Namespace, argv: list[str] | None, candidates: list[dict],
+                     origin: list[str | None], chosen: list[int], lodo: dict[str, dict],
+                     elapsed: float) -> None:
+    """The package's portfolio (``--out``) and the leave-one-dataset-out ones (``--lodo-out``),
+    each with the command and scale that made it."""
     command = " ".join(["python experiments/portfolio.py", *(argv or sys.argv[1:])])
-    scale = (f"{len(names)} datasets, subsamples of <= {args.max_rows} rows, "
+    scale = (f"{len(args.datasets)} datasets, subsamples of <= {args.max_rows} rows, "
              f"{args.search_evals}-evaluation searches, {args.per_dataset} candidate(s) per dataset + "
              f"{sum(o is None for o in origin)} defaults = {len(candidates)} candidates, "
              f"{args.timeout:g} s per evaluation; {elapsed / 60:.0f} min")
@@ -289,6 +312,20 @@ def main(argv: list[str] | None = None) -> None:
     }, f"Generated by experiments/portfolio.py on {datetime.date.today()}: {command}\n"
        "Per dataset, the portfolio learned without it (read by experiments/vs_automl.py).")
     print(f"wrote {args.out} and {args.lodo_out}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    warnings.simplefilter("ignore")
+    started = time.monotonic()
+    data = {name: load(name, args.data_dir, args.max_rows) for name in args.datasets}
+    candidates, origin = gather_candidates(data, args)
+    losses = loss_matrix(data, candidates, args.timeout)
+    chosen = greedy_portfolio(normalise(losses), args.size)
+    lodo = leave_one_out(losses, origin, args.datasets, args.size, DEFAULT_INDEX)
+    elapsed = time.monotonic() - started
+    print_results(args.datasets, candidates, chosen, lodo, elapsed)
+    write_portfolios(args, argv, candidates, origin, chosen, lodo, elapsed)
     print(json.dumps({"minutes": round(elapsed / 60, 1)}))
 
 

@@ -28,8 +28,9 @@ it takes effect once the worker fits pipelines through
 :mod:`admm_automl.evaluation.prefix_cache`.
 
 A *problem* is a pipeline space with a task (pipelines on data, or the artificial objective). Each
-run writes the package's journal (one JSON record per evaluation, with its time since the start of
-the run) and a ``run.json`` summary.
+run is set up by :mod:`admm_automl.run` (:func:`open_run`: its executor factory, seeds and run
+header) and writes the package's journal (the run header, then one JSON record per evaluation, with
+its time since the start of the run) and a ``run.json`` summary.
 """
 
 from __future__ import annotations
@@ -173,7 +174,9 @@ class Problem:
     ``make_task(seed)`` returns the task of one run (the seed is the models' random_state for data
     problems). ``worst_loss`` is the loss of a failed pipeline and of a run with no score yet (1.0
     for 1 − AUROC, as in Liu et al. 2020); ``isolate`` runs trials in a worker process, so a fit
-    that would overrun the time budget is stopped.
+    that would overrun the time budget is stopped. ``header(seed)`` is what the losses of run
+    ``seed`` depend on, the first line of its journal (:func:`~admm_automl.run.setup.run_header`
+    for pipelines on data, :func:`~admm_automl.run.setup.function_header` for a function).
     """
 
     name: str
@@ -183,6 +186,7 @@ class Problem:
     n_train: int | None = None
     isolate: bool = True
     info: dict[str, Any] = field(default_factory=dict)
+    header: Callable[[int], dict[str, Any]] | None = None
 
 
 def _classification_space(space: "str | PipelineSpace") -> PipelineSpace:
@@ -192,12 +196,15 @@ def _classification_space(space: "str | PipelineSpace") -> PipelineSpace:
 def artificial_problem(space: "str | PipelineSpace" = "paper_large", seed: int = 0) -> Problem:
     """The artificial objective of Liu et al. 2020 over ``space`` (one fixed function for every
     run); it has no failures, so "no score yet" is NaN rather than a worst loss."""
+    from ..run.setup import function_header
     from .artificial import ArtificialObjective
 
     space = _classification_space(space)
     function = ArtificialObjective(space, seed=seed)
+    header = function_header("artificial", space, function_seed=seed)
     return Problem("artificial", space, lambda _seed: function, float("nan"), isolate=False,
-                   info={"function_seed": seed, "space": space.name})
+                   info={"function_seed": seed, "space": space.name},
+                   header=lambda _seed: header)
 
 
 def data_problem(
@@ -205,23 +212,65 @@ def data_problem(
     validation_size: float = 0.2, split_seed: int = 0, scoring: str = "roc_auc",
 ) -> Problem:
     """Pipelines on (X, y) scored by 1 − AUROC (or ``scoring``) on one fixed stratified holdout
-    split, shared by every method and seed (the run seed is the models' ``random_state``)."""
-    from ..run.setup import prepare_task
+    split, shared by every method and seed (the run seed is the models' ``random_state``: see
+    :func:`~admm_automl.run.setup.benchmark_seeds`)."""
+    from ..run.setup import benchmark_seeds, prepare_task, run_header
 
     y = np.asarray(y)
     target = "binary" if len(np.unique(y)) == 2 else "multiclass"
     space = _classification_space(space)
     task = prepare_task(X, y, space=space, task="classification", target_type=target,
-                        scoring=scoring, validation_size=validation_size, split_seed=split_seed)
+                        scoring=scoring, validation_size=validation_size,
+                        split_seed=split_seed)  # the one split of every run (benchmark_seeds)
     ctx = task.context
+
+    def make_task(seed: int) -> Any:
+        return replace(ctx, random_state=benchmark_seeds(seed, split_seed).models)
+
+    def header(seed: int) -> dict[str, Any]:
+        return run_header(replace(task, context=make_task(seed)), cv=None,
+                          validation_size=validation_size)
+
     return Problem(
-        name, space, lambda seed: replace(ctx, random_state=seed),
+        name, space, make_task,
         task.metric.worst if task.metric.worst is not None else float("nan"),
         n_train=len(ctx.splits[0].train),
         info={"rows": int(len(y)), "columns": int(X.shape[1]), "space": space.name,
               "metric": task.metric.name, "validation_size": validation_size,
               "split_seed": split_seed},
+        header=header,
     )
+
+
+def open_run(
+    problem: Problem, seed: int, *, out_dir: "str | Path | None" = None,
+    start_time: float | None = None, trial_timeout: float | None = None,
+    cache_size: float | None = None, header: dict[str, Any] | None = None,
+) -> Any:
+    """The objective of run ``seed`` of ``problem``, through the run set-up of
+    :mod:`admm_automl.run`; every method of the benchmark, peers included, evaluates through it.
+
+    The executor is one single-threaded worker process for an isolated problem, else serial
+    (:func:`~admm_automl.run.setup.single_threaded_executor`); the task is the problem's for
+    ``seed``, with a prefix cache of ``cache_size`` MiB when given; ``header`` (default:
+    ``problem.header(seed)``) is the first line of the journal, ``out_dir/journal.jsonl`` (in
+    memory without ``out_dir``); the records' times run from ``start_time`` (default: now).
+
+    Trials have a fixed ``trial_timeout`` or none, not the estimator's automatic timeouts and
+    probes (:meth:`~admm_automl.run.deadline.Deadline.trial_policy`), on purpose: every method
+    of a benchmark evaluates a pipeline the same way, whatever it has found so far.
+    """
+    from ..run.setup import open_objective, single_threaded_executor
+
+    if header is None and problem.header is not None:
+        header = problem.header(seed)
+    executor = single_threaded_executor("process" if problem.isolate else "serial")
+    task = problem.make_task(seed)
+    if cache_size is not None and hasattr(task, "cache_size"):
+        task = replace(task, cache_size=cache_size)
+    return open_objective(task, executor=executor, worst_loss=problem.worst_loss,
+                          output_dir=out_dir, header=header, start_time=start_time,
+                          trial_timeout=trial_timeout)
 
 
 def run(
@@ -237,9 +286,7 @@ def run(
     ``peer``, when given, is the search instead of the method's (which then only names the run):
     ``peer(space, engine, budget, seed=seed) -> (n_evals, stop_reason)``, as the Optuna and FLAML
     peers are called."""
-    from ..evaluation import ProcessExecutor, SerialExecutor
-    from ..methods.registry import make_optimizer
-    from ..run.setup import open_objective
+    from ..run.deadline import Deadline
 
     method = parse_method(method) if isinstance(method, str) else method
     if time_budget is None and max_evals is None:
@@ -249,34 +296,18 @@ def run(
         out.mkdir(parents=True, exist_ok=True)
         for stale in ("journal.jsonl", "run.json"):  # never resume: the run would be replayed
             (out / stale).unlink(missing_ok=True)
-    start = time.monotonic()  # the budget covers set-up and worker start-up
-    executor = ProcessExecutor(n_workers=1, threads=1) if problem.isolate else SerialExecutor()
-    task = problem.make_task(seed)
-    if method.cache_size is not None and hasattr(task, "cache_size"):
-        task = replace(task, cache_size=method.cache_size)
-    objective = open_objective(task, executor=executor,
-                               worst_loss=problem.worst_loss, output_dir=out, start_time=start,
-                               trial_timeout=trial_timeout)
+    # the header (a hash of the data) before the clock, so that the budget is the search's as
+    # before the journal had one; the budget covers the rest of the set-up and worker start-up.
+    # No reserve: nothing is refitted after a benchmark run, the search is what is measured.
+    header = problem.header(seed) if problem.header is not None else None
+    deadline = Deadline(time_budget)
+    objective = open_run(problem, seed, out_dir=out, start_time=deadline.start,
+                         trial_timeout=trial_timeout, cache_size=method.cache_size, header=header)
     journal = objective.journal
     try:
-        if peer is not None:
-            n_evals, stop_reason = peer(problem.space, objective,
-                                        Budget(max_evals, time_budget, start_time=start), seed=seed)
-        elif method.kind in ("admm", "jopt", "flash"):
-            optimizer = make_optimizer(
-                {"name": method.kind, "params": method.params}, problem.space.encoding, objective,
-                theta_solver=method.theta_solver,
-                z_solver=method.z_solver, rho=method.rho, schedule=method.schedule,
-                max_evals=max_evals, time_budget=time_budget, seed=seed, n_train=problem.n_train,
-                start_time=start, space=problem.space,
-            )
-            result = optimizer.run()
-            n_evals, stop_reason = result.n_evals, result.stop_reason
-        else:
-            budget = Budget(max_evals, time_budget, start_time=start)
-            peer = {"optuna": run_optuna, "flaml": run_flaml, "smac3": run_smac}[method.kind]
-            n_evals, stop_reason = peer(problem.space, objective, budget, seed=seed,
-                                        option=method.option)
+        n_evals, stop_reason = _search(problem, method, objective, seed=seed, peer=peer,
+                                       max_evals=max_evals, time_budget=time_budget,
+                                       start=deadline.start)
     finally:
         objective.close()
     summary = {
@@ -292,7 +323,7 @@ def run(
         "best_loss": min((r["loss"] for r in journal.records if is_score(r)), default=None),
         "worst_loss": problem.worst_loss,
         "stop_reason": stop_reason,
-        "wall_time": time.monotonic() - start,
+        "wall_time": deadline.elapsed(),
         "cache_size": method.cache_size,
         "prefix_cache": prefix_cache_totals(journal.records),
         "problem_info": problem.info,
@@ -301,6 +332,33 @@ def run(
     if out is not None:
         (out / "run.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
+
+
+def _search(problem: Problem, method: Method, objective: Any, *, seed: int,
+            max_evals: int | None, time_budget: float | None, start: float,
+            peer: Callable[..., tuple[int, str]] | None) -> tuple[int, str]:
+    """Search ``objective`` by ``method`` (or by ``peer``) within the budget that started at
+    ``start``; returns (n_evals, stop_reason). Our methods come from the method registry, seeded
+    by :func:`~admm_automl.run.setup.benchmark_seeds`; the peers take the run's seed as the int
+    their own generators are seeded with, and evaluate through the same objective."""
+    from ..methods.registry import make_optimizer
+    from ..run.setup import benchmark_seeds
+
+    if peer is None and method.kind in ("admm", "jopt", "flash"):
+        optimizer = make_optimizer(
+            {"name": method.kind, "params": method.params}, problem.space.encoding, objective,
+            theta_solver=method.theta_solver, z_solver=method.z_solver, rho=method.rho,
+            schedule=method.schedule, max_evals=max_evals, time_budget=time_budget,
+            seed=benchmark_seeds(seed).solvers, n_train=problem.n_train, start_time=start,
+            space=problem.space,
+        )
+        result = optimizer.run()
+        return result.n_evals, result.stop_reason
+    budget = Budget(max_evals, time_budget, start_time=start)
+    if peer is not None:
+        return peer(problem.space, objective, budget, seed=seed)
+    peer = {"optuna": run_optuna, "flaml": run_flaml, "smac3": run_smac}[method.kind]
+    return peer(problem.space, objective, budget, seed=seed, option=method.option)
 
 
 def run_processes(commands: list[list[str]], parallel: int) -> None:
