@@ -41,6 +41,15 @@ def breast_cancer():
 
 
 @pytest.fixture(scope="session")
+def breast_cancer_full():
+    """``(X, y)``: all 569 rows of scikit-learn's breast-cancer data (binary), as NumPy arrays, for
+    the tests whose expectations were set on the whole data set."""
+    from sklearn.datasets import load_breast_cancer
+
+    return load_breast_cancer(return_X_y=True)
+
+
+@pytest.fixture(scope="session")
 def diabetes():
     """``(X, y)``: scikit-learn's diabetes data (regression)."""
     from sklearn.datasets import load_diabetes
@@ -54,8 +63,8 @@ def make_optimizer(make_engine):
     """``make_optimizer(method="admm", engine=None, space=SYNTHETIC, theta="random", z="random",
     **options)``: an optimiser over a toy engine (60 evaluations, 4 per sub-problem, seed 0 unless
     given)."""
-    from admm_automl._recorder import Schedule
-    from admm_automl.evaluation.setup import make_optimizer as make
+    from admm_automl.methods._driver import Schedule
+    from admm_automl.methods.registry import make_optimizer as make
 
     def factory(method="admm", engine=None, space=SYNTHETIC, theta="random", z="random", **kw):
         kw.setdefault("max_evals", 60)

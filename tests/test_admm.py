@@ -9,8 +9,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from admm_automl._recorder import Schedule
-from admm_automl.admm import ADMMOptimizer
+from admm_automl.methods._driver import Schedule
+from admm_automl.methods.admm import ADMMOptimizer
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.records import Observation, Status
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
@@ -253,8 +253,8 @@ def test_invalid_settings_are_rejected(make_optimizer):
         make_optimizer(max_evals=None)
 
 
-@pytest.mark.parametrize("module", ["admm_automl.admm", "admm_automl.baselines",
-                                    "admm_automl._recorder", "admm_automl._lagrangian"])
+@pytest.mark.parametrize("module", ["admm_automl.methods.admm", "admm_automl.methods.baselines",
+                                    "admm_automl.methods._driver", "admm_automl.methods._lagrangian"])
 def test_the_optimisers_do_not_import_scikit_learn(module):
     code = f"import sys, {module}; print('sklearn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

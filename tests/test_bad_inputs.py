@@ -1,6 +1,7 @@
-"""Bad input is named before the search, or handled (issue 17): budgets too short, too few rows or
-positives, column types, predict-time data, unimportable classes, non-finite predictions, and the
-same errors on the command line. The probe list that these tests pin down is docs/probes.md."""
+"""Bad input is named before the search, or handled, so that a user learns what to change instead
+of meeting a failure deep inside a run: budgets too short, too few rows or positives, column types,
+predict-time data, unimportable classes, non-finite predictions, and the same errors on the command
+line. The probe list that these tests pin down is docs/probes.md."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from sklearn.datasets import load_breast_cancer
 from admm_automl import ADMMClassifier, ADMMRegressor, cli
 from admm_automl.evaluation import TrialContext, get_metric, make_splits
 from admm_automl.evaluation.data import ColumnConverter, column_kinds, make_preprocessor
-from admm_automl.evaluation.setup import check_time_budget
+from admm_automl.run.deadline import check_time_budget
 from admm_automl.exceptions import (
     DataError,
     InvalidParameterError,

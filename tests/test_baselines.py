@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from admm_automl.baselines import JointOptimizer, JointSpace
+from admm_automl.methods.baselines import JointOptimizer
+from admm_automl.space.joint import JointSpace
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.solvers import THETA_SOLVERS
 from admm_automl.testing import general_theta_solvers, wide_space
@@ -172,10 +173,8 @@ def test_every_method_stops_at_the_same_budget_rules(make_engine, make_optimizer
 
 # ----------------------------------------------------------------------------- estimator, YAML, CLI
 @pytest.fixture(scope="module")
-def data():
-    from sklearn.datasets import load_breast_cancer
-
-    X, y = load_breast_cancer(return_X_y=True)
+def data(breast_cancer_full):
+    X, y = breast_cancer_full
     return X[:, :8], y
 
 
@@ -233,6 +232,7 @@ def test_admm_with_bo_and_blds_fits_breast_cancer():
     assert model.best_loss_ < 0.05 and model.predict(X).shape == (len(y),)
 
 
+@pytest.mark.slow
 def test_config_and_cli_accept_method(tmp_path, capsys):
     from admm_automl import load_config
     from admm_automl.cli import main

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from admm_automl.admm import Schedule
+from admm_automl.methods.admm import Schedule
 from admm_automl.benchmarks import analysis
 from admm_automl.benchmarks.artificial import EPS, ArtificialObjective
 from admm_automl.benchmarks.runner import artificial_problem, data_problem, parse_method, run

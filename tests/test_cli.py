@@ -15,7 +15,7 @@ import yaml
 
 from admm_automl import load_config
 from admm_automl.cli import main
-from admm_automl.evaluation.setup import METHOD_SUMMARIES, METHODS
+from admm_automl.methods.registry import METHODS
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
 from admm_automl.journal import Journal
 from admm_automl.records import Status
@@ -40,7 +40,7 @@ def test_list(capsys):
     methods = out.split("methods:\n")[1].split("theta solvers:")[0]
     assert [line.split()[0] for line in methods.splitlines()] == list(METHODS)
     for name in METHODS:
-        assert f"  {name:<16} {METHOD_SUMMARIES[name]}\n" in methods
+        assert f"  {name:<16} {METHODS[name].summary}\n" in methods
     for name in THETA_SOLVERS.names():
         assert re.search(rf"^  {name}\s+\S", out.split("z solvers:")[0], re.M), name
     for name in Z_SOLVERS.names():
@@ -63,6 +63,7 @@ def fitted(tmp_path_factory):
     return code, stdout, stderr, out
 
 
+@pytest.mark.slow
 def test_fit_returns_zero_and_reports_scores(fitted):
     code, stdout, stderr, _ = fitted
     assert code == 0, stderr
@@ -78,10 +79,10 @@ def test_fit_returns_zero_and_reports_scores(fitted):
 
 def test_every_method_has_a_summary_line():
     """A method added to METHODS adds its one line for `admm-automl list`."""
-    assert set(METHOD_SUMMARIES) == set(METHODS)
-    assert all(len(text) < 200 and "\n" not in text for text in METHOD_SUMMARIES.values())
+    assert all(len(m.summary) < 200 and "\n" not in m.summary for m in METHODS.values())
 
 
+@pytest.mark.slow
 def test_fit_writes_the_report_and_says_where(fitted):
     code, stdout, _, out = fitted
     assert code == 0
@@ -93,6 +94,7 @@ def test_fit_writes_the_report_and_says_where(fitted):
                      (out / "report.md").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_report_command(fitted, tmp_path):
     _, _, _, out = fitted
     target = tmp_path / "again.html"
@@ -137,6 +139,7 @@ def test_a_run_error_is_one_line_and_exit_code_1(tmp_path, capsys):
     assert "Traceback (most recent call last)" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_fit_writes_journal(fitted):
     _, _, _, out = fitted
     header, *lines = (out / "journal.jsonl").read_text(encoding="utf-8").splitlines()
@@ -151,6 +154,7 @@ def test_fit_writes_journal(fitted):
             assert 0.0 <= record["loss"] <= 1.0
 
 
+@pytest.mark.slow
 def test_fit_writes_loadable_resolved_config(fitted):
     _, _, _, out = fitted
     config = load_config(out / "config.resolved.yaml")
@@ -161,6 +165,7 @@ def test_fit_writes_loadable_resolved_config(fitted):
     assert config.make_estimator().get_params()["max_evals"] == 8
 
 
+@pytest.mark.slow
 def test_fit_writes_a_plain_pipeline(fitted):
     from sklearn.datasets import load_breast_cancer
     from sklearn.pipeline import Pipeline
@@ -198,6 +203,7 @@ def csv_path(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_fit_csv(tmp_path, csv_path):
     out = tmp_path / "out"
     code, stdout, stderr = _run(
@@ -217,6 +223,7 @@ def test_fit_csv(tmp_path, csv_path):
     assert set(pipe.predict(X)) <= {"benign", "malignant"}
 
 
+@pytest.mark.slow
 def test_fit_with_config_file(tmp_path, csv_path):
     """A config file supplies data and estimator; command-line flags override it."""
     path = tmp_path / "config.yaml"

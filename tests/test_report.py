@@ -22,9 +22,9 @@ pytest.importorskip("matplotlib")
 
 from admm_automl import ADMM  # noqa: E402
 from admm_automl.exceptions import InvalidParameterError, MissingDependencyError  # noqa: E402
-from admm_automl.plots import modules  # noqa: E402
-from admm_automl.report import failures, leaderboard, write_report  # noqa: E402
-from admm_automl.rundir import read_run  # noqa: E402
+from admm_automl.reporting.plots import modules  # noqa: E402
+from admm_automl.reporting.report import failures, leaderboard, write_report  # noqa: E402
+from admm_automl.reporting.rundir import read_run  # noqa: E402
 from admm_automl.testing import tiny_space  # noqa: E402
 
 SPACE = tiny_space({

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer, load_wine
+from sklearn.datasets import load_wine
 
 from admm_automl import ADMM
 from admm_automl.cli import main
@@ -21,13 +21,14 @@ from admm_automl.exceptions import ResumeError
 from admm_automl.journal import Journal
 from admm_automl.testing import tiny_space
 
-X, Y = load_breast_cancer(return_X_y=True)
 FAST = dict(search_space=tiny_space(), theta_solver="random", z_solver="random", inner_iter=3,
             inner_iter_step=0, random_state=0, executor="serial", cv=None)
 COMPARED = ["eval_id", "pipeline", "key", "loss", "status", "phase", "admm_iter"]
 
 
-def test_resume_replays_the_journal_and_continues_the_same_search(tmp_path):
+@pytest.mark.slow
+def test_resume_replays_the_journal_and_continues_the_same_search(tmp_path, breast_cancer_full):
+    X, Y = breast_cancer_full
     first = ADMM(**FAST, max_evals=12, output_dir=tmp_path).fit(X, Y)
     second = ADMM(**FAST, max_evals=20, output_dir=tmp_path).fit(X, Y)
     straight = ADMM(**FAST, max_evals=20).fit(X, Y)
@@ -45,7 +46,9 @@ def test_resume_replays_the_journal_and_continues_the_same_search(tmp_path):
     assert best["loss"] == second.best_loss_ == second.history_["loss"].min()
 
 
-def test_a_finished_run_resumed_with_the_same_budget_evaluates_nothing(tmp_path):
+def test_a_finished_run_resumed_with_the_same_budget_evaluates_nothing(tmp_path,
+                                                                       breast_cancer_full):
+    X, Y = breast_cancer_full
     ADMM(**FAST, max_evals=8, output_dir=tmp_path).fit(X, Y)
     before = (tmp_path / "journal.jsonl").read_bytes()
     again = ADMM(**FAST, max_evals=8, output_dir=tmp_path).fit(X, Y)
@@ -61,7 +64,9 @@ def test_a_finished_run_resumed_with_the_same_budget_evaluates_nothing(tmp_path)
     ({"random_state": 1}, r"model_seed: recorded"),
     ({"search_space": "paper_small"}, r"space\.name: recorded \"tiny\", now \"paper_small\""),
 ])
-def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change, expected):
+def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change, expected,
+                                                                breast_cancer_full):
+    X, Y = breast_cancer_full
     ADMM(**FAST, max_evals=4, output_dir=tmp_path).fit(X, Y)
     data = {"X": change.pop("X", X), "y": change.pop("y", Y)}
     with pytest.raises(ResumeError, match=expected):
@@ -69,7 +74,8 @@ def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change,
     assert len(Journal.read(tmp_path / "journal.jsonl")) == 4  # untouched
 
 
-def test_resume_false_keeps_the_old_journal_beside_a_new_one(tmp_path):
+def test_resume_false_keeps_the_old_journal_beside_a_new_one(tmp_path, breast_cancer_full):
+    X, Y = breast_cancer_full
     ADMM(**FAST, max_evals=4, output_dir=tmp_path).fit(X, Y)
     wine_X, wine_y = load_wine(return_X_y=True)
     model = ADMM(**FAST, max_evals=3, output_dir=tmp_path, resume=False).fit(wine_X, wine_y)
@@ -78,6 +84,7 @@ def test_resume_false_keeps_the_old_journal_beside_a_new_one(tmp_path):
     assert model.history_["eval_id"].tolist() == list(range(3))
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_another_datasets_journal_and_names_the_difference(tmp_path, capsys):
     args = ["fit", "--max-evals", "3", "--seed", "0", "--output", str(tmp_path),
             "--theta-solver", "random", "--z-solver", "random"]
@@ -109,7 +116,9 @@ def _records(path):
 
 
 @pytest.mark.slow
-def test_a_run_killed_mid_search_resumes_without_losing_or_repeating_work(tmp_path):
+def test_a_run_killed_mid_search_resumes_without_losing_or_repeating_work(tmp_path,
+                                                                          breast_cancer_full):
+    X, Y = breast_cancer_full
     """SIGKILL during the search, then resume: every evaluation the killed run recorded is kept
     (byte for byte), none is run again, and the finished history equals the journal and an
     uninterrupted run's."""

@@ -809,13 +809,12 @@ def test_builtin_defaults_decode_exactly():
 
 
 @pytest.mark.parametrize("name", BUILTINS)
-def test_builtin_initial_pipeline_fits(name):
+def test_builtin_initial_pipeline_fits(name, breast_cancer):
     """The initial classification pipeline of each built-in fits and predicts on 100 rows."""
-    from sklearn.datasets import load_breast_cancer
     from sklearn.naive_bayes import GaussianNB
     from sklearn.pipeline import Pipeline
 
-    X, y = load_breast_cancer(return_X_y=True)
+    X, y = breast_cancer
     X, y = X[:100], y[:100]
     clf = load_space(name).for_task("classification")
     pipe = clf.to_pipeline(clf.encoding.initial_z, clf.encoding.initial_theta, random_state=0)

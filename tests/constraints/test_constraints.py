@@ -11,14 +11,14 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.metrics import roc_auc_score
 
 from admm_automl import ADMM, ADMMClassifier
-from admm_automl._lagrangian import (
+from admm_automl.methods._lagrangian import (
     Constraints,
     constraint_term,
     optimal_slack,
     update_multipliers,
 )
-from admm_automl._recorder import Schedule
-from admm_automl.admm import ADMMOptimizer
+from admm_automl.methods._driver import Schedule
+from admm_automl.methods.admm import ADMMOptimizer
 from admm_automl.constraints import (
     DisparateImpact,
     MetricBound,
@@ -27,7 +27,7 @@ from admm_automl.constraints import (
     make_constraints,
     make_groups,
 )
-from admm_automl.evaluation.setup import derive_seeds
+from admm_automl.run.setup import derive_seeds
 from admm_automl.evaluation.splits import make_splits
 from admm_automl.exceptions import (
     ConstraintViolationWarning,

@@ -10,8 +10,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from admm_automl._recorder import Schedule
-from admm_automl.admm import ADMMOptimizer
+from admm_automl.methods._driver import Schedule
+from admm_automl.methods.admm import ADMMOptimizer
 from admm_automl.problem import ThetaProblem
 from admm_automl.records import Observation
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
@@ -258,7 +258,7 @@ def test_jopt_searches_flaml_s_conditional_space(make_engine, name):
     """With the pipeline space, JOPT's solver works on FLAML's nested choices (the paper's joint
     setting): only the chosen algorithms' hyperparameters move, the others keep their defaults.
     Without it, the flat joint box, where every coordinate moves."""
-    from admm_automl.evaluation.setup import make_optimizer
+    from admm_automl.methods.registry import make_optimizer
 
     enc = SYNTHETIC.encoding
     theta = {"name": name, "params": {"cost": "evaluations"}}

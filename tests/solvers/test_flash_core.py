@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from admm_automl.exceptions import InvalidParameterError
-from admm_automl.solvers.z import _flash as F
+from admm_automl._numerics import flash as F
 
 TOY = (2, 3)
 BENCHMARK = (4, 2, 13, 14)  # the paper's rescaling / balancing / preprocessing / classifier

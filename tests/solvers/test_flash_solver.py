@@ -11,7 +11,7 @@ from admm_automl.exceptions import InvalidParameterError
 from admm_automl.problem import ZProblem
 from admm_automl.records import Observation, Status
 from admm_automl.solvers import Z_SOLVERS
-from admm_automl.solvers.z import _flash as F
+from admm_automl._numerics import flash as F
 from admm_automl.solvers.z.flash import FlashZSolver, observation_seconds
 from admm_automl.testing import general_theta_solvers, make_z_problem, wide_space
 

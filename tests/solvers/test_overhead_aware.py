@@ -1,5 +1,7 @@
-"""The overhead-aware run loop (issue 14, item 5): cheap proposals when an ask costs more than an
-evaluation, counted in the ADMM trace, and off under an evaluation budget alone."""
+"""The overhead-aware run loop: when a solver's ask costs more than an evaluation (a GP fit against
+a pipeline that fits in microseconds), the batch is topped up with cheap proposals so that a time
+budget goes to evaluations rather than to the solver; they are counted in the ADMM trace, and off
+under an evaluation budget alone, where they would only change the seeded history."""
 
 from __future__ import annotations
 

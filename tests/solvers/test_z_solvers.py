@@ -1,5 +1,7 @@
-"""Algorithm tests of the z-solvers of issue 4: cmab, blds, daub, hyperband, bo, and the shared
-fidelity ladder. Synthetic z-problems only (no scikit-learn fits), except one ADMM run at the end."""
+"""Algorithm tests of the z-solvers: cmab (the Thompson-sampling bandit of Liu et al., AAAI 2020),
+the multi-fidelity blds, daub and hyperband (Kishimoto et al. 2021; Hyperband after Li et al.
+2018), bo, and the shared fidelity ladder. Synthetic z-problems only (no scikit-learn fits), except
+one ADMM run at the end."""
 
 from __future__ import annotations
 
