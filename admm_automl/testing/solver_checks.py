@@ -469,8 +469,14 @@ def check_theta_batch_asks(make: Make) -> None:
         assert min(gaps) > DUPLICATE_TOL, f"batch {round_} asks one point twice: {X}"
         _tell_reversed(solver, problem, batch)
         _drive(solver, problem, 3)
+    _check_run_batches(make, make_theta_problem(dim, batch_size=BATCH_SIZE))
+
+
+def _check_run_batches(make: Make, problem_and_log: tuple[Any, Any]) -> None:
+    """``run(10)`` on a problem that takes batches makes 10 evaluations in batches of up to
+    ``BATCH_SIZE``, at least one larger than one."""
+    problem, log = problem_and_log
     solver = make()
-    problem, log = make_theta_problem(dim, batch_size=BATCH_SIZE)
     solver.setup(problem, np.random.default_rng(22))
     solver.run(10)
     assert len(log) == 10, len(log)
@@ -493,12 +499,7 @@ def check_z_batch_asks(make: Make) -> None:
         assert len({s.id for s in batch}) == BATCH_SIZE, [s.id for s in batch]
         _tell_reversed(solver, problem, batch)
         _drive(solver, problem, 3)
-    solver = make()
-    problem, log = make_z_problem(n_choices, batch_size=BATCH_SIZE)
-    solver.setup(problem, np.random.default_rng(22))
-    solver.run(10)
-    assert len(log) == 10, len(log)
-    assert 1 < max(log.batches) <= BATCH_SIZE, f"batch sizes {log.batches}"
+    _check_run_batches(make, make_z_problem(n_choices, batch_size=BATCH_SIZE))
 
 
 def check_theta_asks_one_at_a_time(make: Make) -> None:

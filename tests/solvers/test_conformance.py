@@ -48,9 +48,15 @@ CASES = [("theta", name, check) for name in THETA_SOLVERS.names()
     ("z", name, check) for name in Z_SOLVERS.names()
     for check in yield_solver_checks(Z_SOLVERS.get(name))]
 
+#: solvers whose checks take seconds each (a GP refit or an auxiliary solver per ask): their
+#: pairs run in `make test`, not in the fast suite
+SLOW_SOLVERS = {"theta:skopt", "theta:rbfopt", "z:bo"}
 
-@pytest.mark.parametrize("kind,name,check", CASES,
-                         ids=[f"{k}:{n}::{c.__name__[6:]}" for k, n, c in CASES])
+
+@pytest.mark.parametrize("kind,name,check", [
+    pytest.param(k, n, c, id=f"{k}:{n}::{c.__name__[6:]}",
+                 marks=[pytest.mark.slow] if f"{k}:{n}" in SLOW_SOLVERS else [])
+    for k, n, c in CASES])
 def test_solver_passes_the_protocol_checks(request, kind, name, check):
     key = f"{kind}:{name}"
     if f"{key}::{check.__name__}" in EXPECTED_XFAILS:

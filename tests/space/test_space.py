@@ -679,7 +679,7 @@ def test_load_space_passes_spaces_and_mappings():
     space = tiny_space()
     assert load_space(space) is space
     assert load_space(make_space_dict()).name == "handmade"
-    assert list_spaces() == sorted(BUILTINS + ("default", "iterative"))  # tests/test_space_extensions.py
+    assert list_spaces() == sorted(BUILTINS + ("default", "iterative"))  # tests/space/test_space_extensions.py
 
 
 def test_for_task(space):

@@ -3,7 +3,7 @@ worker processes, started once for the module): the same losses and history as t
 process executors, timeouts, memory limit, raising and NaN pipelines, a Dask worker killed
 mid-trial, a client given by the user, a scheduler address, and a local cluster of its own.
 
-Most tests drive the executor with tests/fault_probe.py's task, whose trial processes start in a
+Most tests drive the executor with tests/evaluation/fault_probe.py's task, whose trial processes start in a
 fraction of a second; the pipeline tests use real scikit-learn pipelines on breast-cancer data.
 Every test on a cluster is marked ``slow`` (about 35 s together on two cores); the parameter checks
 run in the fast suite.

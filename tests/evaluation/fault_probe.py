@@ -1,5 +1,5 @@
 """A task for the executor's fault tests: it imports nothing heavy (no scikit-learn), so a worker
-process that loads it starts in a fraction of a second; tests/test_faults.py uses it."""
+process that loads it starts in a fraction of a second; tests/evaluation/test_faults.py uses it."""
 
 from __future__ import annotations
 

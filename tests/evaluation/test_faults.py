@@ -4,7 +4,7 @@ input.
 
 Every run must end within its deadline, return every completed evaluation, and record a killed trial
 as failed with an error that says what happened. The executor is driven directly with a task that
-needs no scikit-learn (tests/fault_probe.py: its workers start in a fraction of a second); a few
+needs no scikit-learn (tests/evaluation/fault_probe.py: its workers start in a fraction of a second); a few
 runs go end to end through ``ADMM.fit`` in a subprocess with a deadline, as a user's script would.
 """
 
