@@ -1,7 +1,7 @@
 """admm-automl: AutoML pipeline search by ADMM with pluggable sub-solvers (Liu et al., AAAI 2020).
 
-The public names are imported lazily, so that ``import admm_automl.methods.admm`` (the numpy-only ADMM loop)
-does not pull in scikit-learn.
+The public names are imported lazily, so that ``import admm_automl.methods.admm`` (the numpy-only
+ADMM loop) does not pull in scikit-learn.
 """
 
 import importlib

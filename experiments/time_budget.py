@@ -61,6 +61,13 @@ def run_one(checkout: Path, dataset: str, data_dir: str, budget: float, seed: in
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _data_dir(args: argparse.Namespace, dataset: str) -> str:
+    """``--data-dir`` when it holds ``dataset``, else "" (a set bundled with scikit-learn)."""
+    if args.data_dir and any(Path(args.data_dir).glob(f"{dataset}.csv*")):
+        return str(Path(args.data_dir).resolve())
+    return ""
+
+
 def campaign(args: argparse.Namespace) -> list[dict[str, Any]]:
     checkouts = {"now": Path(__file__).resolve().parents[1]}
     if args.before:
@@ -79,8 +86,8 @@ def campaign(args: argparse.Namespace) -> list[dict[str, Any]]:
                         for name, checkout in checkouts.items():
                             path = out / f"{name}-{dataset}-{budget:g}-{load}-{seed}.json"
                             if not path.exists():
-                                result = run_one(checkout, dataset, args.data_dir or "", budget,
-                                                 seed)
+                                result = run_one(checkout, dataset, _data_dir(args, dataset),
+                                                 budget, seed)
                                 path.write_text(json.dumps(result))
                             rows.append({"checkout": name, "dataset": dataset, "budget": budget,
                                          "load": load, "seed": seed,

@@ -111,13 +111,13 @@ class ADMMOptimizer:
 class _ADMMRun:
     """The state of one run of :class:`ADMMOptimizer`."""
 
-    def __init__(self, config: ADMMOptimizer) -> None:
-        enc = config.encoding
-        self.config, self.options = config, config.options
+    def __init__(self, method: ADMMOptimizer) -> None:
+        enc = method.encoding
+        self.method, self.options = method, method.options
         self.encoding = enc
-        self.rho = config.rho
-        self.constraints = config.constraints
-        self.recorder = self.options.recorder(enc, config.engine, self.constraints)
+        self.rho = method.rho
+        self.constraints = method.constraints
+        self.recorder = self.options.recorder(enc, method.engine, self.constraints)
         theta_seed, z_seed = self.options.solver_seeds()
         self.theta_rng = np.random.default_rng(theta_seed)
         self.z_rng = np.random.default_rng(z_seed)
@@ -151,7 +151,7 @@ class _ADMMRun:
         moves to the best of them by the constraints' rank."""
         s, enc = self.state, self.encoding
         size = self.options.batch_size
-        warm = self.config.warm_start
+        warm = self.method.warm_start
         chunks = [[(s.z, s.theta)]] + [warm[i:i + size] for i in range(0, len(warm), size)]
         best = None
         for k, chunk in enumerate(chunks):
@@ -234,7 +234,7 @@ class _ADMMRun:
         )
         solver = self.theta_solvers.get(z)
         if solver is None:
-            solver = self.config.theta_solver()
+            solver = self.method.theta_solver()
             solver.setup(problem, self.theta_rng)
             if getattr(solver, "keeps_state", False):
                 self.theta_solvers[z] = solver
@@ -281,12 +281,12 @@ class _ADMMRun:
             n_choices=enc.n_choices, evaluate=evaluate, augment=augment,
             module_names=enc.module_names, choice_names=enc.choice_names,
             history=[(s.z, s.current)] if s.current is not None else [], start=s.z,
-            n_train=self.config.n_train, batch_size=self.options.batch_size,
+            n_train=self.method.n_train, batch_size=self.options.batch_size,
             observations=self.recorder.observations,
             overhead_aware=self.options.cheap_proposals,
         )
         if self.z_solver is None:
-            self.z_solver = self.config.z_solver()
+            self.z_solver = self.method.z_solver()
             self.z_solver.setup(problem, self.z_rng)
         else:
             self.z_solver.update_problem(problem)

@@ -241,10 +241,10 @@ class FlashOptimizer:
 class _FlashRun:
     """The state of one run of :class:`FlashOptimizer`."""
 
-    def __init__(self, config: FlashOptimizer) -> None:
-        self.config, self.options, self.settings = config, config.options, config.settings
-        enc = self.encoding = config.encoding
-        self.recorder = self.options.recorder(enc, config.engine, config.constraints)
+    def __init__(self, method: FlashOptimizer) -> None:
+        self.method, self.options, self.settings = method, method.options, method.settings
+        enc = self.encoding = method.encoding
+        self.recorder = self.options.recorder(enc, method.engine, method.constraints)
         theta_seed, path_seed = self.options.solver_seeds()
         self.theta_rng = np.random.default_rng(theta_seed)
         self.rng = np.random.default_rng(path_seed)
@@ -257,9 +257,9 @@ class _FlashRun:
         self.fixed = sum(d[self.paths[:, i]] for i, d in enumerate(dims)) == 0
         if s.design == "d-optimal":
             X = F.encode_paths(self.paths, enc.n_choices)
-            self.design = F.greedy_d_optimal_design(X, config.n_init, self.rng).indices
+            self.design = F.greedy_d_optimal_design(X, method.n_init, self.rng).indices
         else:
-            self.design = self.rng.integers(len(self.paths), size=config.n_init)
+            self.design = self.rng.integers(len(self.paths), size=method.n_init)
         self.phase = "init"
         self.asked = 0  # evaluations asked in INIT and PRUNE
         self.subgraph: F.Subgraph | None = None
@@ -268,7 +268,7 @@ class _FlashRun:
 
     def run(self) -> Result:
         trace, stop = self.options.drive(self.recorder, self.iterate, self.summarize, None,
-                                         self.config.name)
+                                         self.method.name)
         rec = self.recorder
         return Result(rec.incumbent, trace, rec.evaluated, rec.n_evals, stop)
 
@@ -277,9 +277,9 @@ class _FlashRun:
         """Up to ``n`` evaluations of the current phase (a phase's last chunk may be shorter)."""
         self.row_phase = self.phase
         if self.phase == "init":
-            self.initialise(min(n, self.config.n_init - self.asked))
+            self.initialise(min(n, self.method.n_init - self.asked))
         elif self.phase == "prune":
-            self.explore(min(n, self.config.n_init + self.config.n_prune - self.asked))
+            self.explore(min(n, self.method.n_init + self.method.n_prune - self.asked))
         elif self.tuner is not None:
             self.tuner.run(n)
 
@@ -295,9 +295,9 @@ class _FlashRun:
             k = min(batch, n)
             self.evaluate([self.path_tuples[i] for i in self.design[self.asked:self.asked + k]])
             n -= k
-        if self.asked >= self.config.n_init:
+        if self.asked >= self.method.n_init:
             self.phase = "prune"
-            if self.config.n_prune == 0:
+            if self.method.n_prune == 0:
                 self.prune()
 
     def explore(self, n: int) -> None:
@@ -308,19 +308,19 @@ class _FlashRun:
             scores = models.log_eips(self.paths, self.settings.xi)
             scores[self.fixed & [p in seen for p in self.path_tuples]] = -np.inf
             self.evaluate([self.path_tuples[F.rank_with_random_ties(scores, self.rng)[0]]])
-        if self.asked >= self.config.n_init + self.config.n_prune:
+        if self.asked >= self.method.n_init + self.method.n_prune:
             self.prune()
 
     def models(self) -> F.PathModels:
         """Both ridge models on every usable evaluation of the run so far."""
-        return fit_models(self.recorder.observations(), self.config._value,
+        return fit_models(self.recorder.observations(), self.method._value,
                           self.encoding.n_choices, alpha=self.settings.ridge_alpha,
                           transform=self.settings.cost_transform)
 
     def prune(self) -> None:
         """Build G′ from the top-r paths (ξ = ``xi_select``) and set up the TUNE solver on it."""
         s = self.settings
-        top_r = min(self.config.top_r, len(self.paths))  # a sample may hold a few less
+        top_r = min(self.method.top_r, len(self.paths))  # a sample may hold a few less
         self.subgraph = self.models().subgraph(self.paths, top_r, self.rng, s.xi_select)
         self.phase = "tune"
         joint = JointSpace(self.encoding, self.subgraph.kept())
@@ -332,11 +332,11 @@ class _FlashRun:
                       if usable(e.observation)
                       and all(j in kept for j, kept in zip(e.z, joint.kept))]
             history = [(joint.encode(e.z, e.theta), e.observation) for e in inside]
-        values = [self.config._value(None, obs) for _, obs in history]
+        values = [self.method._value(None, obs) for _, obs in history]
         start = history[int(np.nanargmin(values))][0] if np.isfinite(values).any() else None
-        problem = joint_problem(joint, self.recorder, "tune", self.config._value, history, start,
+        problem = joint_problem(joint, self.recorder, "tune", self.method._value, history, start,
                                 self.options.batch_size)
-        self.tuner = self.config.theta_solver()
+        self.tuner = self.method.theta_solver()
         self.tuner.setup(problem, self.theta_rng)
 
     # ------------------------------------------------------------------ trace

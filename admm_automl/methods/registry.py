@@ -68,11 +68,13 @@ _METHODS = (
     Method("admm", ADMMOptimizer,
            "the ADMM split (Liu et al., AAAI 2020): the θ-solver tunes the chosen algorithms' "
            "hyperparameters, the z-solver chooses the algorithms",
-           uses_theta=True, uses_z=True, has_split=True, check_settings=_no_settings("admm"), build=_admm),
+           uses_theta=True, uses_z=True, has_split=True, check_settings=_no_settings("admm"),
+           build=_admm),
     Method("jopt", JointOptimizer,
            "one θ-solver over the joint space of every choice and hyperparameter (the JOPT "
            "baseline of Liu et al., 2020)",
-           uses_theta=True, uses_z=False, has_split=False, check_settings=_no_settings("jopt"), build=_jopt),
+           uses_theta=True, uses_z=False, has_split=False, check_settings=_no_settings("jopt"),
+           build=_jopt),
     Method("select", SelectionOptimizer,
            "algorithm selection alone by the z-solver, every hyperparameter at its default "
            "(Kishimoto et al., 2021)",

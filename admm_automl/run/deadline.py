@@ -91,8 +91,8 @@ class Deadline:
 
 def refit_reserve(library: Any, time_budget: float, ensemble: bool) -> float:
     """The seconds a time-budgeted search keeps back for the refit after it: the estimated refit
-    of its best pipeline so far (:meth:`~admm_automl.run.library.PredictionLibrary.refit_estimate`) and, with the ensemble
-    on, of its ``ENSEMBLE_RESERVE_MEMBERS`` next best kept evaluations, those at most
+    of its best pipeline so far (:meth:`.library.PredictionLibrary.refit_estimate`) and, with the
+    ensemble on, of its ``ENSEMBLE_RESERVE_MEMBERS`` next best kept evaluations, those at most
     ``ENSEMBLE_RESERVE_MAX_FRACTION`` of the budget."""
     best, others = library.refit_estimate(ENSEMBLE_RESERVE_MEMBERS if ensemble else 0)
     return best + min(others, ENSEMBLE_RESERVE_MAX_FRACTION * time_budget)

@@ -25,7 +25,7 @@ from admm_automl.testing import (
 FAST_PARAMS: dict[str, dict] = {
     "theta:bapi": {"n_initial_points": 3, "n_candidates": 128, "n_restarts": 1, "gp_restarts": 0},
     "theta:bo": {"n_initial_points": 3, "n_candidates": 128, "n_restarts": 1},
-    "theta:skopt": {"n_initial_points": 3, "n_points": 500, "n_restarts_optimizer": 1,
+    "theta:skopt": {"n_initial_points": 3, "n_points": 100, "n_restarts_optimizer": 1,
                     "gp_restarts": 0},
     # one cost unit per trial: FLAML's choices then depend on nothing but the seed
     "theta:blendsearch": {"cost": "evaluations"},
