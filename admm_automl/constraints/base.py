@@ -106,7 +106,7 @@ class CallableConstraint(BaseConstraint):
         if isinstance(self.function, str):
             from ..space.space import import_class
 
-            self.function_ = import_class(self.function)
+            self.function_ = import_class(self.function, "function")
         elif callable(self.function):
             self.function_ = self.function
         else:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -34,9 +35,40 @@ TASKS = ("classification", "regression")
 CONTINUATIONS = ("warm_start", "partial_fit")
 
 
+#: what a path in a space (or a configuration) may name, and what is asked of it before anything
+#: is called: a space is data a user may download or share, so it names scikit-learn estimators,
+#: parameter objects (such as a GP kernel) and functions an estimator calls, never a class whose
+#: construction or a function whose call does something else
+KINDS = {
+    "estimator": "a scikit-learn estimator class (with fit, get_params and set_params)",
+    "parameter": "a class with scikit-learn's get_params and set_params (an estimator, a kernel)",
+    "function": "a function (not a class)",
+}
+
+
+def _in_standard_library(obj: Any) -> bool:
+    """Whether ``obj`` comes from Python's standard library (os, subprocess, builtins, ...):
+    nothing there is an estimator, and its functions can do anything."""
+    module = (getattr(obj, "__module__", None) or "").split(".")[0]
+    return module in sys.stdlib_module_names or module in ("builtins", "__builtin__")
+
+
+def _is_kind(obj: Any, kind: str) -> bool:
+    if _in_standard_library(obj):
+        return False
+    if kind == "function":
+        return callable(obj) and not inspect.isclass(obj)
+    has_params = inspect.isclass(obj) and all(
+        callable(getattr(obj, name, None)) for name in ("get_params", "set_params"))
+    return has_params and (kind == "parameter" or callable(getattr(obj, "fit", None)))
+
+
 @functools.lru_cache(maxsize=None)
-def import_class(path: str) -> type:
-    """Import ``package.module.Class``; errors name the path."""
+def import_class(path: str, kind: str = "estimator") -> Any:
+    """Import ``package.module.Name`` and check, before anything is called, that it is of
+    ``kind`` (:data:`KINDS`); errors name the path. Importing a module runs its top level, as any
+    import does; the check keeps a space file from naming anything but estimators, their
+    parameter objects and their functions (``subprocess.Popen``, ``os.system`` are refused)."""
     module_name, _, attr = path.rpartition(".")
     try:
         module = importlib.import_module(module_name)
@@ -47,29 +79,36 @@ def import_class(path: str) -> type:
             f"cannot import class {path!r}: module {module_name!r} has no attribute {attr!r}."
             + did_you_mean(attr, [n for n in dir(module) if not n.startswith("_")])
         )
-    return getattr(module, attr)
+    obj = getattr(module, attr)
+    if not _is_kind(obj, kind):
+        raise InvalidParameterError(
+            f"{path!r} is not {KINDS[kind]}: a search space names estimators, their parameter "
+            "objects and the functions they call, nothing else, and it is refused before "
+            "anything is called"
+        )
+    return obj
 
 
 def instantiate(value: Any) -> Any:
     """Turn ``{"class": path, "params": {...}}`` values (possibly nested) into objects and
     ``{"function": path}`` into the function."""
     if isinstance(value, Mapping) and set(value) == {"function"}:
-        return import_class(value["function"])
+        return import_class(value["function"], "function")
     if isinstance(value, Mapping) and "class" in value:
         params = {k: instantiate(v) for k, v in dict(value.get("params") or {}).items()}
-        return import_class(value["class"])(**params)
+        return import_class(value["class"], "parameter")(**params)
     return value
 
 
-def named_imports(value: Any) -> list[str]:
-    """The import paths a hyperparameter value names (``{"class": ...}`` and ``{"function": ...}``
-    values, nested ones included)."""
+def named_imports(value: Any) -> list[tuple[str, str]]:
+    """The import paths a hyperparameter value names, with their kind (``{"class": ...}``:
+    "parameter", ``{"function": ...}``: "function"), nested ones included."""
     if isinstance(value, Mapping):
         if set(value) == {"function"}:
-            return [value["function"]]
+            return [(value["function"], "function")]
         if "class" in value:
             nested = (named_imports(v) for v in dict(value.get("params") or {}).values())
-            return [value["class"], *(path for paths in nested for path in paths)]
+            return [(value["class"], "parameter"), *(p for paths in nested for p in paths)]
     if isinstance(value, (list, tuple)):
         return [path for v in value for path in named_imports(v)]
     return []
@@ -206,8 +245,8 @@ class Algorithm:
             return
         values = [getattr(hp, "value", None) for hp in self.hyperparameters]
         values += [c for hp in self.hyperparameters for c in getattr(hp, "choices", ())]
-        for path in named_imports(values):
-            import_class(path)
+        for path, kind in named_imports(values):
+            import_class(path, kind)
         cls = import_class(self.class_path)
         try:
             accepted = inspect.signature(cls).parameters
