@@ -23,7 +23,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/admm-automl fit --dataset breast_cancer --time-budget 30 --seed 0
 
-# The whole test suite (under 8 minutes on 2 quiet cores).
+# The whole test suite (7-8.5 minutes on 2 quiet cores; the target is 8).
 test: $(STAMP)
 	$(BIN)/python -m pytest
 

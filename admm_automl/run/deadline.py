@@ -67,11 +67,6 @@ class Deadline:
     budget: float | None
     start: float = field(default_factory=time.monotonic)
 
-    @property
-    def end(self) -> float | None:
-        """The :func:`time.monotonic` value at which the budget ends (None: no budget)."""
-        return None if self.budget is None else self.start + self.budget
-
     def elapsed(self) -> float:
         return time.monotonic() - self.start
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..evaluation.data import fingerprint, make_preprocessor, take_rows
 from ..evaluation.executors import refuse_nested_search
+from ..evaluation.kept import kept_budget_mb
 from ..evaluation.metrics import Metric, get_metric
 from ..evaluation.objective import PipelineObjective
 from ..evaluation.policy import TrialPolicy
@@ -213,15 +214,6 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(repr(_stable(value)).encode()).hexdigest()[:16]
 
 
-def prefix_cache_size(cache_size: float, memory_limit: int | None) -> float:
-    """The MiB each worker keeps between trials, fitted prefixes and partly trained models
-    together (:mod:`admm_automl.evaluation.kept`): ``cache_size``, but at most a quarter of a
-    worker's ``memory_limit`` (the pool counts against it, and the fits need the rest)."""
-    from ..evaluation.kept import kept_budget_mb
-
-    return kept_budget_mb(cache_size, memory_limit)
-
-
 def run_header(task: Task, *, cv: int | None, validation_size: float) -> dict[str, Any]:
     """What the losses recorded for ``task`` depend on; a journal refuses to resume under another."""
     from .. import __version__
@@ -338,7 +330,7 @@ def run_search(
         X, y, space=space, task=task, target_type=target_type, scoring=s.scoring, cv=cv,
         validation_size=s.validation_size, split_seed=seeds.splits, model_seed=seeds.models,
         constraints=s.constraints, sensitive_features=sensitive_features,
-        cache_size=prefix_cache_size(s.cache_size, s.memory_limit),
+        cache_size=kept_budget_mb(s.cache_size, s.memory_limit),
     )
     prepared.context.keep_predictions = s.ensemble_size > 0
     warm_start = (portfolio_points(resolve_portfolio(s.portfolio, space, task), space)

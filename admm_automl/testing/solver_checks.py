@@ -456,26 +456,32 @@ def check_theta_batch_asks(make: Make) -> None:
     from ..solvers.base import DUPLICATE_TOL
 
     dim = 3
-    solver = make()
-    problem, _ = make_theta_problem(dim, batch_size=BATCH_SIZE)
-    solver.setup(problem, np.random.default_rng(21))
-    for round_ in range(3):
-        batch = [solver.ask() for _ in range(BATCH_SIZE)]
+
+    def check(batch: list[Suggestion]) -> None:
         for s in batch:
             _assert_theta(s, dim)
-        assert len({s.id for s in batch}) == BATCH_SIZE, [s.id for s in batch]
         X = np.array([np.asarray(s.config, dtype=float) for s in batch])
         gaps = [np.linalg.norm(X[i] - X[j]) for i in range(len(X)) for j in range(i)]
-        assert min(gaps) > DUPLICATE_TOL, f"batch {round_} asks one point twice: {X}"
+        assert min(gaps) > DUPLICATE_TOL, f"a batch asks one point twice: {X}"
+
+    _check_batch_rounds(make, lambda: make_theta_problem(dim, batch_size=BATCH_SIZE), check)
+
+
+def _check_batch_rounds(make: Make, make_problem: Callable[[], tuple[Any, Any]],
+                        check: Callable[[list[Suggestion]], None]) -> None:
+    """Three rounds of ``BATCH_SIZE`` asks before any tell, each batch passing ``check`` with
+    distinct ids and told in reverse order; then ``run(10)`` on a fresh problem makes 10
+    evaluations in batches of up to ``BATCH_SIZE``, at least one larger than one."""
+    solver = make()
+    problem, _ = make_problem()
+    solver.setup(problem, np.random.default_rng(21))
+    for _ in range(3):
+        batch = [solver.ask() for _ in range(BATCH_SIZE)]
+        check(batch)
+        assert len({s.id for s in batch}) == BATCH_SIZE, [s.id for s in batch]
         _tell_reversed(solver, problem, batch)
         _drive(solver, problem, 3)
-    _check_run_batches(make, make_theta_problem(dim, batch_size=BATCH_SIZE))
-
-
-def _check_run_batches(make: Make, problem_and_log: tuple[Any, Any]) -> None:
-    """``run(10)`` on a problem that takes batches makes 10 evaluations in batches of up to
-    ``BATCH_SIZE``, at least one larger than one."""
-    problem, log = problem_and_log
+    problem, log = make_problem()
     solver = make()
     solver.setup(problem, np.random.default_rng(22))
     solver.run(10)
@@ -489,17 +495,12 @@ def check_z_batch_asks(make: Make) -> None:
     ``batch_size`` (at least one larger than one) and makes n evaluations. (A batch may repeat a
     pipeline: random and Thompson-sampling draws are independent; the cache answers repeats.)"""
     n_choices = (6, 5, 4)
-    solver = make()
-    problem, _ = make_z_problem(n_choices, batch_size=BATCH_SIZE)
-    solver.setup(problem, np.random.default_rng(21))
-    for _ in range(3):
-        batch = [solver.ask() for _ in range(BATCH_SIZE)]
+
+    def check(batch: list[Suggestion]) -> None:
         for s in batch:
             _assert_z(s, n_choices)
-        assert len({s.id for s in batch}) == BATCH_SIZE, [s.id for s in batch]
-        _tell_reversed(solver, problem, batch)
-        _drive(solver, problem, 3)
-    _check_run_batches(make, make_z_problem(n_choices, batch_size=BATCH_SIZE))
+
+    _check_batch_rounds(make, lambda: make_z_problem(n_choices, batch_size=BATCH_SIZE), check)
 
 
 def check_theta_asks_one_at_a_time(make: Make) -> None:

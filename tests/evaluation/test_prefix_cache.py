@@ -184,7 +184,6 @@ def test_the_budget_follows_memory_limit(data, monkeypatch):
 
     assert kept_budget_mb(256.0, None) == 256.0
     assert kept_budget_mb(256.0, 400) == 100.0 and kept_budget_mb(256.0, 4096) == 256.0
-    assert setup.prefix_cache_size(256.0, 400) == 100.0
 
     seen = []
 
@@ -200,7 +199,7 @@ def test_the_budget_follows_memory_limit(data, monkeypatch):
         assert seen.pop() == expected
 
     ctx = TrialContext(SPACE, X, y, [], get_metric("roc_auc", "classification", "binary"),
-                       cache_size=setup.prefix_cache_size(256.0, 400))
+                       cache_size=kept_budget_mb(256.0, 400))
     assert ctx.kept().capacity == ctx.prefix_cache().capacity == 100 * 2**20
     assert ctx.prefix_cache().store is ctx.kept() is model_store(ctx).store
     import pickle
