@@ -9,6 +9,8 @@ A *method* is named as in the paper and parsed by :func:`parse_method`:
                                 sub-solver iterations, +16 per ADMM iteration, up to 128
 ``AdADMM-F8(BO,BO)``            the same with step 8 and BO for z-min
 ``ADMM-I32(BO,Ba)``             fixed-I ADMM, 32 iterations per sub-problem
+``AdADMM-F16(BO,BO)@cap=256``   adaptive up to 256 iterations (Liu et al.'s cap on the
+                                artificial objective; 128 on data)
 ``JOPT(BO)``                    one θ-solver over the joint space (the splitting's baseline)
 ``Random``                      uniform random search over the joint space
 ``FLASH(BO)``                   FLASH (Zhang et al., KDD 2016): design, EIPS pruning, then the
@@ -21,8 +23,8 @@ A *method* is named as in the paper and parsed by :func:`parse_method`:
 Solver names inside the parentheses are registry names (``bo``, ``cmab``, ``rbfopt``, ``blds``,
 ``flash``, …) or the paper's abbreviations (``BO``, ``Ba`` = CMAB, ``RND`` = random). A suffix
 ``@key=value,…`` sets ``rho``, a solver parameter (``theta.<param>``, ``z.<param>``), a FLASH
-parameter (``flash.<param>``) or the size in MiB of the workers' prefix cache (``cache``, 0 = off),
-e.g. ``AdADMM-F16(BO,Ba)@rho=10``, ``AdADMM-F16(BO,Ba)@z.loss_bound=0.5``,
+parameter (``flash.<param>``), the adaptive schedule's cap (``cap``, ADMM only) or the size in MiB
+of the workers' prefix cache (``cache``, 0 = off), e.g. ``AdADMM-F16(BO,Ba)@rho=10``, ``AdADMM-F16(BO,Ba)@z.loss_bound=0.5``,
 ``FLASH(BO)@flash.top_r=5`` or ``FLASH(BO)@cache=0``. The cache size is recorded in ``run.json``;
 it takes effect once the worker fits pipelines through
 :mod:`admm_automl.evaluation.prefix_cache`.
@@ -104,7 +106,7 @@ def parse_method(label: str) -> Method:
     name, _, suffix = label.strip().partition("@")
     options = _options(suffix, label)
     params: dict[str, dict[str, Any]] = {"theta": {}, "z": {}, "flash": {}}
-    rho, cache = 1.0, options.pop("cache", None)
+    rho, cache, cap = 1.0, options.pop("cache", None), options.pop("cap", None)
     for key, value in options.items():
         target, dot, param = key.partition(".")
         if key == "rho":
@@ -113,7 +115,7 @@ def parse_method(label: str) -> Method:
             params[target][param] = value
         else:
             raise InvalidParameterError(
-                f"method {label!r}: unknown option {key!r} (use rho, cache, theta.<param>, "
+                f"method {label!r}: unknown option {key!r} (use rho, cache, cap, theta.<param>, "
                 "z.<param> or flash.<param>)"
             )
     if cache is not None:
@@ -121,6 +123,11 @@ def parse_method(label: str) -> Method:
 
         PrefixCache(cache)  # checks the size
     method = _parse_name(name, label, params, options.get("rho"))
+    if cap is not None:
+        if method.kind != "admm" or method.schedule.step == 0:
+            raise InvalidParameterError(f"method {label!r}: cap applies to adaptive ADMM only")
+        method = replace(method, schedule=Schedule(method.schedule.start, method.schedule.step,
+                                                   int(cap)))
     return replace(method, rho=rho, cache_size=cache)
 
 
@@ -277,6 +284,7 @@ def run(
     problem: Problem, method: "str | Method", *, seed: int, time_budget: float | None = None,
     max_evals: int | None = None, out_dir: "str | Path | None" = None,
     trial_timeout: float | None = None, peer: Callable[..., tuple[int, str]] | None = None,
+    overhead_aware: bool | None = None,
 ) -> dict[str, Any]:
     """One search of ``problem`` by ``method``; returns (and writes to ``out_dir/run.json``) a
     summary. The journal goes to ``out_dir/journal.jsonl``; an existing run there is replaced.
@@ -307,7 +315,7 @@ def run(
     try:
         n_evals, stop_reason = _search(problem, method, objective, seed=seed, peer=peer,
                                        max_evals=max_evals, time_budget=time_budget,
-                                       start=deadline.start)
+                                       start=deadline.start, overhead_aware=overhead_aware)
     finally:
         objective.close()
     summary = {
@@ -317,6 +325,7 @@ def run(
         "time_budget": time_budget,
         "max_evals": max_evals,
         "trial_timeout": trial_timeout,
+        "overhead_aware": overhead_aware,
         "n_evals": n_evals,
         "n_records": len(journal.records),
         "n_failed": objective.n_failed,
@@ -328,15 +337,31 @@ def run(
         "prefix_cache": prefix_cache_totals(journal.records),
         "problem_info": problem.info,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
+        "commit": _commit(),
     }
     if out is not None:
         (out / "run.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
 
 
+def _commit() -> str | None:
+    """The git commit of the package's tree (with ``+dirty`` when it has changes), so that an
+    analysis can tell runs of different code apart; None outside a git checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--",
+                                "admm_automl"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty.strip() else "")
+
+
 def _search(problem: Problem, method: Method, objective: Any, *, seed: int,
             max_evals: int | None, time_budget: float | None, start: float,
-            peer: Callable[..., tuple[int, str]] | None) -> tuple[int, str]:
+            peer: Callable[..., tuple[int, str]] | None,
+            overhead_aware: bool | None = None) -> tuple[int, str]:
     """Search ``objective`` by ``method`` (or by ``peer``) within the budget that started at
     ``start``; returns (n_evals, stop_reason). Our methods come from the method registry, seeded
     by :func:`~admm_automl.run.setup.benchmark_seeds`; the peers take the run's seed as the int
@@ -350,7 +375,7 @@ def _search(problem: Problem, method: Method, objective: Any, *, seed: int,
             theta_solver=method.theta_solver, z_solver=method.z_solver, rho=method.rho,
             schedule=method.schedule, max_evals=max_evals, time_budget=time_budget,
             seed=benchmark_seeds(seed).solvers, n_train=problem.n_train, start_time=start,
-            space=problem.space,
+            space=problem.space, overhead_aware=overhead_aware,
         )
         result = optimizer.run()
         return result.n_evals, result.stop_reason

@@ -47,13 +47,16 @@ def joint_problem(
     joint: JointSpace, recorder: Recorder, phase: str,
     value: Callable[[Any, Observation], float], history: list[tuple[np.ndarray, Observation]],
     start: np.ndarray | None, batch_size: int, pipeline_space: Any = None,
+    overhead_aware: bool = False,
 ) -> ThetaProblem:
     """The θ-problem of one solver over ``joint``: its points are decoded and evaluated at full
     fidelity through ``recorder`` (tagged ``phase``) and scored by ``value``; no ADMM penalty. It
     carries the joint coordinates' low-cost point and grids, and ``pipeline_space`` when the box is
     the whole space's (JOPT), for solvers that search the conditional space natively, and, when
     the space has iterative learners, each point's training length and the run's time left (for
-    ``bapi``)."""
+    ``bapi``). ``overhead_aware`` lets the solver add cheap proposals when its asks cost more than
+    the evaluations, the help ADMM's sub-problems get under a time budget: every method of a run
+    gets the same (:attr:`~admm_automl.methods._driver.RunOptions.cheap_proposals`)."""
     enc = joint.encoding
 
     def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
@@ -68,7 +71,7 @@ def joint_problem(
         low_cost=joint.low_cost, grids=joint.grids, pipeline_space=pipeline_space,
         training_length=(lambda x: enc.training_length(joint.decode(x)[0]))
         if enc.has_training_length else None,
-        time_left=recorder.budget.time_left,
+        time_left=recorder.budget.time_left, overhead_aware=overhead_aware,
     )
 
 
@@ -141,7 +144,8 @@ class JointOptimizer(_SingleSolverMethod):
         enc, joint = self.encoding, self.joint
         x0 = joint.encode(enc.check_z(enc.initial_z), enc.project(enc.initial_theta))
         problem = joint_problem(joint, recorder, "joint", self._value, [(x0, first)], x0,
-                                self.options.batch_size, pipeline_space=self.space)
+                                self.options.batch_size, pipeline_space=self.space,
+                                overhead_aware=self.options.cheap_proposals)
         solver = self.theta_solver()
         solver.setup(problem, np.random.default_rng(self.options.solver_seeds()[0]))
         return solver

@@ -74,6 +74,8 @@ def test_artificial_objective_is_the_executor_task():
         ("Random", "jopt", "random", None, Schedule()),
         ("FLASH(BO)", "flash", "bo", None, Schedule()),
         ("AdADMM-F16(BO,FLASH)", "admm", "bo", "flash", Schedule(16, 16, 128)),
+        # Liu et al. 2020, App. 13: up to 256 iterations on the artificial objective
+        ("AdADMM-F8(BO,BO)@cap=256", "admm", "bo", "bo", Schedule(16, 8, 256)),
     ],
 )
 def test_parse_method_reads_the_paper_names(label, kind, theta, z, schedule):
@@ -106,6 +108,9 @@ def test_parse_method_options_and_peers():
         ("JOPT(BO)@flash.n_init=3", "flash.<param> applies to FLASH only"),
         ("FLASH(BO)@cache=-1", "cache size must be a finite number of MiB >= 0"),
         ("SMAC3(BB)", "SMAC3 supports hpo"),
+        ("ADMM-I16(BO,Ba)@cap=256", "cap applies to adaptive ADMM only"),
+        ("JOPT(BO)@cap=256", "cap applies to adaptive ADMM only"),
+        ("AdADMM-F16(BO,Ba)@cap=8", "maximum >= start"),
     ],
 )
 def test_parse_method_rejects_bad_names_clearly(label, message):
@@ -154,6 +159,25 @@ def test_same_seed_and_budget_give_the_same_history(label, tmp_path):
         histories.append([(r["key"], r["loss"]) for r in Journal.read(tmp_path / str(k) / "journal.jsonl")])
     assert len(histories[0]) >= 10
     assert histories[0] == histories[1]
+
+
+@pytest.mark.parametrize("label", ["AdADMM-F16(BO,Ba)", "JOPT(BO)"])
+@pytest.mark.parametrize("overhead_aware", [True, False])
+def test_run_gives_every_method_the_help_it_is_told(label, overhead_aware, monkeypatch, tmp_path):
+    """A benchmark passes the same help (the overhead-aware loop's cheap proposals, or none) to
+    ADMM and to JOPT, and says which in run.json."""
+    from admm_automl.solvers.theta.bo import GPBayesOptThetaSolver
+
+    asked = []
+    original = GPBayesOptThetaSolver.ask_cheap
+    monkeypatch.setattr(GPBayesOptThetaSolver, "ask_cheap",
+                        lambda self, n: asked.append(n) or original(self, n))
+    problem = artificial_problem(load_space("paper_small").for_task("classification"))
+    summary = run(problem, label, seed=0, max_evals=60, time_budget=60,
+                  overhead_aware=overhead_aware, out_dir=tmp_path)
+    assert (sum(asked) > 0) is overhead_aware
+    saved = json.loads((tmp_path / "run.json").read_text())
+    assert saved["overhead_aware"] is overhead_aware and saved["commit"] == summary["commit"]
 
 
 def test_data_problem_shares_one_split_and_seeds_the_models():

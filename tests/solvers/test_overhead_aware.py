@@ -88,3 +88,22 @@ def test_admm_counts_cheap_proposals_under_a_time_budget_only(make_optimizer):
     assert all(r.trace[-1]["cheap_proposals"] == 0 for r in runs)
     histories = [[(e.z, e.theta.tolist()) for e in r.evaluated] for r in runs]
     assert histories[0] == histories[1]
+
+
+@pytest.mark.parametrize("overhead_aware", [True, False])
+def test_jopt_gets_the_same_help_as_admm(make_optimizer, monkeypatch, overhead_aware):
+    """JOPT's one θ-solver over the joint box is as overhead-aware as ADMM's sub-problems, so a
+    comparison of the two under a time budget gives both the same cheap proposals (or none)."""
+    from admm_automl.solvers.theta.bo import GPBayesOptThetaSolver
+
+    asked = []
+    original = GPBayesOptThetaSolver.ask_cheap
+
+    def counting(self, n):
+        asked.append(n)
+        return original(self, n)
+
+    monkeypatch.setattr(GPBayesOptThetaSolver, "ask_cheap", counting)
+    make_optimizer("jopt", theta="bo", max_evals=60, time_budget=600,
+                   overhead_aware=overhead_aware).run()
+    assert (sum(asked) > 0) is overhead_aware
