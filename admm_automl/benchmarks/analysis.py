@@ -86,6 +86,21 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
+def speedup(grid: np.ndarray, reference: np.ndarray, curve: np.ndarray) -> dict[str, float | None]:
+    """Liu et al. 2020's speedup (Tables 1, A4, A5) of ``curve`` over ``reference``, two median
+    incumbent curves on ``grid``: the time the reference takes to reach its own final value over
+    the time ``curve`` takes to reach it, and the further improvement at the end in %."""
+    ref_final, final = float(reference[-1]), float(curve[-1])
+    t_ref = float(grid[np.argmax(reference <= ref_final)]) if np.isfinite(ref_final) else None
+    reached = np.flatnonzero(curve <= ref_final)
+    t_m = float(grid[reached[0]]) if reached.size else None
+    return {
+        "reference_final": ref_final, "final": final, "t_reference": t_ref, "t_method": t_m,
+        "speedup": t_ref / t_m if t_ref is not None and t_m is not None else None,
+        "improvement": 100.0 * (ref_final - final) / ref_final if ref_final > 0 else None,
+    }
+
+
 class Report:
     """Curves, tables and figures of a set of runs.
 
@@ -155,17 +170,8 @@ class Report:
         return float(self.grid[problem][np.argmax(med <= med[-1])])
 
     def speedup(self, reference: str, method: str, problem: str) -> dict[str, float | None]:
-        grid = self.grid[problem]
-        ref, med = self.median(problem, reference), self.median(problem, method)
-        ref_final, final = float(ref[-1]), float(med[-1])
-        t_ref = float(grid[np.argmax(ref <= ref_final)]) if np.isfinite(ref_final) else None
-        reached = np.flatnonzero(med <= ref_final)
-        t_m = float(grid[reached[0]]) if reached.size else None
-        return {
-            "reference_final": ref_final, "final": final, "t_reference": t_ref, "t_method": t_m,
-            "speedup": t_ref / t_m if t_ref is not None and t_m is not None else None,
-            "improvement": 100.0 * (ref_final - final) / ref_final if ref_final > 0 else None,
-        }
+        return speedup(self.grid[problem], self.median(problem, reference),
+                       self.median(problem, method))
 
     # -------------------------------------------------------------------------------- tables
     def header(self) -> str:

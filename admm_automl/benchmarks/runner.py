@@ -15,6 +15,9 @@ A *method* is named as in the paper and parsed by :func:`parse_method`:
 ``Random``                      uniform random search over the joint space
 ``FLASH(BO)``                   FLASH (Zhang et al., KDD 2016): design, EIPS pruning, then the
                                 θ-solver in parentheses on the pruned space
+``SELECT(BLDS)@z.disc=2``       algorithm selection only (every hyperparameter at its default)
+                                by the z-solver in parentheses, as Kishimoto et al. (2021) run
+                                BLDS, CMAB, DAUB, Hyperband and random search
 ``Optuna(TPE)``                 Optuna's TPE sampler, define-by-run conditional space
 ``FLAML(BlendSearch)``          FLAML's BlendSearch (``FLAML(CFO)``: CFO alone)
 ``SMAC3(HPO)``                  SMAC3's hyperparameter-optimisation facade (random forest + EI)
@@ -61,6 +64,7 @@ PEERS = {"optuna": OPTUNA_SAMPLERS, "flaml": FLAML_SEARCHERS, "smac3": SMAC_FACA
 _ADMM = re.compile(r"^(Ad)?ADMM-([FI])(\d+)\((\w+),(\w+)\)$")
 _JOPT = re.compile(r"^JOPT\((\w+)\)$")
 _FLASH = re.compile(r"^FLASH\((\w+)\)$")
+_SELECT = re.compile(r"^SELECT\((\w+)\)$")
 _PEER = re.compile(r"^(Optuna|FLAML|SMAC3)\((\w+)\)$")
 
 
@@ -69,7 +73,7 @@ class Method:
     """A parsed method name (see the module docstring)."""
 
     label: str
-    kind: str  # "admm", "jopt", "flash", "optuna", "flaml" or "smac3"
+    kind: str  # "admm", "jopt", "flash", "select", "optuna", "flaml" or "smac3"
     theta_solver: Any = None
     z_solver: Any = None
     schedule: Schedule = Schedule()
@@ -149,6 +153,10 @@ def _parse_name(name: str, label: str, params: dict[str, dict[str, Any]],
             )
         return Method(label, "admm", _solver(theta, params["theta"]), _solver(z, params["z"]),
                       schedule)
+    if m := _SELECT.match(name):
+        if rho is not None or params["theta"]:
+            raise InvalidParameterError(f"method {label!r}: SELECT takes z.<param> options only")
+        return Method(label, "select", z_solver=_solver(m.group(1), params["z"]))
     if params["z"] or rho is not None:
         raise InvalidParameterError(f"method {label!r}: rho and z.<param> apply to ADMM methods only")
     if m := _JOPT.match(name):
@@ -170,7 +178,7 @@ def _parse_name(name: str, label: str, params: dict[str, dict[str, Any]],
         return Method(label, library, option=option)
     raise InvalidParameterError(
         f"unknown method {label!r}: expected AdADMM-F<k>(θ,z), ADMM-I<k>(θ,z), JOPT(θ), FLASH(θ), "
-        "Random, Optuna(TPE|Random|GP), FLAML(BlendSearch|CFO) or SMAC3(HPO)"
+        "SELECT(z), Random, Optuna(TPE|Random|GP), FLAML(BlendSearch|CFO) or SMAC3(HPO)"
     )
 
 
@@ -284,7 +292,7 @@ def run(
     problem: Problem, method: "str | Method", *, seed: int, time_budget: float | None = None,
     max_evals: int | None = None, out_dir: "str | Path | None" = None,
     trial_timeout: float | None = None, peer: Callable[..., tuple[int, str]] | None = None,
-    overhead_aware: bool | None = None,
+    overhead_aware: bool | None = None, method_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One search of ``problem`` by ``method``; returns (and writes to ``out_dir/run.json``) a
     summary. The journal goes to ``out_dir/journal.jsonl``; an existing run there is replaced.
@@ -315,7 +323,8 @@ def run(
     try:
         n_evals, stop_reason = _search(problem, method, objective, seed=seed, peer=peer,
                                        max_evals=max_evals, time_budget=time_budget,
-                                       start=deadline.start, overhead_aware=overhead_aware)
+                                       start=deadline.start, overhead_aware=overhead_aware,
+                                       method_options=method_options or {})
     finally:
         objective.close()
     summary = {
@@ -326,6 +335,7 @@ def run(
         "max_evals": max_evals,
         "trial_timeout": trial_timeout,
         "overhead_aware": overhead_aware,
+        "method_options": method_options or {},
         "n_evals": n_evals,
         "n_records": len(journal.records),
         "n_failed": objective.n_failed,
@@ -337,14 +347,14 @@ def run(
         "prefix_cache": prefix_cache_totals(journal.records),
         "problem_info": problem.info,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
-        "commit": _commit(),
+        "commit": code_commit(),
     }
     if out is not None:
         (out / "run.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
 
 
-def _commit() -> str | None:
+def code_commit() -> str | None:
     """The git commit of the package's tree (with ``+dirty`` when it has changes), so that an
     analysis can tell runs of different code apart; None outside a git checkout."""
     root = Path(__file__).resolve().parents[2]
@@ -361,7 +371,8 @@ def _commit() -> str | None:
 def _search(problem: Problem, method: Method, objective: Any, *, seed: int,
             max_evals: int | None, time_budget: float | None, start: float,
             peer: Callable[..., tuple[int, str]] | None,
-            overhead_aware: bool | None = None) -> tuple[int, str]:
+            overhead_aware: bool | None = None,
+            method_options: dict[str, Any] | None = None) -> tuple[int, str]:
     """Search ``objective`` by ``method`` (or by ``peer``) within the budget that started at
     ``start``; returns (n_evals, stop_reason). Our methods come from the method registry, seeded
     by :func:`~admm_automl.run.setup.benchmark_seeds`; the peers take the run's seed as the int
@@ -369,13 +380,13 @@ def _search(problem: Problem, method: Method, objective: Any, *, seed: int,
     from ..methods.registry import make_optimizer
     from ..run.setup import benchmark_seeds
 
-    if peer is None and method.kind in ("admm", "jopt", "flash"):
+    if peer is None and method.kind in ("admm", "jopt", "flash", "select"):
         optimizer = make_optimizer(
             {"name": method.kind, "params": method.params}, problem.space.encoding, objective,
             theta_solver=method.theta_solver, z_solver=method.z_solver, rho=method.rho,
             schedule=method.schedule, max_evals=max_evals, time_budget=time_budget,
             seed=benchmark_seeds(seed).solvers, n_train=problem.n_train, start_time=start,
-            space=problem.space, overhead_aware=overhead_aware,
+            space=problem.space, overhead_aware=overhead_aware, **(method_options or {}),
         )
         result = optimizer.run()
         return result.n_evals, result.stop_reason

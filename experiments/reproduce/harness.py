@@ -1,0 +1,441 @@
+"""The reproduction harness: a paper's headline claims as named suites, run on several seeds
+through one engine, and decided by a rule written next to each claim before the runs.
+
+A :class:`Claim` names its problems, its methods (the table's names mapped to the benchmark
+runner's labels, :func:`admm_automl.benchmarks.runner.parse_method`), its budget, seeds, and
+the rule (:mod:`admm_automl.benchmarks.stats`) that turns the runs into **reproduced**, **not
+reproduced** or **contradicted**. What every run of every claim shares, so that a difference is
+the method's:
+
+* the engine: :func:`admm_automl.benchmarks.runner.run`, one single-threaded worker process
+  for data problems (serial for the artificial objective), the same journal and cache;
+* the help: none. The overhead-aware loop's cheap proposals are off for every method
+  (``overhead_aware=False``): the papers' algorithms had none and the peers get none;
+* the budget: wall clock from the start of the run, the method's own overhead and the worker's
+  start-up inside it; the same per-trial timeout (none unless the claim sets one);
+* the data: one stratified train/validation split per (problem, seed), whose seed is the run's
+  seed — a claim holds over splits, not for one lucky split;
+* the seed: the run seed seeds the solvers and the models (``benchmark_seeds``).
+
+Runs are kept one folder per (problem, method, budget, seed) under the results root, with the
+journal and ``run.json``; a run whose ``run.json`` exists is not run again, so a campaign stopped
+half-way resumes, and runs with the same settings are shared between claims.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from admm_automl.benchmarks import stats
+
+#: the fractions of the budget at which every claim reports its medians
+CHECKPOINTS = (0.1, 0.3, 1.0)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim of a paper and how it is decided.
+
+    ``methods`` maps the table's names to runner labels; ``method`` is the claimed method and
+    ``against`` the ones it is compared with (names of ``methods``). ``kind`` says what a pair's
+    value is: ``"incumbent"`` (the best loss found by each checkpoint), ``"time_to"`` (seconds to
+    reach ``target``, ∞ if never) or ``"constrained"`` (the best feasible validation loss of a
+    constrained search, :func:`run_constrained`). ``rule`` is a rule of
+    :mod:`admm_automl.benchmarks.stats`, stated in the printed table as written here.
+    ``max_evals`` instead of a time budget makes the checkpoints fractions of the evaluations.
+    """
+
+    name: str
+    paper: str
+    problems: tuple[str, ...]
+    methods: Mapping[str, str]
+    method: str
+    against: tuple[str, ...]
+    rule: Any
+    budget: float | None = None
+    max_evals: int | None = None
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    kind: str = "incumbent"
+    space: str = "paper_large"
+    validation_size: float = 0.2
+    trial_timeout: float | None = None
+    target: float | None = None
+    speedup_reference: str | None = None
+    paper_numbers: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)  # our methods' run options
+    constraints: tuple[Any, ...] = ()  # the constraint specifications of a constrained claim
+
+    def __post_init__(self) -> None:
+        names = {self.method, *self.against}
+        if not names <= set(self.methods):
+            raise ValueError(f"claim {self.name!r}: {sorted(names - set(self.methods))} not in "
+                             "its methods")
+        if (self.budget is None) == (self.max_evals is None):
+            raise ValueError(f"claim {self.name!r}: give a time budget or max_evals")
+
+    @property
+    def limit(self) -> str:
+        """The budget's name in folder names: ``T60`` (seconds) or ``E200`` (evaluations)."""
+        return f"T{self.budget:g}" if self.budget is not None else f"E{self.max_evals}"
+
+    def rule_text(self) -> str:
+        return self.rule.text(self.method, ", ".join(self.against))
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of a claim."""
+
+    claim: Claim
+    problem: str
+    method: str  # a name of claim.methods
+    seed: int
+
+    def folder(self, root: Path) -> Path:
+        label = re.sub(r"[^A-Za-z0-9_.=-]+", "_", self.claim.methods[self.method]).strip("_")
+        return root / self.problem / label / self.claim.limit / f"seed{self.seed}"
+
+
+def jobs(claims: Sequence[Claim]) -> list[Job]:
+    """Every run of ``claims``, seeds outermost so that a campaign stopped early has every
+    method on its first seeds; runs shared by two claims appear once."""
+    out, seen = [], set()
+    for seed in sorted({s for c in claims for s in c.seeds}):
+        for claim in claims:
+            if seed not in claim.seeds:
+                continue
+            for problem in claim.problems:
+                for method in claim.methods:
+                    job = Job(claim, problem, method, seed)
+                    key = job.folder(Path("."))
+                    if key not in seen:
+                        seen.add(key)
+                        out.append(job)
+    return out
+
+
+# ------------------------------------------------------------------------------------ running
+def load_problem(claim: Claim, name: str, seed: int, data_dir: str | None) -> Any:
+    """The runner's problem ``name`` of ``claim`` for run ``seed``: the artificial objective
+    (one fixed function for every run), or the dataset on the claim's space with the split of
+    this seed."""
+    from admm_automl.benchmarks.runner import artificial_problem, data_problem
+    from admm_automl.datasets import load_dataset
+
+    if name == "artificial":
+        return artificial_problem(claim.space, seed=0)
+    X, y = load_dataset(name, data_dir)
+    return data_problem(name, X, y, space=claim.space, validation_size=claim.validation_size,
+                        split_seed=seed)
+
+
+def run_job(job: Job, root: Path, data_dir: str | None) -> dict[str, Any]:
+    """Make one run (in this process) and write its journal and ``run.json``."""
+    from admm_automl.benchmarks.runner import run
+
+    claim, out = job.claim, job.folder(root)
+    if claim.kind == "constrained":
+        return run_constrained(job, out, data_dir)
+    problem = load_problem(claim, job.problem, job.seed, data_dir)
+    return run(problem, claim.methods[job.method], seed=job.seed, time_budget=claim.budget,
+               max_evals=claim.max_evals, out_dir=out, trial_timeout=claim.trial_timeout,
+               overhead_aware=False, method_options=dict(claim.options))
+
+
+def run_constrained(job: Job, out: Path, data_dir: str | None) -> dict[str, Any]:
+    """A constrained search by the estimator (``constraint_mode`` is the method's label: CST =
+    ``"admm"``, penalty, UCST = ``"filter"``) on a train/test split of this seed; ``run.json``
+    holds the best feasible validation loss, the feasible fraction of the evaluations, and the
+    final model's test AUROC and constraint values on the test rows."""
+    import time
+
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import train_test_split
+
+    from admm_automl import ADMM
+    from admm_automl.benchmarks.runner import code_commit
+    from admm_automl.constraints import make_constraints
+    from admm_automl.datasets import load_dataset
+    from admm_automl.evaluation.splits import Split
+
+    claim = job.claim
+    specs = list(claim.constraints)
+    X, y = load_dataset(job.problem, data_dir)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.25, stratify=y, random_state=job.seed)
+    out.mkdir(parents=True, exist_ok=True)
+    model = ADMM(search_space=claim.space, constraints=specs,
+                 constraint_mode=claim.methods[job.method], time_budget=claim.budget,
+                 random_state=job.seed, ensemble_size=0, n_jobs=1,
+                 validation_size=claim.validation_size, output_dir=str(out / "run"))
+    start = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X_train, y_train)
+    wall = time.monotonic() - start
+    h = model.history_
+    constraints = make_constraints(specs)
+    feasible = (h["status"] == "ok").to_numpy(dtype=bool, copy=True)
+    for c in constraints:
+        values = h[f"constraint:{c.key}"].to_numpy(dtype=float)
+        feasible &= np.array([c.feasible(v) for v in values])
+    test_rows = np.arange(len(y_test))
+    y_test = np.asarray(y_test)
+    test = {"roc_auc": float(roc_auc_score(y_test, model.predict_proba(X_test)[:, 1]))}
+    for c in constraints:
+        c.bind(X_test, y_test, groups=None, splits=[Split(test_rows, test_rows, test_rows)],
+               task="classification")
+        test[c.key] = float(c.measure(model.best_pipeline_, X_test, y_test, test_rows))
+    summary = {
+        "problem": job.problem, "method": claim.methods[job.method], "seed": job.seed,
+        "time_budget": claim.budget, "wall_time": wall, "n_evals": int(len(h)),
+        "best_loss": float(h["loss"][feasible].min()) if feasible.any() else None,
+        "feasible_fraction": float(feasible.mean()) if len(h) else 0.0,
+        "test": test, "test_feasible": all(c.feasible(test[c.key]) for c in constraints),
+        "worst_loss": 1.0, "commit": code_commit(),
+    }
+    (out / "run.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def run_campaign(claims: Sequence[Claim], root: Path, *, script: str, paper: str,
+                 parallel: int, data_dir: str | None, force: bool = False,
+                 extra: Sequence[str] = ()) -> None:
+    """Run every job of ``claims`` not done yet, each in its own process (``script --run-one``
+    plus ``extra`` arguments), ``parallel`` at a time."""
+    import os
+    import platform
+
+    from admm_automl.benchmarks.runner import run_processes
+
+    todo = [j for j in jobs(claims) if force or not (j.folder(root) / "run.json").is_file()]
+    print(f"{len(todo)} runs to make, {parallel} at a time, on {platform.node()} "
+          f"({os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}); results in {root}",
+          flush=True)
+    commands = [[sys.executable, script, "--paper", paper, "--run-one", "--claims", j.claim.name,
+                 "--problem", j.problem, "--method", j.method, "--seed", str(j.seed),
+                 "--root", str(root), *extra] + (["--data-dir", data_dir] if data_dir else [])
+                for j in todo]
+    run_processes(commands, parallel)
+
+
+# ----------------------------------------------------------------------------------- analysis
+@dataclass
+class Runs:
+    """The finished runs of one claim: per (problem, method) the seeds' summaries and journals."""
+
+    claim: Claim
+    summaries: dict[tuple[str, str], dict[int, dict[str, Any]]]
+    records: dict[tuple[str, str], dict[int, list[dict[str, Any]]]]
+
+    @classmethod
+    def load(cls, claim: Claim, root: Path) -> "Runs":
+        from admm_automl.journal import Journal
+
+        summaries: dict = {}
+        records: dict = {}
+        for problem in claim.problems:
+            for method in claim.methods:
+                for seed in claim.seeds:
+                    folder = Job(claim, problem, method, seed).folder(root)
+                    path = folder / "run.json"
+                    if not path.is_file():
+                        continue
+                    summaries.setdefault((problem, method), {})[seed] = json.loads(path.read_text())
+                    journal = folder / "journal.jsonl"
+                    records.setdefault((problem, method), {})[seed] = (
+                        Journal.read(journal) if journal.is_file() else [])
+        return cls(claim, summaries, records)
+
+    def pairs(self) -> list[tuple[str, int]]:
+        """The (problem, seed) pairs every method of the claim has finished."""
+        return [(p, s) for p in self.claim.problems for s in self.claim.seeds
+                if all(s in self.summaries.get((p, m), {}) for m in self.claim.methods)]
+
+    def value(self, problem: str, method: str, seed: int, fraction: float = 1.0) -> float:
+        """The pair's value for ``method`` at ``fraction`` of the budget (see :class:`Claim`)."""
+        claim, summary = self.claim, self.summaries[problem, method][seed]
+        if claim.kind == "constrained":
+            best = summary["best_loss"]
+            return math.inf if best is None else float(best)
+        records = self.records[problem, method][seed]
+        if claim.kind == "time_to":
+            return time_to(records, claim.target)
+        return incumbent(records, fraction, claim, summary)
+
+    def matrix(self, fraction: float = 1.0) -> tuple[list[str], np.ndarray]:
+        """Values of every method (columns, in ``claim.methods`` order) over the pairs (rows)."""
+        names = list(self.claim.methods)
+        return names, np.array([[self.value(p, m, s, fraction) for m in names]
+                                for p, s in self.pairs()], dtype=float).reshape(-1, len(names))
+
+    def commits(self) -> set[str]:
+        return {str(s.get("commit")) for runs in self.summaries.values() for s in runs.values()}
+
+
+def _scores(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    from admm_automl.benchmarks.analysis import is_score
+
+    return [r for r in records if is_score(r)]
+
+
+def incumbent(records: Sequence[Mapping[str, Any]], fraction: float, claim: Claim,
+              summary: Mapping[str, Any]) -> float:
+    """The best full-fidelity loss finished by ``fraction`` of the budget (of the time, or of the
+    evaluations for an evaluation budget); the problem's worst loss (NaN for the artificial
+    objective) before the first."""
+    worst = summary.get("worst_loss")
+    worst = math.nan if worst is None else float(worst)
+    scores = _scores(records)
+    if claim.budget is not None:
+        done = [r["loss"] for r in scores if float(r["time"]) <= fraction * claim.budget]
+    else:
+        done = [r["loss"] for r in scores[: max(1, int(round(fraction * claim.max_evals)))]]
+    finite = [float(v) for v in done if v is not None and math.isfinite(float(v))]
+    return min(finite) if finite else worst
+
+
+def time_to(records: Sequence[Mapping[str, Any]], target: float) -> float:
+    """Seconds until a full-fidelity loss at or below ``target`` is finished (∞ if never)."""
+    hits = [float(r["time"]) for r in _scores(records) if float(r["loss"]) <= target + 1e-12]
+    return min(hits) if hits else math.inf
+
+
+def decide(runs: Runs) -> stats.Verdict:
+    """The claim's verdict by its rule, on the pairs every method has finished."""
+    claim = runs.claim
+    names, _ = runs.matrix()
+    index = {n: i for i, n in enumerate(names)}
+    if not runs.pairs():
+        return stats.Verdict("not reproduced", "no pair has a run of every method")
+    if isinstance(claim.rule, stats.Lower):
+        _, values = runs.matrix(1.0)
+        (other,) = claim.against
+        return claim.rule.decide(values[:, index[claim.method]], values[:, index[other]])
+    checkpoints = {}
+    for f in CHECKPOINTS:
+        _, values = runs.matrix(f)
+        checkpoints[f"{f:g}T"] = (values[:, index[claim.method]],
+                                  {o: values[:, index[o]] for o in claim.against})
+    return claim.rule.decide(checkpoints)
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    if x is None or not np.isfinite(x):
+        return "∞" if x is not None and np.isinf(x) else "—"
+    return f"{x:.{digits}g}"
+
+
+def report(runs: Runs) -> str:
+    """The printed section of one claim: what the paper says, the rule, the medians (IQR) at
+    the checkpoints, the mean rank with its bootstrap interval, each comparison's wins and
+    paired p, the paper's speedup where it defines one, and the verdict."""
+    claim = runs.claim
+    pairs = runs.pairs()
+    verdict = decide(runs)
+    unit = "evaluations" if claim.budget is None else "s"
+    limit = claim.max_evals if claim.budget is None else claim.budget
+    lines = [f"#### {claim.name}: {claim.paper}", "",
+             f"Problems: {', '.join(claim.problems)}; seeds {min(claim.seeds)}–{max(claim.seeds)}; "
+             f"budget T = {limit:g} {unit}; {len(pairs)} complete (problem, seed) pairs; "
+             f"code {', '.join(sorted(runs.commits()))}.", "",
+             f"Rule (written before the runs): {claim.rule_text()}.", ""]
+    if not pairs:
+        return "\n".join(lines + ["No complete pair yet.", ""])
+    what = {"incumbent": "best loss so far", "time_to": f"seconds to reach {claim.target}",
+            "constrained": "best feasible validation loss"}[claim.kind]
+    fractions = (1.0,) if claim.kind != "incumbent" else CHECKPOINTS
+    head = " | ".join(f"{f:g}T" for f in fractions)
+    lines += [f"Median (25–75 %) of the {what} over the pairs; mean rank at T with a 95 % "
+              "bootstrap interval; n = median evaluations per run.", "",
+              f"| method | {head} | rank at T | n |", "|---|" + "---|" * (len(fractions) + 2)]
+    names, final = runs.matrix(1.0)
+    mean, low, high = stats.rank_intervals(final)
+    columns = {f: runs.matrix(f)[1] for f in fractions}
+    for i, name in enumerate(names):
+        cells = []
+        for f in fractions:
+            v = columns[f][:, i]
+            q1, med, q3 = (np.nanpercentile(v, q) if np.isfinite(v).any() else math.nan
+                           for q in (25, 50, 75))
+            cells.append(f"{_fmt(med)} ({_fmt(q1, 3)}–{_fmt(q3, 3)})")
+        n = np.median([runs.summaries[p, name][s].get("n_evals", 0) for p, s in pairs])
+        lines.append(f"| {name} | " + " | ".join(cells)
+                     + f" | {mean[i]:.2f} [{low[i]:.2f}, {high[i]:.2f}] | {n:.0f} |")
+    lines += ["", "| comparison at T | wins | losses | one-sided p (lower) |", "|---|---|---|---|"]
+    me = final[:, names.index(claim.method)]
+    for other in claim.against:
+        them = final[:, names.index(other)]
+        lines.append(f"| {claim.method} vs {other} | {stats.win_fraction(me, them):.0%} | "
+                     f"{stats.win_fraction(them, me):.0%} | {stats.paired_p(me, them):.2g} |")
+    if claim.kind == "constrained":
+        lines += ["", constrained_table(runs)]
+    if claim.speedup_reference:
+        lines += ["", speedup_table(runs)]
+    lines += ["", f"**Verdict: {verdict.word}** — {verdict.reason}.", ""]
+    return "\n".join(lines)
+
+
+def speedup_table(runs: Runs) -> str:
+    """Liu et al. 2020's speedup (Tables 1, A4, A5): the time the reference's median incumbent
+    curve takes to reach its own final value over the time the method's median curve takes to
+    reach that value, per problem, with the paper's number beside it."""
+    from admm_automl.benchmarks.analysis import speedup
+
+    claim = runs.claim
+    ref = claim.speedup_reference
+    grid_rows = ["| problem | method | speedup | improvement | paper speedup | paper improvement |",
+                 "|---|---|---|---|---|---|"]
+    for problem in claim.problems:
+        curves = {m: _median_curve(runs, problem, m) for m in claim.methods}
+        if any(c is None for c in curves.values()):
+            continue
+        grid, ref_curve = curves[ref]
+        for m in (claim.method, *[a for a in claim.against if a != ref]):
+            s = speedup(grid, ref_curve, curves[m][1])
+            paper = claim.paper_numbers.get(m, {}).get(problem, (None, None))
+            grid_rows.append(f"| {problem} | {m} | {_fmt(s['speedup'], 3)}× | "
+                             f"{_fmt(s['improvement'], 3)} % | {_fmt(paper[0], 3)}× | "
+                             f"{_fmt(paper[1], 3)} % |")
+    return (f"Speedup over {ref} (Liu et al. 2020's definition, on median curves over seeds)\n\n"
+            + "\n".join(grid_rows))
+
+
+def _median_curve(runs: Runs, problem: str, method: str) -> tuple[np.ndarray, np.ndarray] | None:
+    from admm_automl.benchmarks.analysis import incumbent_curve, time_grid
+
+    by_seed = runs.records.get((problem, method))
+    if not by_seed or runs.claim.budget is None:
+        return None
+    grid = time_grid(runs.claim.budget)
+    worst = [runs.summaries[problem, method][s].get("worst_loss") for s in by_seed]
+    curves = np.array([incumbent_curve(r, grid, math.nan if w is None else float(w))
+                       for r, w in zip(by_seed.values(), worst)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
+        return grid, np.nanmedian(curves, axis=0)
+
+
+def constrained_table(runs: Runs) -> str:
+    """Per method: median feasible fraction of the evaluations, test AUROC of the final model,
+    and how many final models met every constraint on the test rows."""
+    rows = ["| method | feasible fraction | test AUROC | test-feasible final models |",
+            "|---|---|---|---|"]
+    for m in runs.claim.methods:
+        done = [s for (p, mm), by_seed in runs.summaries.items() if mm == m
+                for s in by_seed.values()]
+        if not done:
+            continue
+        rows.append(f"| {m} | {np.median([s['feasible_fraction'] for s in done]):.2f} | "
+                    f"{np.median([s['test']['roc_auc'] for s in done]):.4f} | "
+                    f"{sum(s['test_feasible'] for s in done)}/{len(done)} |")
+    return "\n".join(rows)
