@@ -71,7 +71,9 @@ class Claim:
     target: float | None = None
     speedup_reference: str | None = None
     paper_numbers: Mapping[str, Any] = field(default_factory=dict)
-    options: Mapping[str, Any] = field(default_factory=dict)  # our methods' run options
+    #: our methods' run options (make_optimizer's); a callable value is called with the run's
+    #: problem (an option that depends on the data, such as the first training size)
+    options: Mapping[str, Any] = field(default_factory=dict)
     constraints: tuple[Any, ...] = ()  # the constraint specifications of a constrained claim
 
     def __post_init__(self) -> None:
@@ -146,9 +148,10 @@ def run_job(job: Job, root: Path, data_dir: str | None) -> dict[str, Any]:
     if claim.kind == "constrained":
         return run_constrained(job, out, data_dir)
     problem = load_problem(claim, job.problem, job.seed, data_dir)
+    options = {k: v(problem) if callable(v) else v for k, v in claim.options.items()}
     return run(problem, claim.methods[job.method], seed=job.seed, time_budget=claim.budget,
                max_evals=claim.max_evals, out_dir=out, trial_timeout=claim.trial_timeout,
-               overhead_aware=False, method_options=dict(claim.options))
+               overhead_aware=False, method_options=options)
 
 
 def run_constrained(job: Job, out: Path, data_dir: str | None) -> dict[str, Any]:

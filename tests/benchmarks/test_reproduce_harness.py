@@ -1,0 +1,77 @@
+"""The reproduction harness of experiments/reproduce: what a pair's value is, which runs a
+campaign makes, and a claim decided end to end on real (tiny) runs of the artificial objective."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "reproduce"))
+
+import harness  # noqa: E402
+from admm_automl.benchmarks.stats import Lower  # noqa: E402
+
+RECORDS = [  # time, loss, fidelity
+    {"time": 1.0, "loss": 0.5, "fidelity": 0.1},  # below full data: never an incumbent
+    {"time": 2.0, "loss": 0.4, "fidelity": 1.0},
+    {"time": 5.0, "loss": 0.3, "fidelity": 1.0},
+    {"time": 9.0, "loss": 0.35, "fidelity": 1.0},
+]
+
+
+def claim(**kw):
+    base = dict(name="c", paper="p", problems=("artificial",),
+                methods={"A": "AdADMM-F16(BO,Ba)", "R": "Random"}, method="A", against=("R",),
+                rule=Lower(0.8, 0.05), budget=10.0, space="paper_small")
+    return harness.Claim(**{**base, **kw})
+
+
+def test_the_incumbent_at_a_fraction_of_the_time_or_of_the_evaluations():
+    timed = claim()
+    assert harness.incumbent(RECORDS, 0.1, timed, {"worst_loss": 1.0}) == 1.0  # none by 1 s
+    assert harness.incumbent(RECORDS, 0.3, timed, {"worst_loss": 1.0}) == 0.4
+    assert harness.incumbent(RECORDS, 1.0, timed, {"worst_loss": None}) == 0.3
+    counted = claim(budget=None, max_evals=3)
+    assert harness.incumbent(RECORDS, 1 / 3, counted, {"worst_loss": 1.0}) == 0.4
+    assert math.isnan(harness.incumbent([], 1.0, counted, {"worst_loss": None}))
+
+
+def test_time_to_a_target_counts_full_data_only():
+    assert harness.time_to(RECORDS, 0.4) == 2.0
+    assert harness.time_to(RECORDS, 0.45) == 2.0  # the 0.5 at 10 % of the rows does not count
+    assert harness.time_to(RECORDS, 0.2) == math.inf
+
+
+def test_a_claim_needs_its_methods_and_one_budget():
+    with pytest.raises(ValueError, match="not in its methods"):
+        claim(against=("JOPT",))
+    with pytest.raises(ValueError, match="time budget or max_evals"):
+        claim(max_evals=10)
+
+
+def test_runs_shared_by_two_claims_are_made_once_seeds_first():
+    a = claim(name="a", seeds=(0, 1))
+    b = claim(name="b", seeds=(0, 1, 2), methods={"A": "AdADMM-F16(BO,Ba)", "R": "Random"})
+    jobs = harness.jobs([a, b])
+    assert [(j.method, j.seed) for j in jobs] == [("A", 0), ("R", 0), ("A", 1), ("R", 1),
+                                                 ("A", 2), ("R", 2)]
+    other_budget = claim(name="c", budget=20.0, seeds=(0,))
+    assert len(harness.jobs([a, other_budget])) == 6  # another budget is another run
+
+
+def test_a_claim_is_decided_end_to_end_on_real_runs(tmp_path):
+    c = claim(budget=None, max_evals=12, seeds=(0, 1, 2))
+    for job in harness.jobs([c]):
+        harness.run_job(job, tmp_path, None)
+        assert (job.folder(tmp_path) / "journal.jsonl").is_file()
+    runs = harness.Runs.load(c, tmp_path)
+    assert runs.pairs() == [("artificial", 0), ("artificial", 1), ("artificial", 2)]
+    names, values = runs.matrix(1.0)
+    assert names == ["A", "R"] and values.shape == (3, 2) and (values > 0).all()
+    text = harness.report(runs)
+    assert "Rule (written before the runs): reproduced if A is below R" in text
+    # three pairs cannot reach p < 0.05 either way (the smallest possible p is 1/8)
+    assert "**Verdict: not reproduced**" in text and "smallest possible p is 0.12" in text
