@@ -139,11 +139,16 @@ class BaseSolver(ParamsMixin, abc.ABC):
         self.n_configurations_ = self._n_configurations()
         self.told_ = set()
         if self.n_configurations_ is not None:
-            self.told_ = {self._configuration(x) for x, _ in self.problem_.history}
+            self.told_ = {self._configuration(x) for x, _ in self._known_history()}
 
     def _n_configurations(self) -> int | None:
         """Hook: how many distinct configurations the problem has (None: unbounded, unknown)."""
         return None
+
+    def _known_history(self) -> list[tuple[Any, Observation]]:
+        """Hook: the history entries that count as told configurations and compete in
+        :meth:`best` (default: all of ``problem.history``)."""
+        return list(self.problem_.history)
 
     def _configuration(self, config: Any) -> Any:
         """Hook: a hashable identity of the configuration ``config`` evaluates."""
@@ -270,7 +275,7 @@ class BaseSolver(ParamsMixin, abc.ABC):
 
     def best(self) -> tuple[Any, Observation] | None:
         """Best ``(config, observation)`` of this problem's history and this solver's trials."""
-        candidates = list(self.problem_.history) + list(self.trials_)
+        candidates = self._known_history() + list(self.trials_)
         if not candidates:
             return None
         scores = np.array([self.problem_.augment(c, o) for c, o in candidates], dtype=float)
@@ -329,6 +334,15 @@ class BaseZSolver(BaseSolver):
 
     def _configuration(self, config: Any) -> tuple[int, ...]:
         return tuple(int(j) for j in config)
+
+    def _known_history(self) -> list[tuple[Any, Observation]]:
+        """The full-data history entries: a pipeline trained on a subset (a start evaluated at
+        the first level of the multi-fidelity ladder) has a loss biased upwards that is not
+        comparable with full-data ones, and was not evaluated at the fidelity these solvers ask,
+        so it is neither a told configuration nor a candidate of :meth:`best`. The
+        multi-fidelity solvers read the whole history through their ladder."""
+        return [(z, o) for z, o in self.problem_.history if o is None or o.fidelity >= 1.0]
+
     def _cheap_configs(self, n: int) -> list[tuple[int, ...]]:
         """Uniform choices (:func:`random_z`)."""
         return [random_z(self.rng_, self.problem_.n_choices) for _ in range(n)]

@@ -147,7 +147,7 @@ def test_selection_keeps_one_z_problem_so_blds_never_repeats_a_request(make_engi
     assert engine.calls[0][0] == ENC.initial_z
     keys = [(c[0], c[2]) for c in engine.calls]
     assert len(set(keys)) == len(keys) == 60
-    assert min(c[2] for c in engine.calls) == pytest.approx(100 / 1600)
+    assert min(c[2] for c in engine.calls) == pytest.approx(200 / 1600)  # the first level, bη
     assert not any(e.observation.cached for e in result.evaluated)
 
 
@@ -228,7 +228,8 @@ def test_admm_with_bo_and_blds_fits_breast_cancer():
                      random_state=0, cv=None).fit(X, y)
     history = model.history_
     assert len(history) == 60 and not history["key"].duplicated().any()
-    assert history["fidelity"].min() == pytest.approx(100 / history["n_train"].max(), rel=0.02)
+    # the first level is bη = 200 rows (Kishimoto et al., 2021, b = 100, η = 2)
+    assert history["fidelity"].min() == pytest.approx(200 / history["n_train"].max(), rel=0.02)
     assert model.best_loss_ < 0.05 and model.predict(X).shape == (len(y),)
 
 

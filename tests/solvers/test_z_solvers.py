@@ -12,10 +12,16 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from admm_automl.exceptions import InvalidParameterError
 from admm_automl.problem import ZProblem
 from admm_automl.solvers import Z_SOLVERS
 from admm_automl.solvers.z._fidelity import Ladder, fidelity_levels
-from admm_automl.solvers.z.blds import literal_ucb_radius, reconstructed_radius
+from admm_automl.solvers.z.blds import (
+    even_dar_radius,
+    literal_bound,
+    literal_ucb_radius,
+    monotone_bound,
+)
 from admm_automl.records import Observation
 
 # ----------------------------------------------------------------------------- synthetic problem
@@ -87,10 +93,12 @@ SEEDS = range(5)
 #: evaluations within which each solver finds the best pipeline for every seed in SEEDS
 #: (measured maxima over the seeds in comments; the fidelity model makes small data misleading)
 BUDGETS = {
-    "blds1": ({"name": "blds", "params": {"disc": 1}}, 220),  # max 180
-    "blds2": ({"name": "blds", "params": {"disc": 2}}, 320),  # max 266
+    # the default bound reaches further below a subset's loss than the Even-Dar radius did (max
+    # 214 and 221 with bound="even_dar"), so BLDS refines more candidates before it accepts
+    "blds1": ({"name": "blds", "params": {"disc": 1}}, 600),  # max 508
+    "blds2": ({"name": "blds", "params": {"disc": 2}}, 320),  # max 261
     "daub": ("daub", 500),  # 483: the bootstrap (2 × 240) comes first, as in Kishimoto et al.
-    "hyperband": ("hyperband", 400),  # max 323
+    "hyperband": ("hyperband", 400),  # max 308
     "bo": ("bo", 50),  # max 40
 }
 
@@ -115,39 +123,84 @@ def test_cmab_finds_the_best_pipeline_of_an_additive_problem():
 
 
 # ----------------------------------------------------------------------------- fidelity ladder
-def test_fidelity_levels_follow_b_eta_k_rows_up_to_the_full_split():
+def test_fidelity_levels_follow_b_eta_k_rows_from_b_eta_up_to_the_full_split():
+    """The k-th training uses b·η^k rows, bη the first: Kishimoto et al. (2021)'s text, and their
+    worked example, where a candidate is retrained on 400 rows after its first training."""
     # training rows (70 % of the sizes in Kishimoto et al., 2021, Table 2) of bank-marketing, JM1
     # and guillermo, with their number of levels and last partial size at b = 100, η = 2
-    table = [(31647, 10, 25600), (7619, 8, 6400), (14000, 9, 12800)]
+    table = [(31647, 9, 25600), (7619, 7, 6400), (14000, 8, 12800)]
     for n_train, n_levels, last_partial in table:
         levels = fidelity_levels(n_train)
         rows = [math.ceil(f * n_train) for f in levels]
         assert len(levels) == n_levels and levels[-1] == 1.0
-        assert rows[:-1] == [100 * 2**k for k in range(n_levels - 1)]
+        assert rows[:2] == [200, 400]  # first training bη, the retraining of the example 400
+        assert rows[:-1] == [100 * 2**k for k in range(1, n_levels)]
         assert rows[-2] == last_partial and rows[-1] == n_train
     assert fidelity_levels(None) == (1.0,)
-    assert fidelity_levels(100) == (1.0,) and fidelity_levels(80) == (1.0,)
-    assert fidelity_levels(1000, b=50, eta=3) == pytest.approx((0.05, 0.15, 0.45, 1.0))
+    assert fidelity_levels(200) == (1.0,) and fidelity_levels(150) == (1.0,)
+    assert fidelity_levels(201) == pytest.approx((200 / 201, 1.0))
+    assert fidelity_levels(1000, b=50, eta=3) == pytest.approx((0.15, 0.45, 1.0))
     assert fidelity_levels(None, fidelity=(0.1, 1.0)) == (0.125, 0.25, 0.5, 1.0)
     assert fidelity_levels(1000, fidelity=(0.15, 0.9)) == pytest.approx((0.2, 0.4, 0.8, 0.9))
 
 
-def test_ladder_rows_and_cumulative_data():
+def test_ladder_rows_cumulative_data_and_levels_of_fidelities():
     problem, _ = make_problem(n_train=455)
     ladder = Ladder.for_problem(problem, b=100, eta=2)
-    assert ladder.rows == (100, 200, 400, 455)
-    # D_k sums the sizes actually used (the last one capped), not the nominal 100·(2^(k+1) − 1)
-    assert [ladder.cumulative(k) for k in range(4)] == [100, 300, 700, 1155]
+    assert ladder.rows == (200, 400, 455)
+    # D sums the sizes actually used (the last one capped), not the printed Σ_{j≤k} bη^(j−1)
+    assert [ladder.cumulative(k) for k in range(3)] == [200, 600, 1055]
+    first = fidelity_levels(455)[0]
+    assert ladder.level_at(first, 455) == 0 and ladder.level_at(200 / 455, 455) == 0
+    assert ladder.level_at(1.0, 455) == 2 and ladder.level_at(0.3, 455) is None
+    unknown, _ = make_problem(n_train=None, fidelity=(0.1, 1.0))
+    nominal = Ladder.for_problem(unknown, b=100, eta=2)  # n_train unknown: first level bη rows
+    assert nominal.rows == (200, 400, 800, 1600)
+    assert nominal.level_at(0.25, None) == 1 and nominal.level_at(0.3, None) is None
 
 
-def test_confidence_radius_matches_the_spec_table():
-    """Our reconstruction sqrt(ln((cL/δ)·D²)/D) of the garbled radius of Kishimoto et al. (2021),
-    at cL/δ = 1/9600 and the D_k of b = 100, η = 2 (values worked out by hand)."""
+# ----------------------------------------------------------------------------- BLDS bounds
+def test_literal_bound_is_the_printed_formula_with_its_undefined_part_at_zero():
+    """UCB = v + sqrt(X), LCB = v − sqrt(X·ln X) with X = cL·D²/(D·δ) = D/9600 (Kishimoto et al.,
+    2021); where X·ln X < 0 (D < 9600) the LCB term is the real part, 0."""
+    k = 1 / 9600
+    assert literal_bound(200, k) == pytest.approx((0.0, math.sqrt(200 / 9600)))
+    assert literal_bound(9600, k) == pytest.approx((0.0, 1.0))
+    assert literal_bound(12600, k) == pytest.approx((0.59743, 1.14564), abs=5e-5)
+    assert literal_bound(96000, k) == pytest.approx((math.sqrt(10 * math.log(10)), math.sqrt(10)))
+    assert literal_bound(0, k) == (0.0, 0.0)
+    # read literally, the interval widens as data grows
+    assert literal_bound(25400, k)[1] > literal_bound(600, k)[1]
+
+
+def test_even_dar_radius_matches_the_hand_table_and_is_not_monotone():
+    """sqrt(ln((cL/δ)·D²)/D) at cL/δ = 1/9600 (the former default): it rises until D ≈ 266."""
     table = {100: 0.0202, 300: 0.0864, 700: 0.0750, 1500: 0.0603, 3100: 0.0472, 12700: 0.0277}
     for d, r in table.items():
-        assert reconstructed_radius(d, 1 / 9600) == pytest.approx(r, abs=5e-5)
-    assert reconstructed_radius(90, 1 / 9600) == 0.0  # log argument < 1: radius clamped to 0
+        assert even_dar_radius(d, 1 / 9600) == pytest.approx(r, abs=5e-5)
+    assert even_dar_radius(90, 1 / 9600) == 0.0  # log argument < 1: radius clamped to 0
+    assert even_dar_radius(100, 1 / 9600) < even_dar_radius(300, 1 / 9600)
     assert literal_ucb_radius(9600, 1 / 9600) == pytest.approx(1.0)
+
+
+def test_monotone_bound_is_non_increasing_asymmetric_and_pins_its_values():
+    k = 1 / 9600
+    grid = np.unique(np.r_[np.geomspace(200, 1e7, 400), [266, 267, 723, 724, 725]])
+    terms = np.array([monotone_bound(float(d), k) for d in grid])
+    below, above = terms[:, 0], terms[:, 1]
+    assert np.all(np.diff(below) <= 1e-15) and np.all(np.diff(above) <= 1e-15)
+    assert np.all(below >= 1.7 * above)  # wider below v: a subset's loss is biased upwards
+    # the least non-increasing majorant of the Even-Dar radius above, with ln(X) more below
+    even = np.array([even_dar_radius(float(d), k) for d in grid])
+    assert np.all(above >= even - 1e-15) and np.allclose(above[grid >= 267], even[grid >= 267])
+    assert np.allclose(below[grid >= 724], [
+        math.log(k * d * d) / math.sqrt(d) for d in grid[grid >= 724]])
+    # D after the first 1, 2, 3 and 6 trainings (200, 400, 800, …, 6400 rows)
+    pinned = {200: (0.14866, 0.08666), 600: (0.14866, 0.07772), 1400: (0.14215, 0.06164),
+              12600: (0.08653, 0.02777)}
+    for d, pair in pinned.items():
+        assert monotone_bound(d, k) == pytest.approx(pair, abs=5e-5)
+    assert monotone_bound(1, k) == monotone_bound(200, k)  # defined below the first level too
 
 
 # ----------------------------------------------------------------------------- BLDS
@@ -168,9 +221,11 @@ def _drive(solver, problem, n):
 
 
 def test_blds_worked_example_accept_refine_and_climb():
-    """Two pipelines, 5 levels: the better candidate is accepted at once (u < lcb), then every
-    overlapping comparison refines the loser exactly one level, and the incumbent climbs one level
-    per pass until it is trained on full data; then the space is exhausted (full re-asks)."""
+    """Two pipelines, 4 levels (200, 400, 800, 1600 rows): the better candidate overlaps the
+    start at the first level, is refined once and accepted (its new UCB is below the start's);
+    the incumbent then climbs one level per pass, each pass refining the loser by one level,
+    until it is trained on full data; the restart from the loser trains it fully, and then the
+    space is exhausted (full re-asks)."""
     values = {(0,): 0.30, (1,): 0.20}
 
     def evaluate(suggestions):
@@ -182,10 +237,10 @@ def test_blds_worked_example_accept_refine_and_climb():
     solver = _blds(problem)
     asked = _drive(solver, problem, 12)
     levels = [solver.level_of(f) for _, f in asked]
-    assert [(z[0], k) for (z, _), k in zip(asked[:10], levels)] == [
-        (0, 0), (1, 0), (1, 1), (0, 1), (1, 2), (0, 2), (1, 3), (0, 3), (1, 4), (0, 4)
+    assert [(z[0], k) for (z, _), k in zip(asked[:8], levels)] == [
+        (0, 0), (1, 0), (1, 1), (1, 2), (0, 1), (1, 3), (0, 2), (0, 3)
     ]
-    assert all(k == 4 for k in levels[10:])  # exhausted: full-fidelity re-asks only
+    assert all(k == 3 for k in levels[8:])  # exhausted: full-fidelity re-asks only
     z, obs = solver.best()
     assert z == (1,) and obs.loss == 0.20
 
@@ -232,7 +287,7 @@ def test_blds_never_trains_a_pipeline_twice_at_the_same_fidelity():
         for z, f in calls:
             by_z.setdefault(z, []).append(solver.level_of(f))
         assert all(levels == list(range(len(levels))) for levels in by_z.values())
-        assert solver.n_restarts_ >= 1 and max(map(len, by_z.values())) == 5
+        assert solver.n_restarts_ >= 1 and max(map(len, by_z.values())) == 4
 
 
 def test_blds_update_problem_clears_the_cache_and_restarts_from_the_new_start():
@@ -263,12 +318,86 @@ def test_blds_best_counts_full_fidelity_only():
 def test_blds_parameters_are_validated():
     problem, _ = make_problem()
     for params, match in [({"disc": 0}, "disc"), ({"bound": "nope"}, "bound"),
-                          ({"order": "x"}, "order")]:
-        with pytest.raises(Exception, match=match):
+                          ({"order": "x"}, "order"),
+                          ({"bound": "reconstructed"}, "now called 'even_dar'.*'monotone'")]:
+        with pytest.raises(InvalidParameterError, match=match):
             _blds(problem, **params)
     custom = _blds(problem, bound=lambda d, c: 0.0)  # a callable radius: plain first improvement
     custom.run(20)
     assert all(rec.lcb == rec.ucb for rec in custom.cache_.values())
+
+
+@pytest.mark.parametrize("bound, fn", [("monotone", monotone_bound), ("literal", literal_bound),
+                                       ("even_dar", even_dar_radius),
+                                       ("literal_ucb", literal_ucb_radius),
+                                       (lambda d, c: (0.3, 0.1), lambda d, c: (0.3, 0.1))])
+def test_blds_intervals_use_the_bound_terms_of_the_data_consumed(bound, fn):
+    """Every cached interval is [v − below(D), v + above(D)], D the rows the pipeline has consumed
+    (a single radius counts on both sides)."""
+    problem, _ = make_problem()
+    solver = _blds(problem, seed=1, bound=bound)
+    solver.run(40)
+    for rec in solver.cache_.values():
+        terms = fn(solver.ladder_.cumulative(rec.level), 1 / 9600)
+        below, above = (terms, terms) if np.isscalar(terms) else terms
+        assert (rec.value - rec.lcb, rec.ucb - rec.value) == pytest.approx((below, above))
+
+
+# ----------------------------------------------------------------------------- a start at the first level
+START = (2, 1, 2, 3)
+
+
+def _first_level_start(n_train=1600):
+    """A z-problem whose history is START trained on the first level's rows, as
+    ``SelectionOptimizer(initial="random", initial_fidelity=...)`` gives it."""
+    f = fidelity_levels(n_train)[0]
+    obs = Observation(loss=true_loss(START) + 0.15 * (1.0 - f) * _bias(START), fidelity=f)
+    return make_problem(n_train=n_train, history=[(START, obs)], start=START)
+
+
+def test_blds_takes_a_first_level_start_as_its_first_training():
+    """The history's first-level training of the start is line 5's INCREASEANDTRAIN of
+    Algorithm 1 (Kishimoto et al., 2021): BLDS searches its neighbourhood at once, and raises the
+    start only when that fails."""
+    problem, calls = _first_level_start()
+    solver = _blds(problem, seed=0)
+    assert list(solver.cache_) == [START] and solver.cache_[START].level == 0
+    assert not solver.cache_[START].done
+    solver.run(30)
+    z, f = calls[0]
+    assert sum(a != b for a, b in zip(z, START)) == 1 and solver.level_of(f) == 0
+    assert (START, fidelity_levels(1600)[0]) not in calls  # never trained there again
+    assert solver.best() is None or solver.best()[1].fidelity == 1.0  # not a full-data result
+
+
+def test_daub_bootstraps_a_first_level_start_first_from_its_history_point():
+    problem, calls = _first_level_start()
+    solver = Z_SOLVERS.create("daub")
+    solver.setup(problem, np.random.default_rng(0))
+    assert solver.curve_[START] == {0: problem.history[0][1].loss}
+    solver.run(3)
+    assert calls[0] == (START, solver.ladder_.fractions[1])  # its second bootstrap point
+    assert START not in {z for z, _ in calls[1:]}
+
+
+def test_hyperband_caches_history_entries_on_the_ladder():
+    problem, _ = _first_level_start()
+    solver = Z_SOLVERS.create("hyperband")
+    solver.setup(problem, np.random.default_rng(0))
+    assert solver.cache_ == {(START, 0): problem.history[0][1].loss}
+
+
+@pytest.mark.parametrize("name", ["random", "cmab"])
+def test_full_data_solvers_leave_a_first_level_start_out(name):
+    """Not a told configuration (the start was never evaluated at full data, which these
+    solvers ask) and not a candidate of best(): its loss on a subset is biased upwards."""
+    problem, calls = _first_level_start()
+    solver = Z_SOLVERS.create(name)
+    solver.setup(problem, np.random.default_rng(0))
+    assert solver.told_ == set() and solver.best() is None
+    solver.run(5)
+    assert all(f == 1.0 for _, f in calls)
+    assert solver.best()[1].fidelity == 1.0
 
 
 # ----------------------------------------------------------------------------- CMAB
@@ -312,18 +441,19 @@ def test_cmab_posterior_prefers_the_best_arms():
 
 # ----------------------------------------------------------------------------- Hyperband
 def test_hyperband_brackets_halve_on_the_shared_levels():
-    """n_train = 1600 gives levels 100..1600 rows (s_max = 4): the first bracket trains 16 pipelines
-    at 100 rows, keeps the best 8 at 200, 4 at 400, 2 at 800 and 1 at 1600; the next (s = 3) starts
-    10 pipelines at 200 rows."""
+    """n_train = 1600 gives levels 200..1600 rows (s_max = 3): the first bracket trains 8 pipelines
+    at 200 rows, keeps the best 4 at 400, 2 at 800 and 1 at 1600; the next (s = 2) starts at 400
+    rows."""
     problem, calls = make_problem()
     solver = Z_SOLVERS.create("hyperband")
     solver.setup(problem, np.random.default_rng(0))
-    solver.run(31 + 10)
+    solver.run(15 + 1)
     levels = [solver.level_of(f) for _, f in calls]
-    assert levels == [0] * 16 + [1] * 8 + [2] * 4 + [3] * 2 + [4] + [1] * 10
-    for k, keep in [(0, 8), (1, 4), (2, 2), (3, 1)]:
-        rung = [z for (z, _), lv in zip(calls[:31], levels[:31]) if lv == k]
-        nxt = [z for (z, _), lv in zip(calls[:31], levels[:31]) if lv == k + 1]
+    assert solver.ladder_.rows == (200, 400, 800, 1600)
+    assert levels == [0] * 8 + [1] * 4 + [2] * 2 + [3] + [1]
+    for k, keep in [(0, 4), (1, 2), (2, 1)]:
+        rung = [z for (z, _), lv in zip(calls[:15], levels[:15]) if lv == k]
+        nxt = [z for (z, _), lv in zip(calls[:15], levels[:15]) if lv == k + 1]
         frac = solver.ladder_.fractions[k]
         value = {z: true_loss(z) + 0.15 * (1 - frac) * _bias(z) for z in rung}
         assert sorted(nxt) == sorted(sorted(rung, key=value.get)[:keep])
@@ -359,9 +489,9 @@ def test_daub_projection_is_the_optimistic_linear_extrapolation():
     solver = Z_SOLVERS.create("daub")
     solver.setup(problem, np.random.default_rng(0))
     z = (0, 0, 0, 0)
-    solver.curve_[z] = {0: 0.40, 1: 0.35, 2: 0.30}  # rows 100, 200, 400
-    slope = np.polyfit([100, 200, 400], [0.40, 0.35, 0.30], 1)[0]
-    assert solver.projected(z) == pytest.approx(max(0.0, 0.30 + slope * (1600 - 400)))
+    solver.curve_[z] = {0: 0.40, 1: 0.35, 2: 0.30}  # rows 200, 400, 800
+    slope = np.polyfit([200, 400, 800], [0.40, 0.35, 0.30], 1)[0]
+    assert solver.projected(z) == pytest.approx(max(0.0, 0.30 + slope * (1600 - 800)))
     solver.curve_[z] = {0: 0.30, 1: 0.35}  # getting worse: no optimism beyond the last value
     assert solver.projected(z) == pytest.approx(0.35)
 

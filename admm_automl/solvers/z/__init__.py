@@ -4,8 +4,11 @@
 default), ``bo`` (GP-BO over one-hot choices), ``flash`` (the ridge path model with EIPS of Zhang
 et al., KDD 2016, fed by every evaluation of the run), and the multi-fidelity solvers of
 Kishimoto et al. (2021) — ``blds`` (Bandit Limited Discrepancy Search), ``daub`` and
-``hyperband`` — which train on nested subsets of b·η^k rows (:mod:`._fidelity`).
+``hyperband`` — which train on nested subsets of b·η^k rows, k ≥ 1 (:func:`fidelity_levels`,
+their shared ladder).
 """
+
+from ._fidelity import fidelity_levels
 
 from .blds import BLDSZSolver
 from .bo import GPBayesOptZSolver
@@ -23,4 +26,5 @@ __all__ = [
     "HyperbandZSolver",
     "RandomZSolver",
     "ThompsonSamplingZSolver",
+    "fidelity_levels",
 ]

@@ -1,10 +1,15 @@
 """Shared machinery of the multi-fidelity z-solvers (BLDS, DAUB, Hyperband).
 
 * :func:`fidelity_levels` turns ``(b, η, n_train)`` into the training-data fractions of the
-  schedule of Kishimoto et al. (2021): b, bη, bη², … rows (the first training uses b rows, one of
-  the paper's two conflicting readings), the last level being the whole training split.
+  schedule of Kishimoto et al. (2021): the k-th training of a pipeline uses b·η^k rows (bη, bη²,
+  …; 200, 400, 800, … at their b = 100, η = 2), the last level being the whole training split.
+  BLDS, DAUB and Hyperband share this ladder, as the paper's three methods "use the same strategy
+  to increase the subset of training data".
 * :class:`Ladder` holds those levels with their row counts (for confidence radii and learning
   curves).
+* :meth:`ProgramZSolver.history_levels` places the problem's history on the ladder, so that a
+  start evaluated at the first level (``SelectionOptimizer(initial_fidelity=...)``) counts as
+  that pipeline's first training.
 * :class:`ProgramZSolver` lets a solver be written as a plain generator that ``yield``s
   ``(z, level)`` requests and receives the observation back, which keeps first-improvement
   searches (BLDS) and successive halving (Hyperband) readable as the papers' pseudocode. It also
@@ -44,7 +49,15 @@ def fidelity_levels(
     eta: float = 2.0,
     fidelity: tuple[float, float] | None = None,
 ) -> tuple[float, ...]:
-    """Training-data fractions of the levels b·η^k rows (k = 0, 1, …), ending at full data.
+    """Training-data fractions of the levels b·η^k rows (k = 1, 2, …), ending at full data.
+
+    The first level is bη rows, not b. Kishimoto et al. (2021) write both: their text says the
+    k-th training of a pipeline "selects bη^k samples" (citing Sabharwal et al., 2016), and
+    their worked example (Appendix, Figure 3) retrains a candidate "with an increased training
+    subset (i.e., 400 samples)" after its first training, which is 200 = bη rows at b = 100,
+    η = 2; only their D_k = Σ_{j=1..k} bη^(j−1), and one sentence on the first evaluation ("after
+    training p with b samples"), count the first training as b. We follow the schedule the text
+    states and the example shows.
 
     Parameters
     ----------
@@ -52,7 +65,8 @@ def fidelity_levels(
         Training rows at full fidelity. ``None`` (unknown) gives full fidelity only, unless a
         ``fidelity`` range is given: then the levels are ``hi·η^-k`` down to ``lo``.
     b, eta : float
-        First level in rows and growth factor (Kishimoto et al., 2021: 100 and 2).
+        Base size in rows and growth factor (Kishimoto et al., 2021: 100 and 2); the first level
+        is ``b * eta`` rows.
     fidelity : (lo, hi), optional
         Admissible range of fractions (``ZProblem.fidelity``); the last level is ``hi``.
 
@@ -60,7 +74,8 @@ def fidelity_levels(
     -------
     tuple of float
         Increasing fractions in (0, 1]; the last one is ``hi`` (1.0 without a range). Fraction f
-        trains on exactly ``ceil(f * n_train)`` = b·η^k rows.
+        trains on exactly ``ceil(f * n_train)`` = b·η^k rows. A training split of at most bη rows
+        has the full-data level only.
     """
     if not b > 0 or not eta > 1:
         raise InvalidParameterError(
@@ -79,7 +94,7 @@ def fidelity_levels(
             levels.append(levels[-1] / eta)
         return tuple(reversed(levels))
     levels = []
-    k = 0
+    k = 1  # the first training uses b·η rows
     while True:
         rows = int(math.ceil(b * eta**k - 1e-9))
         if rows >= hi * n_train:
@@ -96,8 +111,8 @@ def fidelity_levels(
 class Ladder:
     """Fidelity levels (fractions) and the training rows of each level.
 
-    With ``n_train`` unknown, rows are nominal: the first level counts as ``b`` rows and the others
-    scale with their fraction (so radii and slopes keep the paper's units).
+    With ``n_train`` unknown, rows are nominal: the first level counts as ``b·η`` rows and the
+    others scale with their fraction (so radii and slopes keep the paper's units).
     """
 
     fractions: tuple[float, ...]
@@ -111,7 +126,7 @@ class Ladder:
             rows = tuple(float(math.ceil(f * n_train)) if f < 1.0 else float(n_train)
                          for f in fractions)
         else:
-            rows = tuple(b * f / fractions[0] for f in fractions)
+            rows = tuple(b * eta * f / fractions[0] for f in fractions)
         return cls(fractions, rows)
 
     @property
@@ -119,12 +134,28 @@ class Ladder:
         return len(self.fractions) - 1
 
     def cumulative(self, k: int) -> float:
-        """D_k: rows consumed by the first k+1 trainings.
+        """D: rows consumed by the first k+1 trainings (levels 0..k) of a pipeline.
 
-        Our choice where the paper is silent: the sum of the sizes actually used (the last one
-        capped at the training-set size), not the nominal geometric sum.
+        The sum of the sizes actually used (the last one capped at the training-set size), not
+        Kishimoto et al.'s (2021) printed D_k = Σ_{j=1..k} bη^(j−1). That sum is the data a
+        pipeline has consumed when its j-th training uses bη^(j−1) rows; with the schedule we
+        follow (bη^j rows, :func:`fidelity_levels`) it would undercount every pipeline's data by
+        the factor η and count the first training as b rows it never had. The paper's stated
+        purpose of D_k, making the bounds "account for the training data size", is served by the
+        rows actually consumed.
         """
         return float(sum(self.rows[: k + 1]))
+
+    def level_at(self, fidelity: float, n_train: int | None) -> int | None:
+        """The level that trains on the same rows as ``fidelity`` (``ceil(f · n_train)``), or None
+        when no level does. Without ``n_train``, fractions are compared up to rounding."""
+        for k, f in enumerate(self.fractions):
+            if n_train:
+                if math.ceil(fidelity * n_train) == math.ceil(f * n_train):
+                    return k
+            elif abs(fidelity - f) <= 1e-12:
+                return k
+        return None
 
 
 def value_of(problem: ZProblem, z: tuple[int, ...], obs: Observation) -> float:
@@ -212,6 +243,24 @@ change at no cost. ``best()`` only considers observations at the top
         if suggestion.id == self._waiting_id:
             self._waiting_id = None
             self._advance(observation)
+
+    def history_levels(self) -> list[tuple[tuple[int, ...], int, Observation]]:
+        """The problem's history entries that sit on the ladder, as ``(z, level, observation)``.
+
+        An entry at full fidelity (or above the top of a ``fidelity`` range) is at the top level;
+        one trained on a lower level's rows is that pipeline's training at that level (a start
+        evaluated at the first level is its first training); entries between levels are left
+        out, as they fit no solver's schedule.
+        """
+        out = []
+        for z, obs in self.problem_.history:
+            if obs is None:
+                continue
+            level = (self.ladder_.top if self._is_full(1.0, obs)
+                     else self.ladder_.level_at(float(obs.fidelity), self.problem_.n_train))
+            if level is not None:
+                out.append((tuple(int(j) for j in z), level, obs))
+        return out
 
     # ------------------------------------------------------------------ results
     def level_of(self, fidelity: float) -> int:

@@ -15,18 +15,34 @@ from ..base import random_z
 from ...space.encoding import all_pipelines
 from ._fidelity import Program, ProgramZSolver, value_of
 
-BOUNDS = ("reconstructed", "literal_ucb")
+#: the built-in confidence bounds of ``BLDSZSolver(bound=...)``
+BOUNDS = ("monotone", "literal", "even_dar", "literal_ucb")
+#: former names, refused with the name to use now (the former default changed its name when the
+#: default became ``"monotone"``, so that no run silently changes its bound)
+RENAMED_BOUNDS = {"reconstructed": "even_dar"}
 
 
-def reconstructed_radius(d: float, cl_over_delta: float) -> float:
-    """sqrt(ln((cL/δ)·D²) / D), clamped to 0 when the log is negative.
+def literal_bound(d: float, cl_over_delta: float) -> tuple[float, float]:
+    """The confidence terms exactly as printed by Kishimoto et al. (2021), ``(below, above)``.
 
-    Our reconstruction of the confidence radius of Kishimoto et al. (2021), Section 3.2: the
-    printed formula is garbled (read literally, the interval widens as data grows, and the LCB takes
-    the square root of a negative number while (cL/δ)·D < 1). This reading uses the same symbols
-    and is the successive-elimination radius sqrt(ln(c·n·t²/δ)/t) of Even-Dar, Mannor and Mansour
-    with n = L pipelines and t = D.
+    With X = cL·D_k²/(D_k·δ) = (cL/δ)·D, they print UCB = v + sqrt(X) and
+    LCB = v − sqrt(X·log X) (natural log). Read literally the interval widens as data grows, and
+    X·log X < 0 whenever 0 < X < 1, i.e. D < δ/(cL) (9600 rows at their cL/δ = 1/9600): there the
+    square root has no real value. Our rule where it is undefined: the term below is the real part
+    of the printed expression, 0 (the LCB is v itself) while X ≤ 1; the term above is 0 for
+    X ≤ 0.
     """
+    x = cl_over_delta * d
+    above = math.sqrt(x) if x > 0 else 0.0
+    below = math.sqrt(x * math.log(x)) if x > 1.0 else 0.0
+    return below, above
+
+
+def even_dar_radius(d: float, cl_over_delta: float) -> float:
+    """sqrt(ln((cL/δ)·D²) / D), clamped to 0 while the log is not positive: the symmetric
+    successive-elimination radius sqrt(ln(c·n·t²/δ)/t) of Even-Dar, Mannor and Mansour (2006)
+    with n = L pipelines and t = D, the natural reading of the printed symbols. Not monotone at
+    the paper's constant: see :func:`monotone_bound`."""
     arg = cl_over_delta * d * d
     return math.sqrt(math.log(arg) / d) if arg > 1.0 and d > 0 else 0.0
 
@@ -36,11 +52,71 @@ def literal_ucb_radius(d: float, cl_over_delta: float) -> float:
     return math.sqrt(max(cl_over_delta * d, 0.0))
 
 
+def _past_peak(d: float, cl_over_delta: float, log_at_peak: float) -> tuple[float, float]:
+    """``(X, D̃)``: D̃ = max(D, D_peak), where D_peak solves ln((cL/δ)·D²) = ``log_at_peak``,
+    and X = (cL/δ)·D̃²."""
+    d_peak = math.exp(log_at_peak / 2.0) / math.sqrt(cl_over_delta)
+    d = max(d, d_peak)
+    return cl_over_delta * d * d, d
+
+
+def monotone_bound(d: float, cl_over_delta: float) -> tuple[float, float]:
+    """Our reconstruction of the confidence terms of Kishimoto et al. (2021), ``(below, above)``:
+
+    * above (UCB = v + term): sqrt(ln X / D̃) with X = (cL/δ)·D̃² and D̃ = max(D, e/sqrt(cL/δ));
+    * below (LCB = v − term): sqrt(ln X / D̃ · ln X) = ln X / sqrt(D̃) with
+      D̃ = max(D, e²/sqrt(cL/δ)).
+
+    Why. The printed formula is garbled (:func:`literal_bound`). Its symbols, c (> 4), L, δ,
+    D_k² and a log, are those of the successive-elimination radius sqrt(ln(c·n·t²/δ)/t) of
+    Even-Dar, Mannor and Mansour (2006) with n = L arms and t = D (:func:`even_dar_radius`), the
+    natural reading. At the paper's cL/δ = 1/9600, far below Even-Dar et al.'s c·n/δ ≥ 4n, that
+    radius is not monotone: ln(X)/D grows until X = e² (D ≈ 266) and falls after (0.020 at
+    D = 100, 0.084 at 200, 0.087 at 266, 0.078 at 600), the less data the *more* certain below
+    the peak, against the paper's own reason for the term (it triggers retraining when v "might
+    be inaccurate due to a small number of training examples"). Each term is therefore replaced
+    by its least non-increasing majorant: both are unimodal in D, so the majorant is the term
+    evaluated at max(D, D_peak), D_peak being where it peaks (X = e² above, X = e⁴ below). No
+    value is lowered (the bound never claims more certainty than Even-Dar's radius), only the
+    rising part below D_peak is flattened, and the log stays ≥ 2, so both terms are defined at
+    every D > 0.
+
+    The asymmetry is the paper's: its LCB multiplies the UCB's radicand by the log of the same
+    expression, and in Even-Dar's form that expression is the log's argument (cL/δ)·D_k², so the
+    LCB's radicand is ln(X)/D · ln(X). The interval then reaches 1.7 times further below v than
+    above it at the first levels and at least twice as far from D = e²/sqrt(cL/δ) (724 rows) on,
+    which fits what a partial training means for a learning curve: a pipeline's loss on a subset
+    overestimates its loss on the full training set.
+
+    Values at cL/δ = 1/9600 (below, above): D = 200 (the first level): 0.149, 0.087;
+    D = 600: 0.149, 0.078; D = 1400: 0.142, 0.062; D = 12600: 0.087, 0.028.
+    """
+    x_above, d_above = _past_peak(d, cl_over_delta, 2.0)
+    x_below, d_below = _past_peak(d, cl_over_delta, 4.0)
+    above = math.sqrt(math.log(x_above) / d_above)
+    below = math.log(x_below) / math.sqrt(d_below)
+    return below, above
+
+
+_BOUND_FUNCTIONS: dict[str, Callable[[float, float], "float | tuple[float, float]"]] = {
+    "monotone": monotone_bound,
+    "literal": literal_bound,
+    "even_dar": even_dar_radius,
+    "literal_ucb": literal_ucb_radius,
+}
+
+
+def _nonnegative(term: float) -> float:
+    """A bound term as used: negative or non-finite counts as 0."""
+    t = float(term)
+    return t if math.isfinite(t) and t > 0 else 0.0
+
+
 @dataclass
 class _Record:
     """What BLDS knows of one pipeline: trainings so far, latest value and its interval."""
 
-    level: int  # index of the latest level trained (0 = b rows)
+    level: int  # index of the latest level trained (0 = bη rows)
     value: float
     lcb: float
     ucb: float
@@ -53,9 +129,10 @@ class BLDSZSolver(ProgramZSolver):
 
     First-improvement search over the pipelines that differ from the incumbent in at most
     ``disc`` modules, enumerated as limited discrepancy search does (Algorithm 1 of Kishimoto
-    et al., 2021). The k-th training of a pipeline uses b·η^(k-1) training rows (the last level is
-    the whole training split). Every trained pipeline carries an interval ``value ± radius(D_k)``
-    where D_k is the number of rows it has consumed. A candidate whose UCB is below the
+    et al., 2021). The k-th training of a pipeline uses b·η^k training rows, bη the first (the
+    last level is the whole training split; the ladder DAUB and Hyperband share). Every trained
+    pipeline carries an interval [value − below(D), value + above(D)] where D is the number of
+    rows it has consumed. A candidate whose UCB is below the
     incumbent's LCB replaces it; an overlapping candidate is trained once more and replaces the
     incumbent if its new UCB is below the incumbent's UCB. The incumbent moves up one level before
     each neighbourhood search; when it reaches full data the search restarts from a random
@@ -66,16 +143,21 @@ class BLDSZSolver(ProgramZSolver):
     disc : int, default=1
         Maximum number of modules changed relative to the incumbent (BLDS(1), BLDS(2)).
     b : float, default=100
-        Rows of the first training of a pipeline.
+        Base size in rows: the first training of a pipeline uses ``b * eta`` rows.
     eta : float, default=2
         Growth factor of the training-set size.
     cl_over_delta : float, default=1/9600
-        The constant cL/δ of the confidence radius (the value used in Kishimoto et al.'s
+        The constant cL/δ of the confidence bounds (the value used in Kishimoto et al.'s
         experiments).
-    bound : {"reconstructed", "literal_ucb"} or callable, default="reconstructed"
-        Confidence radius as a function of D_k: our reconstruction sqrt(ln((cL/δ)·D²)/D) of the
-        paper's garbled formula (see :func:`reconstructed_radius`), the paper's printed UCB term
-        sqrt((cL/δ)·D) used symmetrically, or a callable ``radius(D, cl_over_delta) -> float``.
+    bound : {"monotone", "literal", "even_dar", "literal_ucb"} or callable, default="monotone"
+        The terms below and above v as functions of D: ``"monotone"``, our reconstruction of the
+        paper's garbled formula, non-increasing in D and wider below than above
+        (:func:`monotone_bound`); ``"literal"``, the formula exactly as printed
+        (:func:`literal_bound`); ``"even_dar"``, the symmetric radius sqrt(ln((cL/δ)·D²)/D)
+        (:func:`even_dar_radius`; the default before, named ``"reconstructed"`` then, a name now
+        refused); ``"literal_ucb"``, the printed UCB term used symmetrically
+        (:func:`literal_ucb_radius`); or a callable ``bound(D, cl_over_delta)`` returning one
+        radius (symmetric) or a pair ``(below, above)``.
     order : {"random", "fixed"}, default="random"
         Order of the alternatives at each module: shuffled per visit with the solver's rng, or
         the space's order. Both try the incumbent's own algorithm last, as the paper's worked
@@ -85,13 +167,15 @@ class BLDSZSolver(ProgramZSolver):
     -----
     Choices made where the paper is silent or inconsistent:
 
-    * Confidence radius: the printed formula is garbled, so the default is our reconstruction
-      (``bound="reconstructed"``), pluggable by ``bound``; a non-positive log argument gives
-      radius 0.
-    * Fidelity schedule: the paper writes both "bη^k" and "the first training uses b samples";
-      we follow the latter, so the k-th training uses b·η^(k-1) rows and the first uses b. D_k
-      sums the rows actually used (the last level is capped at the training-set size), not the
-      nominal geometric sum.
+    * Confidence bounds: the printed formula is garbled, so the default is our reconstruction
+      (``bound="monotone"``, reasons in :func:`monotone_bound`), pluggable by ``bound``; a
+      negative or non-finite term counts as 0.
+    * Fidelity schedule: the paper writes both "bη^k samples" for the k-th training and, once,
+      "b samples" for the first; we follow the former, which its worked example confirms (a
+      candidate retrained on 400 rows after its first training), so the first training uses
+      bη rows (:func:`~._fidelity.fidelity_levels`). D sums the rows actually used (the last
+      level is capped at the training-set size), not the printed Σ_{j≤k} bη^(j−1), which counts
+      the b·η^(k−1) schedule (:meth:`~._fidelity.Ladder.cumulative`).
     * Training subsets (unspecified in the paper) are the objective's nested stratified
       prefixes; validation is always on the full validation split.
     * The incumbent is never a candidate of its own neighbourhood (Algorithm 1, read literally,
@@ -109,6 +193,13 @@ class BLDSZSolver(ProgramZSolver):
       training.
     * Values are ``problem.augment(z, observation)`` (the z-min objective; the loss in plain
       algorithm selection); a non-finite value counts as +inf.
+    * The start: ``problem.start`` when given (the paper lets "any pipeline obtained with other
+      AutoML methods" start), else a uniform random pipeline (FINDINITIALPIPELINE). History
+      entries on the ladder seed the cache at their level (:meth:`history_levels`), and the
+      start's entry is its first INCREASEANDTRAIN (Algorithm 1, line 5): a start evaluated at
+      the first level (``SelectionOptimizer(initial="random", initial_fidelity=...)``) is
+      searched around at that level, as the paper's random p_init is after its first training;
+      one at full data is searched around at once.
     * Inside ADMM, θ changes between z-min calls, so cached values are no longer valid: the
       cache is **cleared in update_problem** and the search restarts from ``problem.start``
       (the current z), whose full-fidelity observation in ``problem.history`` seeds the cache.
@@ -121,6 +212,8 @@ class BLDSZSolver(ProgramZSolver):
     Bandit Limited Discrepancy Search and Application to Machine Learning Pipeline Optimization.
     AutoML Workshop at ICML 2021 (AAAI 2022 extended version).
     W. D. Harvey, M. L. Ginsberg. Limited discrepancy search. IJCAI 1995.
+    E. Even-Dar, S. Mannor, Y. Mansour. Action elimination and stopping conditions for the
+    multi-armed bandit and reinforcement learning problems. JMLR 7, 2006.
     """
 
     def __init__(
@@ -129,7 +222,7 @@ class BLDSZSolver(ProgramZSolver):
         b: float = 100,
         eta: float = 2.0,
         cl_over_delta: float = 1.0 / 9600.0,
-        bound: "str | Callable[[float, float], float]" = "reconstructed",
+        bound: "str | Callable[[float, float], float | tuple[float, float]]" = "monotone",
         order: str = "random",
     ) -> None:
         self.disc = disc
@@ -147,16 +240,7 @@ class BLDSZSolver(ProgramZSolver):
             raise InvalidParameterError(
                 f"blds: order must be 'random' or 'fixed', got {self.order!r}"
             )
-        if callable(self.bound):
-            self._radius_fn = self.bound
-        elif self.bound == "reconstructed":
-            self._radius_fn = reconstructed_radius
-        elif self.bound == "literal_ucb":
-            self._radius_fn = literal_ucb_radius
-        else:
-            raise InvalidParameterError(
-                f"blds: bound must be one of {BOUNDS} or a callable, got {self.bound!r}"
-            )
+        self._bound_fn = self._bound_function()
         self.cache_: dict[tuple[int, ...], _Record] = {}
         self.n_restarts_ = 0
         self._seed_cache()
@@ -166,21 +250,40 @@ class BLDSZSolver(ProgramZSolver):
         self._seed_cache()
         self._restart_program()
 
-    def _seed_cache(self) -> None:
-        """Full-fidelity history entries are known, fully trained pipelines."""
-        for z, obs in self.problem_.history:
-            if obs is not None and self._is_full(1.0, obs):
-                self._store(tuple(int(j) for j in z), self.ladder_.top, obs)
+    def _bound_function(self) -> Callable[[float, float], "float | tuple[float, float]"]:
+        """The function of ``bound``, a former name refused with the name to use now."""
+        if callable(self.bound):
+            return self.bound
+        if self.bound in RENAMED_BOUNDS:
+            raise InvalidParameterError(
+                f"blds: bound={self.bound!r} is now called {RENAMED_BOUNDS[self.bound]!r} (the "
+                "symmetric radius sqrt(ln((cL/δ)·D²)/D)); the default is now 'monotone'. Use one "
+                f"of {BOUNDS} or a callable"
+            )
+        if self.bound not in _BOUND_FUNCTIONS:
+            raise InvalidParameterError(
+                f"blds: bound must be one of {BOUNDS} or a callable, got {self.bound!r}"
+            )
+        return _BOUND_FUNCTIONS[self.bound]
 
-    def _radius(self, level: int) -> float:
-        r = float(self._radius_fn(self.ladder_.cumulative(level), float(self.cl_over_delta)))
-        return r if math.isfinite(r) and r > 0 else 0.0
+    def _seed_cache(self) -> None:
+        """History entries on the ladder are known trainings at their level."""
+        for z, level, obs in self.history_levels():
+            self._store(z, level, obs)
+
+    def bound_terms(self, level: int) -> tuple[float, float]:
+        """``(below, above)``: how far the LCB and the UCB of a pipeline trained up to ``level``
+        lie from its value (a single radius counts on both sides; negative or non-finite terms
+        count as 0)."""
+        terms = self._bound_fn(self.ladder_.cumulative(level), float(self.cl_over_delta))
+        below, above = (terms, terms) if np.isscalar(terms) else terms
+        return _nonnegative(below), _nonnegative(above)
 
     def _store(self, z: tuple[int, ...], level: int, obs: Observation) -> _Record:
         v = value_of(self.problem_, z, obs)
         failed = not obs.ok or math.isinf(v)
-        r = 0.0 if failed else self._radius(level)
-        rec = _Record(level, v, v - r, v + r, failed or level >= self.ladder_.top)
+        below, above = (0.0, 0.0) if failed else self.bound_terms(level)
+        rec = _Record(level, v, v - below, v + above, failed or level >= self.ladder_.top)
         old = self.cache_.get(z)
         if old is None or level >= old.level:
             self.cache_[z] = rec
@@ -250,6 +353,8 @@ class BLDSZSolver(ProgramZSolver):
     def _program(self) -> Program:
         start = self.problem_.start
         p0 = tuple(int(j) for j in start) if start is not None else None
+        # the history's training of the start is its first INCREASEANDTRAIN (line 5)
+        trained = p0 is not None and p0 in self.cache_
         while True:
             if p0 is None:
                 p0 = self._initial_pipeline()
@@ -257,7 +362,11 @@ class BLDSZSolver(ProgramZSolver):
                     return
                 self.n_restarts_ += 1
             while True:  # local search around p0
-                lcb0, ucb0 = yield from self._increase_and_train(p0)
+                if trained:
+                    lcb0, ucb0 = self.cache_[p0].lcb, self.cache_[p0].ucb
+                    trained = False
+                else:
+                    lcb0, ucb0 = yield from self._increase_and_train(p0)
                 for theta in range(1, int(self.disc) + 1):
                     new = yield from self._search(p0, p0, lcb0, ucb0, 0, theta)
                     if new is not None:

@@ -19,17 +19,18 @@ from ._fidelity import Program, ProgramZSolver, value_of
 class DAUBZSolver(ProgramZSolver):
     """DAUB over pipelines: bootstrap every pipeline, then grow the most promising one's data.
 
-    Every pipeline is first trained at the two lowest levels (b and bη rows; the bootstrap). A
-    priority queue then orders pipelines by an optimistic projection of their full-data value:
-    the latest value minus the rate of improvement (least-squares slope over the last
-    ``window`` levels) times the rows still to come. The top pipeline gets the next level
+    Every pipeline is first trained at the two lowest levels (bη and bη² rows, on the ladder
+    BLDS and Hyperband share; the bootstrap). A priority queue then orders pipelines by an
+    optimistic projection of their full-data value: the latest value minus the rate of
+    improvement (least-squares slope over the last ``window`` levels) times the rows still to
+    come. The top pipeline gets the next level
     (η times more rows); a pipeline trained on the whole training split leaves the queue, and the
     search goes on until the queue is empty (Kishimoto et al., 2021, Appendix C).
 
     Parameters
     ----------
     b : float, default=100
-        Rows of the first level.
+        Base size in rows: the first level is ``b * eta`` rows.
     eta : float, default=2
         Growth factor of the levels.
     window : int, default=3
@@ -46,6 +47,11 @@ class DAUBZSolver(ProgramZSolver):
     come first, in an order drawn once from the solver's rng (ties are broken by that rank, so
     runs are reproducible), so an interrupted bootstrap is a uniform sample of the space rather
     than its first corner. Values are ``problem.augment``.
+
+    A history entry trained on a lower level's rows (a start evaluated at the first level,
+    ``SelectionOptimizer(initial_fidelity=...)``) is that pipeline's training at that level: it
+    enters the learning curve and the pipeline is bootstrapped first, so the shared start is
+    not trained again at the same level; a failed one leaves the queue.
 
     Inside ADMM (θ changes between z-min calls), the learning curves measured under the old θ
     are **dropped in update_problem**, but the queue order is kept as a prior: when a pipeline is
@@ -100,9 +106,15 @@ class DAUBZSolver(ProgramZSolver):
         self._restart_program()
 
     def _mark_history(self) -> None:
-        for z, obs in self.problem_.history:
-            if obs is not None and self._is_full(1.0, obs):
-                self.done_.add(tuple(int(j) for j in z))
+        """Fully trained (or failed) history entries leave the queue; lower-level ones start
+        their curve and go first (a pipeline outside a sampled space joins it)."""
+        for z, level, obs in self.history_levels():
+            if z in self.done_:
+                continue
+            if level >= self.ladder_.top or math.isinf(self._record(z, level, obs)):
+                self.done_.add(z)
+            elif self.key_.setdefault(z, -math.inf) == -math.inf:  # not yet bootstrapped
+                heapq.heappush(self.queue_, (-math.inf, -1, z))
 
     # ------------------------------------------------------------------ DAUB
     def projected(self, z: tuple[int, ...]) -> float:
@@ -119,12 +131,16 @@ class DAUBZSolver(ProgramZSolver):
         bound = last - rate * (self.ladder_.rows[-1] - rows[-1])
         return max(bound, min(0.0, last))
 
+    def _record(self, z: tuple[int, ...], level: int, obs: Observation) -> float:
+        """Enter the value of ``z`` at ``level`` in its curve (+inf when it failed)."""
+        v = value_of(self.problem_, z, obs) if obs.ok else math.inf
+        self.curve_.setdefault(z, {})[level] = v
+        self.level_[z] = max(self.level_.get(z, -1), level)
+        return v
+
     def _train(self, z: tuple[int, ...], level: int) -> Program:
         obs: Observation = yield z, level
-        v = value_of(self.problem_, z, obs)
-        self.curve_.setdefault(z, {})[level] = v if obs.ok else math.inf
-        self.level_[z] = max(self.level_.get(z, -1), level)
-        return v if obs.ok else math.inf
+        return self._record(z, level, obs)
 
     def _program(self) -> Program:
         top = self.ladder_.top

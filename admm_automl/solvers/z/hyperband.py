@@ -18,17 +18,18 @@ from ._fidelity import Program, ProgramZSolver, value_of
 class HyperbandZSolver(ProgramZSolver):
     """Hyperband over pipelines: successive halving brackets on training-set size.
 
-    The resource is the number of training rows; its levels are the shared schedule b·η^k with
-    the whole training split as the last level, so the maximum resource R is the training-set size
-    and s_max + 1 is the number of levels. Bracket s (s = s_max … 0) draws
-    n = ceil((s_max + 1)/(s + 1) · η^s) pipelines uniformly without replacement, trains them at
-    level s_max − s, and keeps the best floor(n_i/η) at each higher level. One pass over all
+    The resource is the number of training rows; its levels are the shared schedule b·η^k
+    (k ≥ 1: bη rows first, as for BLDS and DAUB) with the whole training split as the last
+    level, so the maximum resource R is the training-set size and s_max + 1 is the number of
+    levels. Bracket s (s = s_max … 0) draws n = ceil((s_max + 1)/(s + 1) · η^s) pipelines
+    uniformly without replacement, trains them at level s_max − s, and keeps the best
+    floor(n_i/η) at each higher level. One pass over all
     brackets is one Hyperband iteration; iterations repeat until the budget ends.
 
     Parameters
     ----------
     b : float, default=100
-        Rows of the lowest level.
+        Base size in rows: the lowest level is ``b * eta`` rows.
     eta : float, default=2
         Growth factor of the levels and the halving rate.
 
@@ -39,7 +40,9 @@ class HyperbandZSolver(ProgramZSolver):
       paper's "same growth strategy" suggests, and share the objective's cache; a cache keyed by
       (pipeline, level) reuses results within and across iterations (Kishimoto et al., 2021,
       Appendix C). Ties in the top-k are broken by pipeline index, so runs are reproducible.
-      Brackets draw without replacement (the paper does not say).
+      Brackets draw without replacement (the paper does not say). The problem's history entries
+      on the ladder enter that cache (a start evaluated at the first level is not trained again
+      there when a bracket draws it).
     * Values are ``problem.augment``; failed or non-finite values rank last.
     * Inside ADMM, θ changes between z-min calls: the cache is **cleared in update_problem** and
       the next call starts the *next* bracket afresh under the new θ (brackets rotate across
@@ -60,21 +63,27 @@ class HyperbandZSolver(ProgramZSolver):
     def _init_state(self) -> None:
         if not self.eta > 1:
             raise InvalidParameterError(f"hyperband: eta must be > 1, got {self.eta!r}")
-        self.cache_: dict[tuple[tuple[int, ...], int], float] = {}
         self.next_bracket_ = 0  # position in s_max, s_max - 1, ..., 0
         self.n_iterations_ = 0
+        self._seed_cache()
 
     def _on_new_problem(self) -> None:
-        self.cache_ = {}
+        self._seed_cache()
         self._restart_program()
+
+    def _seed_cache(self) -> None:
+        """A fresh cache holding the history entries on the ladder."""
+        self.cache_: dict[tuple[tuple[int, ...], int], float] = {
+            (z, level): value_of(self.problem_, z, obs) if obs.ok else math.inf
+            for z, level, obs in self.history_levels()
+        }
 
     def _value(self, z: tuple[int, ...], level: int) -> Program:
         key = (z, level)
         if key not in self.cache_:
             self._n_trained += 1
             obs: Observation = yield z, level
-            v = value_of(self.problem_, z, obs)
-            self.cache_[key] = v if obs.ok else math.inf
+            self.cache_[key] = value_of(self.problem_, z, obs) if obs.ok else math.inf
         return self.cache_[key]
 
     def _sample(self, n: int) -> list[tuple[int, ...]]:
