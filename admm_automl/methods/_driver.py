@@ -196,17 +196,28 @@ class RunOptions:
             return self.time_budget is not None
         return bool(self.overhead_aware)
 
-    def solver_seeds(self) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
-        """The θ-solver's and the z-solver's seed sequences, spawned from the seed (fresh each
-        call, so every run of an optimiser starts from the same streams)."""
+    def _seed_streams(self) -> list[np.random.SeedSequence]:
+        """The run's three seed sequences: the θ-solver's, the z-solver's and the start's,
+        spawned from a fresh copy of the seed (so every call, and every run of an optimiser,
+        gets the same streams). Child i of a SeedSequence depends only on the seed and i, so
+        the first two are those that two children per seed gave before the third was added."""
         seed = self.seed
         if isinstance(seed, np.random.SeedSequence):  # a copy: spawning counts its children
             seq = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key,
                                          pool_size=seed.pool_size)
         else:
             seq = np.random.SeedSequence(seed)
-        theta, z = seq.spawn(2)
+        return seq.spawn(3)
+
+    def solver_seeds(self) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+        """The θ-solver's and the z-solver's seed sequences, spawned from the seed."""
+        theta, z, _ = self._seed_streams()
         return theta, z
+
+    def start_seed(self) -> np.random.SeedSequence:
+        """The seed sequence of a random initial pipeline: the same for every method and solver
+        run with this seed, so that they all start from the same pipeline."""
+        return self._seed_streams()[2]
 
     def recorder(self, encoding: Encoding, engine: Engine, constraints: Constraints) -> "Recorder":
         """A recorder over ``engine`` with this run's budget, starting now (or at start_time)."""

@@ -30,6 +30,9 @@ from ..space.joint import JointSpace
 
 __all__ = ["JointOptimizer", "SelectionOptimizer", "joint_problem", "split_free_constraints"]
 
+#: the initial pipelines of :class:`SelectionOptimizer`
+INITIAL_PIPELINES = ("default", "random")
+
 
 def split_free_constraints(options: RunOptions, name: str) -> Constraints:
     """The constraint algebra of a method without the ADMM split: ``constraint_mode`` "penalty"
@@ -97,14 +100,18 @@ class _SingleSolverMethod(abc.ABC):
     def _solver(self, recorder: Recorder, first: Observation) -> Any:
         """The set-up solver of this method, given the initial observation."""
 
+    def _initial_point(self) -> tuple[tuple[int, ...], np.ndarray, float]:
+        """``(z, θ, fidelity)`` evaluated first: the encoding's initial pipeline at its defaults,
+        on all training rows."""
+        enc = self.encoding
+        return enc.check_z(enc.initial_z), enc.project(enc.initial_theta), 1.0
+
     def run(self) -> Result:
         recorder = self.options.recorder(self.encoding, self.engine, self.constraints)
-        enc = self.encoding
-        z0, theta0 = enc.check_z(enc.initial_z), enc.project(enc.initial_theta)
         solver: list[Any] = []
 
         def start() -> None:
-            (first,) = recorder.evaluate([(z0, theta0, 1.0)], "initial")
+            (first,) = recorder.evaluate([self._initial_point()], "initial")
             solver.append(self._solver(recorder, first))
 
         trace, stop = self.options.drive(recorder, lambda n: solver[0].run(n), recorder.row,
@@ -155,22 +162,64 @@ class SelectionOptimizer(_SingleSolverMethod):
     """Algorithm selection only: the z-solver with every hyperparameter at its default.
 
     One z-solver and one :class:`ZProblem` for the whole run (so multi-fidelity caches stay valid);
-    the initial pipeline, evaluated first at full data, is its history and start. ``n_train`` is
-    the number of training rows at full fidelity (for multi-fidelity solvers). ``options`` as
+    the initial pipeline, evaluated first, is its history and start. ``options`` as
     :class:`_SingleSolverMethod`.
+
+    Parameters
+    ----------
+    n_train : int, optional
+        Training rows at full fidelity (for multi-fidelity solvers).
+    initial : {"default", "random"}, default="default"
+        The initial pipeline: the encoding's (Gaussian naive Bayes with no preprocessing in the
+        built-in spaces, after Liu et al., AAAI 2020), or one choice per module drawn uniformly
+        from the run's start stream (:meth:`~._driver.RunOptions.start_seed`), which depends on
+        the seed only: every method and z-solver run with one seed starts from the same
+        pipeline, drawn at random as FINDINITIALPIPELINE of Kishimoto et al. (2021) draws it.
+    initial_fidelity : float, optional
+        Fraction of the training rows the initial pipeline is first trained on; None is all of
+        them. Kishimoto et al. (2021) train the random start on the first level of their ladder:
+        pass ``fidelity_levels(n_train)[0]`` (:func:`admm_automl.solvers.z.fidelity_levels`,
+        bη = 200 rows at b = 100, η = 2), which the multi-fidelity solvers then count as the
+        start's first training (``blds``: its p_init at level 0; ``daub``: the first point of its
+        curve; ``hyperband``: a cached rung), and the full-data solvers (``cmab``, ``random``,
+        ...) leave out of their statistics and ``best()``. A start below full data is not a
+        candidate for the run's incumbent, which counts full-data evaluations only.
     """
 
     name = "select"
 
     def __init__(self, encoding: Encoding, engine: Engine, z_solver: Callable[[], Any], *,
-                 n_train: int | None = None, **kwargs: Any) -> None:
+                 n_train: int | None = None, initial: str = "default",
+                 initial_fidelity: float | None = None, **kwargs: Any) -> None:
         super().__init__(encoding, engine, **kwargs)
+        if initial not in INITIAL_PIPELINES:
+            raise InvalidParameterError(
+                f"select: initial must be one of {INITIAL_PIPELINES}, got {initial!r}"
+            )
+        if initial_fidelity is not None and not 0.0 < float(initial_fidelity) <= 1.0:
+            raise InvalidParameterError(
+                f"select: initial_fidelity must be None or in (0, 1], got {initial_fidelity!r}"
+            )
         self.z_solver = z_solver
         self.n_train = n_train
+        self.initial = initial
+        self.initial_fidelity = initial_fidelity
+
+    def initial_z(self) -> tuple[int, ...]:
+        """The initial pipeline of ``initial`` (the same at every call)."""
+        enc = self.encoding
+        if self.initial == "random":  # one uniform choice per module
+            rng = np.random.default_rng(self.options.start_seed())
+            return tuple(int(rng.integers(k)) for k in enc.n_choices)
+        return enc.check_z(enc.initial_z)
+
+    def _initial_point(self) -> tuple[tuple[int, ...], np.ndarray, float]:
+        fidelity = 1.0 if self.initial_fidelity is None else float(self.initial_fidelity)
+        return self.initial_z(), self.encoding.project(self.encoding.initial_theta), fidelity
 
     def _solver(self, recorder: Recorder, first: Observation) -> Any:
         enc = self.encoding
-        z0, theta = enc.check_z(enc.initial_z), enc.project(enc.initial_theta)
+        z0, theta = self.initial_z(), enc.project(enc.initial_theta)
 
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
             points = [(enc.check_z(s.config), theta, 1.0 if s.fidelity is None else s.fidelity)

@@ -56,8 +56,14 @@ def _jopt(encoding, engine, params, *, theta, z, rho, n_train, space, warm_start
     return JointOptimizer(encoding, engine, theta, space=space, **common)
 
 
-def _select(encoding, engine, params, *, theta, z, rho, n_train, space, warm_start, **common):
-    return SelectionOptimizer(encoding, engine, z, n_train=n_train, **common)
+def _select(encoding, engine, params, *, theta, z, rho, n_train, space, warm_start,
+            initial="default", initial_fidelity=None, **common):
+    return SelectionOptimizer(encoding, engine, z, n_train=n_train, initial=initial,
+                              initial_fidelity=initial_fidelity, **common)
+
+
+#: options of :func:`make_optimizer` that only ``select`` takes (:class:`SelectionOptimizer`)
+SELECT_ONLY = ("initial", "initial_fidelity")
 
 
 def _flash(encoding, engine, params, *, theta, z, rho, n_train, space, warm_start, **common):
@@ -144,10 +150,18 @@ def make_optimizer(
     space with ``theta_solver``. ``constraint_mode="auto"`` is ``"admm"`` for ADMM and
     ``"penalty"`` for the methods without the split; ``space``, the pipeline space of
     ``encoding``, lets JOPT's θ-solver search the conditional joint space natively (``cfo``,
-    ``blendsearch``); ``warm_start``, ``(z, θ)`` pairs evaluated first, is ADMM's only.
-    ``common`` goes to every method: ``max_evals``, ``time_budget``, ``seed``, ``schedule``,
-    ``constraints``, ``penalty_weight``, ``callback``, ``batch_size``, ``start_time``, ..."""
+    ``blendsearch``); ``warm_start``, ``(z, θ)`` pairs evaluated first, is ADMM's only;
+    ``initial`` and ``initial_fidelity`` (the first pipeline, ``"default"`` or ``"random"``, and
+    the fraction of training rows it is first trained on: :class:`SelectionOptimizer`) are
+    ``select``'s only. ``common`` goes to every method: ``max_evals``, ``time_budget``, ``seed``,
+    ``schedule``, ``constraints``, ``penalty_weight``, ``callback``, ``batch_size``,
+    ``start_time``, ..."""
     spec, params = get_method(method)
+    given = [key for key in SELECT_ONLY if key in common]
+    if given and spec.name != "select":
+        raise InvalidParameterError(
+            f"{' and '.join(given)} apply to method 'select' only, not to {spec.name!r}"
+        )
     common["constraint_mode"] = None if constraint_mode == "auto" else constraint_mode
     if spec.uses_theta:
         check_training_length(theta_solver, encoding.has_training_length)

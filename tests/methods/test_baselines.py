@@ -9,10 +9,12 @@ import warnings
 import numpy as np
 import pytest
 
+from admm_automl.methods._driver import RunOptions
 from admm_automl.methods.baselines import JointOptimizer
 from admm_automl.space.joint import JointSpace
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.solvers import THETA_SOLVERS
+from admm_automl.solvers.z import fidelity_levels
 from admm_automl.testing import general_theta_solvers, wide_space
 
 SPACE = wide_space()  # 3 x 2 = 6 pipelines
@@ -149,6 +151,93 @@ def test_selection_keeps_one_z_problem_so_blds_never_repeats_a_request(make_engi
     assert len(set(keys)) == len(keys) == 60
     assert min(c[2] for c in engine.calls) == pytest.approx(200 / 1600)  # the first level, bη
     assert not any(e.observation.cached for e in result.evaluated)
+
+
+# ----------------------------------------------------------------------------- the start
+FIRST = fidelity_levels(1600)[0]  # 200 of 1600 training rows
+Z_SOLVERS_OF_THE_PAPER = ["blds", "cmab", "daub", "hyperband", "random"]
+
+
+def _random_start(make_engine, make_optimizer, z_solver, seed, n=4):
+    """The engine's calls of a select run that starts from a random pipeline at the first level."""
+    engine = make_engine(BIG, fidelity_bias=0.1)
+    make_optimizer("select", engine=engine, z=z_solver, space=BIG, max_evals=n, n_train=1600,
+                   seed=seed, initial="random", initial_fidelity=FIRST).run()
+    return engine.calls
+
+
+def test_every_z_solver_starts_from_the_same_random_pipeline_per_seed(make_engine,
+                                                                     make_optimizer):
+    """The start is drawn from the run's start stream, which depends on the seed only, so every
+    method of one seed starts from the same pipeline (Kishimoto et al. 2021 draw it at random),
+    trained on the first level's rows; then each solver goes its own way at its own fidelity."""
+    for seed in (0, 7):
+        calls = {z: _random_start(make_engine, make_optimizer, z, seed)
+                 for z in Z_SOLVERS_OF_THE_PAPER}
+        firsts = {(c[0][0], c[0][2], c[0][3]) for c in calls.values()}
+        assert len(firsts) == 1
+        (z0, fidelity, phase), = firsts
+        assert fidelity == FIRST and phase == "initial"
+        assert all(c[1][2] == 1.0 for z, c in calls.items() if z in ("cmab", "random"))
+        blds_next = calls["blds"][1]  # a neighbour of the start at the first level
+        assert sum(a != b for a, b in zip(blds_next[0], z0)) == 1 and blds_next[2] == FIRST
+
+
+def test_the_random_start_changes_with_the_seed_and_not_with_the_method(make_engine,
+                                                                        make_optimizer):
+    starts = [_random_start(make_engine, make_optimizer, "random", seed, n=1)[0][0]
+              for seed in range(8)]
+    assert len(set(starts)) > 1
+    again = _random_start(make_engine, make_optimizer, "cmab", 5, n=1)[0][0]
+    assert again == starts[5]
+    default = make_optimizer("select", space=BIG, z="blds", n_train=1600, seed=5)
+    opt = make_optimizer("select", space=BIG, z="blds", n_train=1600, seed=5, initial="random")
+    assert opt.initial_z() == starts[5] and default.initial_z() == ENC.initial_z
+
+
+def test_the_default_start_is_unchanged(make_engine, make_optimizer):
+    """Without the options, select starts from the encoding's initial pipeline on all rows."""
+    for z_solver in Z_SOLVERS_OF_THE_PAPER:
+        engine = make_engine(BIG)
+        make_optimizer("select", engine=engine, z=z_solver, space=BIG, max_evals=2,
+                       n_train=1600).run()
+        assert engine.calls[0][0] == BIG.encoding.initial_z and engine.calls[0][2] == 1.0
+
+
+def test_a_start_on_all_rows_may_still_be_random(make_engine, make_optimizer):
+    engine = make_engine(BIG)
+    result = make_optimizer("select", engine=engine, z="blds", space=BIG, max_evals=3,
+                            n_train=1600, seed=5, initial="random").run()
+    assert engine.calls[0][2] == 1.0 and result.evaluated[0].z == engine.calls[0][0]
+    assert result.incumbent is not None
+
+
+def test_the_start_stream_is_a_third_child_leaving_the_solvers_streams_unchanged():
+    """RunOptions spawned two children of the seed (the θ- and the z-solver's); the start's is
+    the third, and spawning three leaves the first two as they were."""
+    for seed in (0, 12345, np.random.SeedSequence(9).spawn(2)[1]):
+        options = RunOptions(seed=seed, max_evals=1)
+        if isinstance(seed, np.random.SeedSequence):
+            before = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key).spawn(2)
+        else:
+            before = np.random.SeedSequence(seed).spawn(2)
+        theta, z = options.solver_seeds()
+        assert [s.generate_state(4).tolist() for s in (theta, z)] == [
+            s.generate_state(4).tolist() for s in before]
+        start = options.start_seed()
+        assert start.spawn_key[-1] == 2
+        assert start.generate_state(4).tolist() == options.start_seed().generate_state(4).tolist()
+
+
+def test_the_start_options_are_checked(make_optimizer):
+    with pytest.raises(InvalidParameterError, match="initial must be one of"):
+        make_optimizer("select", space=BIG, initial="best")
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(InvalidParameterError, match="initial_fidelity"):
+            make_optimizer("select", space=BIG, initial_fidelity=bad)
+    for method in ("admm", "jopt"):
+        with pytest.raises(InvalidParameterError, match="apply to method 'select' only"):
+            make_optimizer(method, space=BIG, initial="random")
 
 
 def test_selection_stops_when_the_space_is_exhausted(make_optimizer):
