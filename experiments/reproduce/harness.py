@@ -359,8 +359,10 @@ def report(runs: Runs) -> str:
     fractions = (1.0,) if claim.kind != "incumbent" else CHECKPOINTS
     head = " | ".join(f"{f:g}T" for f in fractions)
     lines += [f"Median (25–75 %) of the {what} over the pairs; mean rank at T with a 95 % "
-              "bootstrap interval; n = median evaluations per run.", "",
-              f"| method | {head} | rank at T | n |", "|---|" + "---|" * (len(fractions) + 2)]
+              "bootstrap interval; n = median evaluations per run, full-data n = median of those "
+              "on all training rows (the only candidates for the incumbent).", "",
+              f"| method | {head} | rank at T | n | full-data n |",
+              "|---|" + "---|" * (len(fractions) + 3)]
     names, final = runs.matrix(1.0)
     mean, low, high = stats.rank_intervals(final)
     columns = {f: runs.matrix(f)[1] for f in fractions}
@@ -372,8 +374,10 @@ def report(runs: Runs) -> str:
                            for q in (25, 50, 75))
             cells.append(f"{_fmt(med)} ({_fmt(q1, 3)}–{_fmt(q3, 3)})")
         n = np.median([runs.summaries[p, name][s].get("n_evals", 0) for p, s in pairs])
+        full = np.median([len(_scores(runs.records.get((p, name), {}).get(s, [])))
+                          for p, s in pairs])
         lines.append(f"| {name} | " + " | ".join(cells)
-                     + f" | {mean[i]:.2f} [{low[i]:.2f}, {high[i]:.2f}] | {n:.0f} |")
+                     + f" | {mean[i]:.2f} [{low[i]:.2f}, {high[i]:.2f}] | {n:.0f} | {full:.0f} |")
     lines += ["", "| comparison at T | wins | losses | one-sided p (lower) |", "|---|---|---|---|"]
     me = final[:, names.index(claim.method)]
     for other in claim.against:
