@@ -34,6 +34,8 @@ def test_the_incumbent_at_a_fraction_of_the_time_or_of_the_evaluations():
     assert harness.incumbent(RECORDS, 0.1, timed, {"worst_loss": 1.0}) == 1.0  # none by 1 s
     assert harness.incumbent(RECORDS, 0.3, timed, {"worst_loss": 1.0}) == 0.4
     assert harness.incumbent(RECORDS, 1.0, timed, {"worst_loss": None}) == 0.3
+    # the other reading, shown beside the rule's: a loss on part of the rows counts too
+    assert harness.incumbent(RECORDS, 0.1, timed, {"worst_loss": 1.0}, full_only=False) == 0.5
     counted = claim(budget=None, max_evals=3)
     assert harness.incumbent(RECORDS, 1 / 3, counted, {"worst_loss": 1.0}) == 0.4
     assert math.isnan(harness.incumbent([], 1.0, counted, {"worst_loss": None}))
