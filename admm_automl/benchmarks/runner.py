@@ -41,6 +41,7 @@ its time since the start of the run) and a ``run.json`` summary.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 import subprocess
@@ -346,7 +347,8 @@ def run(
         "cache_size": method.cache_size,
         "prefix_cache": prefix_cache_totals(journal.records),
         "problem_info": problem.info,
-        "machine": {"python": platform.python_version(), "processor": platform.machine()},
+        "machine": {"python": platform.python_version(), "processor": platform.machine(),
+                    "load": os.getloadavg()[0]},  # the 1-minute load at the end: was it quiet?
         "commit": code_commit(),
     }
     if out is not None:
