@@ -284,7 +284,7 @@ class Runs:
         return names, np.array([[self.value(p, m, s, fraction, full_only) for m in names]
                                 for p, s in self.pairs()], dtype=float).reshape(-1, len(names))
 
-    def load(self) -> str:
+    def machine_load(self) -> str:
         """The machine's 1-minute load at the end of the runs (two single-core runs at a time
         is 2): a timed comparison is fair only on a machine that was otherwise quiet."""
         loads = [s["machine"]["load"] for runs in self.summaries.values()
@@ -367,7 +367,7 @@ def report(runs: Runs) -> str:
     lines = [f"#### {claim.name}: {claim.paper}", "",
              f"Problems: {', '.join(claim.problems)}; seeds {min(claim.seeds)}–{max(claim.seeds)}; "
              f"budget T = {limit:g} {unit}; {len(pairs)} complete (problem, seed) pairs; "
-             f"code {', '.join(sorted(runs.commits()))}; {runs.load()}.", "",
+             f"code {', '.join(sorted(runs.commits()))}; {runs.machine_load()}.", "",
              f"Rule (written before the runs): {claim.rule_text()}.", ""]
     if not pairs:
         return "\n".join(lines + ["No complete pair yet.", ""])
