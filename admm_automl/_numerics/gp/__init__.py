@@ -2,7 +2,8 @@
 arrays, no solver coupling. Laid out as Optuna's private ``optuna._gp`` package: the model, the
 acquisition functions and their optimisation each in a module of its own.
 
-* :mod:`.model`: :class:`MaternGP` (the θ-solver ``bo``), an ARD Matérn-5/2 GP in numpy with
+* :mod:`.model`: :class:`MaternGP` (the θ-solver ``bo``), an ARD Matérn-5/2 GP in numpy around
+  a constant prior mean at the worst observed value (De Ath et al., GECCO 2020), with
   *maximum a posteriori* hyperparameters under the priors of Optuna's GP sampler
   (:func:`log_prior`), analytic gradients and incremental updates; :func:`clean_targets`.
 * :mod:`.sklearn_gp`: scikit-learn's ``GaussianProcessRegressor`` with
