@@ -23,10 +23,12 @@ Usage (single-threaded BLAS is set below before numpy is imported)::
     # the comparison of bo with Optuna's GP sampler: 20 seeds, 50 evaluations, Hartmann-6 and
     # Branin (the defaults); Optuna's sampler runs under another interpreter when this
     # environment has no torch (Optuna caps at 3.6.1 here through flaml[blendsearch])
-    .venv/bin/python experiments/theta_solvers.py --optuna-python /path/to/venv/bin/python --per-seed
+    .venv/bin/python experiments/theta_solvers.py --optuna-python /path/to/venv/bin/python \
+        --per-seed
     # every solver, 100 evaluations, and the real θ-subproblem
     .venv/bin/python experiments/theta_solvers.py --seeds 10 --budget 100 --problems \
-        branin,hartmann6,gb_fri_c2 --methods bo,skopt,rbfopt,random,optuna_gp --data-dir ../shared/data
+        branin,hartmann6,gb_fri_c2 --methods bo,skopt,rbfopt,random,optuna_gp \
+        --data-dir ../shared/data
     .venv/bin/python experiments/theta_solvers.py --seeds 2 --budget 25 --methods bo  # smoke
 
 Prints one Markdown table: per (problem, method) the median regret at the checkpoints, the
