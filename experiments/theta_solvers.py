@@ -277,7 +277,7 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
 
 
-def regrets(results, problems) -> dict:
+def regrets(results, problems, checkpoints=CHECKPOINTS) -> dict:
     """``{(problem, method): {k: [regret after k evaluations, one per seed in seed order]}}``
     and the seconds per ask, per seed; the reference of each problem is its known optimum, or the
     best value any method and seed found in this run."""
@@ -292,20 +292,22 @@ def regrets(results, problems) -> dict:
         cell = out.setdefault((r["problem"], r["method"]), {"spa": [], "seeds": []})
         cell["spa"].append(r["seconds_per_ask"])
         cell["seeds"].append(r["seed"])
-        for k in CHECKPOINTS:
+        for k in checkpoints:
             value = (float(np.min(r["values"][:k]) - floor[r["problem"]])
                      if len(r["values"]) >= k else math.nan)
             cell.setdefault(k, []).append(value)
     return out
 
 
-def table(results, methods, problems, reference: str = "optuna_gp", at: int = 50) -> str:
+def table(results, methods, problems, reference: str = "optuna_gp", at: int = 50,
+          checkpoints=CHECKPOINTS) -> str:
     """One Markdown row per (problem, method): median regret at the checkpoints, the quartiles
     at ``at`` evaluations, the ratio of the medians to ``reference``'s, the seeds that ended
     below 1 % of the problem's reference scale (regret < 0.01), and the optimiser's seconds per
     ask (mean over seeds) with its ratio to ``reference``'s."""
-    cells = regrets(results, problems)
-    ks = [k for k in CHECKPOINTS if any(np.isfinite(c[k]).any() for c in cells.values())]
+    checkpoints = sorted(set(checkpoints) | {at})
+    cells = regrets(results, problems, checkpoints)
+    ks = [k for k in checkpoints if any(np.isfinite(c[k]).any() for c in cells.values())]
     lines = [
         "| problem | method | " + " | ".join(f"regret@{k}" for k in ks)
         + f" | IQR@{at} | regret@{at} ×{reference} | <0.01@{at} | s/ask | s/ask ×{reference} |",
@@ -317,16 +319,16 @@ def table(results, methods, problems, reference: str = "optuna_gp", at: int = 50
             c = cells.get((p, m))
             if c is None:
                 continue
-            med = {k: float(np.median(c[k])) for k in ks}
-            q1, q3 = np.percentile(c[at], [25, 75]) if at in c else (math.nan, math.nan)
+            med = {k: float(np.median(c[k])) for k in checkpoints}
+            q1, q3 = np.percentile(c[at], [25, 75])
             spa = float(np.mean(c["spa"]))
-            if ref is not None and at in c:
+            if ref is not None:
                 b = float(np.median(ref[at]))
                 ratio = med[at] / b if b > 0 else (math.inf if med[at] > 0 else 1.0)
                 spa_ratio = spa / float(np.mean(ref["spa"]))
             else:
                 ratio = spa_ratio = math.nan
-            hits = int(np.sum(np.asarray(c[at]) < 0.01)) if at in c else 0
+            hits = int(np.sum(np.asarray(c[at]) < 0.01))
             lines.append(
                 f"| {p} | {m} | " + " | ".join(_fmt(med[k]) for k in ks)
                 + f" | {_fmt(q1)}–{_fmt(q3)} | {_fmt(ratio)} | {hits}/{len(c[at])} | {spa:.4f} | "
@@ -337,11 +339,10 @@ def table(results, methods, problems, reference: str = "optuna_gp", at: int = 50
 
 def per_seed(results, problems, at: int = 50) -> str:
     """The regret after ``at`` evaluations of every seed (one row per problem and method)."""
-    cells = regrets(results, problems)
+    cells = regrets(results, problems, (at,))
     lines = []
     for (p, m), c in sorted(cells.items()):
-        if at in c:
-            lines.append(f"{p:10s} {m:10s} " + " ".join(f"{v:.1e}" for v in c[at]))
+        lines.append(f"{p:10s} {m:10s} " + " ".join(f"{v:.1e}" for v in c[at]))
     return "\n".join(lines)
 
 
@@ -410,8 +411,8 @@ def main(argv=None) -> int:
     )
     print()
     reference = "optuna_gp" if "optuna_gp" in methods else methods[0]
+    # the quartiles, ratios and per-seed regrets are read after the smallest budget of the run
     at = min(args.budget, args.real_budget) if "gb_fri_c2" in problems else args.budget
-    at = max([k for k in CHECKPOINTS if k <= at], default=CHECKPOINTS[0])
     print(table(results, methods, problems, reference, at))
     if args.per_seed:
         print()
