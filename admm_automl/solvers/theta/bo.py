@@ -56,16 +56,16 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
     centre the targets on their mean, so far from the data the model predicts an average value with
     the full prior variance, and EI (plain or log) sends the search to the faces and corners of the
     box, the points farthest from everything observed: on Hartmann-6 a quarter of ``bo``'s
-    model-based asks (200 of 800 over 20 seeds) had 4 or more of the 6 coordinates on a face, and
-    the runs that found a basin did not finish refining it (seed 2 approached the local optimum, x6
-    = 0.04, along the face x6 = 0 and stopped at regret 0.18 instead of 0.12). With the worst
-    observed value as the constant prior mean (De Ath, Fieldsend and Everson, GECCO 2020: the best
-    of eight mean functions for EI on synthetic problems from 5 dimensions up) 9 of the 800
-    asks went to such points; 60 of 100 seeds reached the global basin at 50 evaluations (regret <
-    0.01) against 47 of 100, and those runs end at ~5e-5 instead of ~1e-3; Branin is unchanged.
-    Optuna's GP sampler (5.0.0) reached it in 43 of the same 100 seeds: Hartmann-6 is bimodal for
-    both, so a median over 20 seeds falls in either mode as one or two seeds change sides
-    (``experiments/theta_solvers.py`` prints the count).
+    model-based asks (200 of 800 over 20 seeds; Optuna's GP sampler 5.0.0: 251 of 800) had 4 or
+    more of the 6 coordinates on a face, and the runs that found a basin did not finish refining it
+    (seed 2 approached the local optimum, x6 = 0.04, along the face x6 = 0 and stopped at regret
+    0.18 instead of 0.12). With the worst observed value as the constant prior mean (De Ath,
+    Fieldsend and Everson, GECCO 2020: the best of eight mean functions for EI on synthetic
+    problems from 5 dimensions up) 9 of the 800 asks went to such points; 60 of 100 seeds reached
+    the global basin at 50 evaluations (regret < 0.01) against 47 of 100, and those runs end at
+    ~5e-5 instead of ~1e-3; Branin is unchanged. Optuna's GP sampler (5.0.0) reached it in 43 of
+    the same 100 seeds: Hartmann-6 is bimodal for both, so a median over 20 seeds falls in either
+    mode as one or two seeds change sides (``experiments/theta_solvers.py`` prints the count).
 
     What we measured and kept (Hartmann-6, 50 evaluations, seeds 0–39, runs in the global basin
     out of 40 under the mean-centred model; 20 of 40 as it stood): the acquisition search is
