@@ -110,7 +110,7 @@ class Job:
 def jobs(claims: Sequence[Claim]) -> list[Job]:
     """Every run of ``claims``, seeds outermost so that a campaign stopped early has every
     method on its first seeds; runs shared by two claims appear once."""
-    out, seen = [], set()
+    out, seen = [], {}
     for seed in sorted({s for c in claims for s in c.seeds}):
         for claim in claims:
             if seed not in claim.seeds:
@@ -119,10 +119,23 @@ def jobs(claims: Sequence[Claim]) -> list[Job]:
                 for method in claim.methods:
                     job = Job(claim, problem, method, seed)
                     key = job.folder(Path("."))
-                    if key not in seen:
-                        seen.add(key)
-                        out.append(job)
+                    if key in seen:
+                        _check_shared(seen[key], claim, key)
+                        continue
+                    seen[key] = claim
+                    out.append(job)
     return out
+
+
+def _check_shared(first: Claim, second: Claim, folder: Path) -> None:
+    """Two claims share a run folder only if they would make the same run."""
+    keys = ("space", "validation_size", "trial_timeout", "options", "constraints")
+    differ = [k for k in keys if getattr(first, k) != getattr(second, k)]
+    if (first.kind == "constrained") != (second.kind == "constrained"):
+        differ.append("kind")  # a constrained run is made by the estimator
+    if differ:
+        raise ValueError(f"claims {first.name!r} and {second.name!r} would share the runs in "
+                         f"{folder} but differ in {', '.join(differ)}")
 
 
 # ------------------------------------------------------------------------------------ running

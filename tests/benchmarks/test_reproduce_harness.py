@@ -62,6 +62,9 @@ def test_runs_shared_by_two_claims_are_made_once_seeds_first():
                                                  ("A", 2), ("R", 2)]
     other_budget = claim(name="c", budget=20.0, seeds=(0,))
     assert len(harness.jobs([a, other_budget])) == 6  # another budget is another run
+    other_space = claim(name="d", seeds=(0,), space="paper_large")
+    with pytest.raises(ValueError, match="'a' and 'd' would share the runs .* differ in space"):
+        harness.jobs([a, other_space])
 
 
 def test_a_claim_is_decided_end_to_end_on_real_runs(tmp_path):
