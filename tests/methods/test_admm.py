@@ -14,6 +14,7 @@ from admm_automl.methods.admm import ADMMOptimizer
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.records import Observation, Status
 from admm_automl.solvers import THETA_SOLVERS, Z_SOLVERS
+from admm_automl.solvers.theta.random import RandomThetaSolver
 from admm_automl.space import space_from_dict
 from admm_automl.testing import SYNTHETIC, synthetic_loss
 
@@ -75,6 +76,86 @@ def test_the_theta_step_returns_its_winner_as_the_current_observation(make_engin
         assert state.current is not None
         assert state.current.loss == pytest.approx(synthetic_loss(SYNTHETIC.decode(
             state.z, ENC.project(state.theta))))
+
+
+def _run_recording_theta_problems(make_engine, rho=1.0, max_evals=120):
+    """An ADMM run (random θ- and z-solvers) whose θ-solver records the sub-problem of every
+    θ-step (one fresh solver per θ-step: ``random`` keeps no state)."""
+    seen = []
+
+    class Recording(RandomThetaSolver):
+        def _setup(self):
+            seen.append(self.problem_)
+
+    result = ADMMOptimizer(ENC, make_engine(), Recording, lambda: Z_SOLVERS.create("random"),
+                           rho=rho, max_evals=max_evals, seed=0,
+                           schedule=Schedule(4, 0, 4)).run()
+    return result, seen
+
+
+def _tuned_z(result, t):
+    """The selection the θ-step of iteration t tuned (its θ-phase evaluations)."""
+    (z,) = {e.z for e in result.evaluated if e.phase == "theta" and e.iteration == t}
+    return z
+
+
+def test_theta_min_penalises_the_distance_to_delta_minus_lambda_over_rho(make_engine):
+    """Algorithm 1 of Liu et al. (2020), θ-min: the sub-problem value is
+    f̃ + (ρ/2)‖θ̃^d − b‖² with b = δ^(t) − λ^(t)/ρ on the active discrete coordinates (the
+    iterate before iteration t; δ^(0) the initial point, λ^(0) = 0)."""
+    rho = 2.0
+    result, seen = _run_recording_theta_problems(make_engine, rho=rho)
+    theta0 = ENC.project(ENC.initial_theta)
+    before = [(theta0[DISC], np.zeros(len(DISC)))] + [(s.delta, s.lam) for s in result.states]
+    assert len(result.states) >= 5
+    assert any(np.any(lam != 0) for _, lam in before[: len(seen)])  # else b = δ would pass
+    rng = np.random.default_rng(0)
+    for problem, (delta, lam) in zip(seen, before):
+        active = np.array([ENC.theta_names.index(n) for n in problem.names])
+        b = (delta - lam / rho)[np.searchsorted(DISC, active[problem.discrete])]
+        x = rng.uniform(size=problem.dim)
+        expected = 0.5 * rho * float(np.sum((x[problem.discrete] - b) ** 2))
+        assert problem.penalty(x) == pytest.approx(expected)
+        assert problem.augment(x, Observation(loss=0.25)) == pytest.approx(0.25 + expected)
+
+
+def test_z_min_scores_every_pipeline_at_the_theta_of_its_iteration(make_engine, make_optimizer):
+    """Algorithm 1, z-min: argmin over z of f̃(z, θ^(t+1)). Every pull of iteration t is
+    evaluated at the θ the θ-step left, the whole vector: the winner for the algorithms it tuned,
+    and the other algorithms' continuous hyperparameters as earlier iterations left them."""
+    result = make_optimizer(engine=make_engine(), max_evals=120, z="cmab").run()
+    done = len(result.states)
+    pulls = [e for e in result.evaluated if e.phase == "z" and e.iteration < done]
+    assert len({e.iteration for e in pulls}) >= 5
+    for e in pulls:
+        np.testing.assert_array_equal(e.theta, result.states[e.iteration].theta)
+    continuous = np.flatnonzero(~ENC.discrete)
+    assert any(not np.array_equal(s.theta, ENC.project(ENC.initial_theta))
+               for s in result.states)
+    for t in range(1, done):
+        kept = np.setdiff1d(continuous, ENC.active(_tuned_z(result, t)))
+        np.testing.assert_array_equal(result.states[t].theta[kept],
+                                      result.states[t - 1].theta[kept])
+
+
+def test_theta_min_is_warm_started_with_every_earlier_observation_of_its_selection(make_engine):
+    """The θ-solver of a later θ-step on the same selection z gets every earlier θ-step
+    observation of z (and the initial one) as its history, so BO goes on from what it has
+    learnt instead of a fresh initial design."""
+    result, seen = _run_recording_theta_problems(make_engine)
+    repeated = 0
+    for t, problem in enumerate(seen[: len(result.states)]):
+        z = _tuned_z(result, t)
+        active = ENC.active(z)
+        earlier = [e for e in result.evaluated if e.z == z and (
+            (e.phase == "theta" and e.iteration < t)
+            or (e.phase == "initial" and not e.observation.cached))]
+        repeated += bool(earlier)
+        assert len(problem.history) == len(earlier)
+        for (x, obs), e in zip(problem.history, earlier):
+            np.testing.assert_array_equal(x, e.theta[active])
+            assert obs.loss == e.observation.loss
+    assert repeated >= 3
 
 
 #: the best pipeline (naive Bayes) has no hyperparameters; logistic regression has C
