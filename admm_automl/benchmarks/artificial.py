@@ -23,6 +23,23 @@ Choices the appendix leaves open (ours):
   would make a hyperparameter-free pipeline an exact, trivially found optimum of 0.
 * ``v_i`` is the *scale* (standard deviation) of the normal; the appendix calls it the scale in its
   prose.
+
+What the function is like (``paper_large``, seed 0; measured, true of the appendix's formula):
+
+* Its values are not a loss in [0, 1]: the best pipeline scores about 0.433, a uniformly random
+  one 4.3 (median; up to about 12), and fewer than 0.1 % of random pipelines score below 0.7.
+  Solver settings made for 1 − AUROC need this scale: the bandit's loss bound f̂ = 0.7 of Liu et
+  al. turns nearly every pull into reward 0 here (``z.loss_bound`` of
+  :class:`~admm_automl.solvers.z.cmab.ThompsonSamplingZSolver`).
+* The algorithm choice dominates: 84 % of the variance of a random pipeline's value lies between
+  selections z. 16 of the 37 algorithms (every selector, five scalers, GaussianNB, QDA, no
+  transformer, Gaussian random projection) have at most one hyperparameter, and with one entry the
+  appendix's ratio is w itself, so their v_i does not depend on θ. The best pipeline with
+  ``select_fpr`` scores about 0.433, with ``select_percentile`` 0.658, with any other selector
+  more than 0.85.
+* At the algorithms' default θ only one of the 6776 pipelines scores below 0.70: ADMM's z-min,
+  which scores pipelines at the current θ of their algorithms, rarely beats a pipeline that
+  θ-min has tuned.
 """
 
 from __future__ import annotations
