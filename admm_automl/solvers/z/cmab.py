@@ -27,7 +27,11 @@ class ThompsonSamplingZSolver(BaseZSolver):
     alpha0, delta0 : float, default=10
         Beta prior parameters of every arm (Liu et al. 2020 use 10 and 10).
     loss_bound : float, default=0.7
-        f̂, the loss upper bound that maps the value to a reward (Liu et al. 2020 study 0.3–0.7).
+        f̂, the loss upper bound that maps the value to a reward, in the units of the loss: Liu et
+        al. 2020 set 0.7 for 1 − AUROC (and study 0.3–0.9). A loss on another scale needs its
+        own: on the artificial objective of their Appendix 15, whose pipelines score 0.43 to
+        about 12 (median 4.3), 0.7 is below more than 99.9 % of them, so nearly every reward is 0
+        and the posteriors only count which arms were pulled least.
     binarize : bool, default=True
         Bernoulli binarisation of the reward (Algorithm A1 step 10); False adds r̃ itself.
 
@@ -40,7 +44,11 @@ class ThompsonSamplingZSolver(BaseZSolver):
       non-finite value gives reward 0. Every evaluation uses full data (no fidelity).
     * A repeated pipeline is asked again (the objective's cache answers it for free) and still
       updates the posteriors (our choice: neither Liu et al. nor Kishimoto et al. say whether a
-      repeated pipeline is re-fitted; Algorithm A1 updates the arms at every pull).
+      repeated pipeline is re-fitted; Algorithm A1 updates the arms at every pull). So a call
+      ``run(L)`` makes L new evaluations plus up to ``max(100, 10·L)`` free repeats, each a pull,
+      where Algorithm A1 makes L pulls in all. On the artificial objective, ending each call
+      after L pulls instead moved the mean incumbent by less than 0.001 (5 seeds, 1000
+      evaluations, f̂ = 0.7 and 5).
     * Batch-capable: several asks before their tells draw independent samples.
 
     References
