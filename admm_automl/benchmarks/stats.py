@@ -165,9 +165,9 @@ class Matches:
             gaps[name] = (float(np.nanmedian(mine)) - best) / abs(best) if best else 0.0
             if gaps[name] <= self.tolerance:
                 continue
+            lower = Lower(self.min_fraction, self.alpha)
             beaten += [f"{other} at {name}" for other, values in others.items()
-                       if win_fraction(values, mine) >= self.min_fraction
-                       and paired_p(values, mine, "less") < self.alpha]
+                       if lower.decide(values, mine).word == "reproduced"]
         gap_text = ", ".join(f"{k}: {100 * g:+.1f} %" for k, g in gaps.items())
         numbers = {f"gap {k}": g for k, g in gaps.items()}
         if beaten:
