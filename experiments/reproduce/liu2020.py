@@ -18,6 +18,7 @@ from admm_automl.benchmarks.stats import Lower, Matches
 from harness import Claim
 
 BA, BO, JOPT = "AdADMM-F16(BO,Ba)", "AdADMM-F16(BO,BO)", "JOPT(BO)"
+JOPT_MEAN = "JOPT(BO), mean prior"
 #: the methods on the artificial objective: the schedule's cap is 256 there (Appendix 13)
 ARTIFICIAL = {BA: "AdADMM-F16(BO,Ba)@cap=256", BO: "AdADMM-F16(BO,BO)@cap=256",
               JOPT: "JOPT(BO)", "Random": "Random"}
@@ -50,6 +51,16 @@ CLAIMS = [
         "JOPT's final value 108× sooner (Table A4, Fig. A9; 1024 s, 10 runs)",
         ("artificial",), ARTIFICIAL, BA, (JOPT,), Lower(0.8, 0.01), budget=60,
         seeds=tuple(range(10)), speedup_reference=JOPT, paper_numbers=PAPER,
+    ),
+    Claim(
+        "artificial_jopt_mean",
+        "the same claim against JOPT(BO) with the GP's prior mean at the average observation "
+        "(bo's former default, Optuna's and scikit-learn's): on this 95-dimensional box it did "
+        "better for JOPT than the worst-value mean (mean incumbent 0.612 against 1.049 at 1 000 "
+        "evaluations), and the claim must not rest on a weaker baseline",
+        ("artificial",), {BA: ARTIFICIAL[BA], JOPT_MEAN: "JOPT(BO)@theta.prior_mean=mean"}, BA,
+        (JOPT_MEAN,), Lower(0.8, 0.01), budget=60, seeds=tuple(range(10)),
+        speedup_reference=JOPT_MEAN,
     ),
     Claim(
         "artificial_bandit",

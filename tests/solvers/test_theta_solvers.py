@@ -320,7 +320,7 @@ def test_bo_with_no_finite_value_asks_random_points():
 @pytest.mark.parametrize(
     "params",
     [{"n_initial_points": -1}, {"xi": -0.1}, {"n_candidates": 2.5}, {"refit_growth": True},
-     {"max_points": 1}],
+     {"max_points": 1}, {"prior_mean": "median"}],
 )
 def test_bo_bad_parameters(params):
     problem, _, _ = quadratic_problem()
@@ -410,13 +410,17 @@ def test_bo_does_not_send_its_asks_to_the_corners_of_the_box():
     4 of the 6 coordinates on a face of the box, the farthest from the data; under the prior
     mean at the worst observation (De Ath et al., GECCO 2020) they stay where the model has
     evidence of improvement."""
-    problem = make_theta_problem(HARTMANN6)
-    solver = THETA_SOLVERS.create({"name": "bo", "params": {"n_initial_points": 10}})
-    solver.setup(problem, np.random.default_rng(0))
-    solver.run(40)
-    X = np.array([x for x, _ in problem.evaluated])[10:]
-    on_faces = ((X < 1e-6) | (X > 1 - 1e-6)).sum(axis=1)
-    assert np.sum(on_faces >= 4) <= 1, np.round(X[on_faces >= 4], 2)
+    def asks_on_faces(prior_mean):
+        problem = make_theta_problem(HARTMANN6)
+        solver = THETA_SOLVERS.create(
+            {"name": "bo", "params": {"n_initial_points": 10, "prior_mean": prior_mean}})
+        solver.setup(problem, np.random.default_rng(0))
+        solver.run(40)
+        X = np.array([x for x, _ in problem.evaluated])[10:]
+        return int(np.sum(((X < 1e-6) | (X > 1 - 1e-6)).sum(axis=1) >= 4))
+
+    assert asks_on_faces("max") <= 1
+    assert asks_on_faces("mean") >= 3  # the former default, still selectable: the parameter binds
 
 
 @pytest.mark.slow

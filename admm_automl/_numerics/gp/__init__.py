@@ -31,7 +31,8 @@ from .acquisition import (
     penalty_rows,
     value_and_central_difference,
 )
-from .model import MIN_NOISE, KernelParams, MaternGP, clean_targets, log_prior, matern52
+from .model import (MIN_NOISE, PRIOR_MEANS, KernelParams, MaternGP, clean_targets, log_prior,
+                    matern52)
 from .optim import candidate_points, maximize, scored_candidates, sobol_points
 from .sklearn_gp import default_kernel, fit_gp, fit_regressor, predict
 from .threads import single_threaded_blas
@@ -42,6 +43,7 @@ __all__ = [
     "LogEI",
     "MIN_NOISE",
     "MaternGP",
+    "PRIOR_MEANS",
     "Penalty",
     "candidate_points",
     "clean_targets",

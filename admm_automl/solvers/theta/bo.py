@@ -119,6 +119,11 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         (0: at every ask).
     max_points : int, default=300
         Observations the GP is refitted on at most (see above).
+    prior_mean : {"max", "mean"}, default="max"
+        The GP's constant prior mean: the worst observed value (see above) or their mean (the
+        former default, Optuna's and scikit-learn's). On the 95-dimensional joint box of Liu et
+        al.'s artificial objective the mean did better for JOPT(BO) (mean incumbent 0.612 against
+        1.049 at 1 000 evaluations), so a reproduction compares with both.
 
     References
     ----------
@@ -142,6 +147,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         n_restarts: int = 5,
         refit_growth: float = 0.05,
         max_points: int = 300,
+        prior_mean: str = "max",
     ) -> None:
         self.n_initial_points = n_initial_points
         self.xi = xi
@@ -149,6 +155,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         self.n_restarts = n_restarts
         self.refit_growth = refit_growth
         self.max_points = max_points
+        self.prior_mean = prior_mean
 
     # ------------------------------------------------------------------ setup
     def _validate(self) -> None:
@@ -158,6 +165,9 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise InvalidParameterError(f"bo: {name} must be an integer >= 0, got {value!r}")
+        if self.prior_mean not in _gp.PRIOR_MEANS:
+            raise InvalidParameterError(
+                f"bo: prior_mean must be one of {_gp.PRIOR_MEANS}, got {self.prior_mean!r}")
         if self.max_points < 2:
             raise InvalidParameterError(f"bo: max_points must be >= 2, got {self.max_points!r}")
         for name in ("xi", "refit_growth"):
@@ -248,7 +258,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         due = n - self.n_fit_ >= max(1, math.ceil(float(self.refit_growth) * self.n_fit_))
         if self.gp_ is None or due:
             rows = self._model_rows(g)
-            self.gp_ = _gp.MaternGP(X[rows], g[rows], self.params_)
+            self.gp_ = _gp.MaternGP(X[rows], g[rows], self.params_, prior_mean=self.prior_mean)
             self.params_ = self.gp_.params
             self.gp_rows_, self.n_fit_ = rows, n
         elif self.gp_rows_[-1] < n - 1:
