@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from .evaluation.executors import refuse_nested_search
 from .exceptions import DataError
 from .reporting import plots
 from .reporting.progress import watching
@@ -23,6 +24,7 @@ from .reporting.rundir import as_method, write_run
 from .run import params
 from .run.deadline import Deadline
 from .run.inputs import check_target, check_X
+from .run.lock import run_lock
 from .run.refit import refit_models
 from .run.results import fitted_attributes, metric_score
 from .run.setup import display_metric, run_search, space_has, task_space
@@ -256,18 +258,22 @@ class ADMM(BaseEstimator):
         if task == "classification":  # the search sees label indices (XGBoost takes no others)
             self.classes_, y_search = np.unique(y, return_inverse=True)
         metric = display_metric(self.scoring, task, target_type)
-        with watching(self.verbose, self.progress, metric) as listeners:
-            space = task_space(self.search_space, task, len(y))
-            settings = params.settings_from(self.get_params(deep=False))
-            outcome = run_search(X, y_search, settings, space=space, task=task,
-                                 target_type=target_type, sensitive_features=sensitive_features,
-                                 deadline=deadline, listeners=listeners)
-        fitted = fitted_attributes(outcome, space)
-        fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size, deadline))
-        for name, value in fitted.items():
-            setattr(self, name, value)
-        if self.output_dir is not None:
-            write_run(self, self.output_dir)
+        refuse_nested_search()  # before the output directory is touched
+        with run_lock(self.output_dir):  # one writer, from the journal to the model files
+            with watching(self.verbose, self.progress, metric) as listeners:
+                space = task_space(self.search_space, task, len(y))
+                settings = params.settings_from(self.get_params(deep=False))
+                outcome = run_search(X, y_search, settings, space=space, task=task,
+                                     target_type=target_type,
+                                     sensitive_features=sensitive_features,
+                                     deadline=deadline, listeners=listeners)
+            fitted = fitted_attributes(outcome, space)
+            fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size,
+                                       deadline))
+            for name, value in fitted.items():
+                setattr(self, name, value)
+            if self.output_dir is not None:
+                write_run(self, self.output_dir)
         return self
 
     # ------------------------------------------------------------------ prediction

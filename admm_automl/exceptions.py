@@ -34,6 +34,10 @@ class ResumeError(ADMMAutoMLError, ValueError):
     """An output directory holds the journal of a different run (other data, metric, splits, ...)."""
 
 
+class RunLockedError(ADMMAutoMLError, RuntimeError):
+    """Another process is writing the output directory (its ``fit`` holds the directory's lock)."""
+
+
 class MissingDependencyError(ADMMAutoMLError, ImportError):
     """An optional dependency is not installed."""
 

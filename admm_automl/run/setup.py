@@ -20,7 +20,6 @@ import math
 import numbers
 import warnings
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -41,6 +40,7 @@ from ..methods.registry import get_method, make_optimizer
 from .deadline import Deadline, check_time_budget, refit_reserve
 from .executor import make_executor
 from .library import ENSEMBLE_POOL, PredictionLibrary
+from .lock import run_directory
 
 @dataclass(frozen=True)
 class Seeds:
@@ -246,10 +246,7 @@ def open_objective(
     ``space`` and ``run``); the journal is ``output_dir/journal.jsonl`` when a directory is given.
     The trials follow ``policy`` (default: a fixed ``trial_timeout``, or none); ``observers`` are
     told of every recorded evaluation (e.g. a :class:`~.library.PredictionLibrary`)."""
-    if output_dir is not None and Path(output_dir).exists() and not Path(output_dir).is_dir():
-        raise InvalidParameterError(f"output_dir {str(output_dir)!r} is a file; give a directory "
-                                    "(it is created if it does not exist)")
-    path = Path(output_dir) / "journal.jsonl" if output_dir is not None else None
+    path = run_directory(output_dir) / "journal.jsonl" if output_dir is not None else None
     journal = Journal(path, dict(header or {}), resume=resume)
     policy = TrialPolicy(trial_timeout=trial_timeout) if policy is None else policy
     return PipelineObjective(task_or_context, executor, journal, worst_loss=worst_loss,

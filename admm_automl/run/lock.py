@@ -1,0 +1,76 @@
+"""One writer per run directory.
+
+Two ``fit`` calls on one ``output_dir`` at the same time would append to one journal (duplicate
+``eval_id``\\ s, a later resume reading each evaluation twice) and overwrite each other's model
+and report. :func:`run_lock` holds an operating-system lock on ``output_dir/.lock`` for the whole
+``fit``, from before the journal is opened until the model and report are written; a second
+``fit`` on the directory is refused at once with the holder's process id and host.
+
+The lock is the ``filelock`` package's (``fcntl.flock`` on POSIX, ``msvcrt.locking`` on Windows),
+so the operating system releases it when the holding process ends in any way, SIGKILL included:
+a killed run never leaves a stale lock and its directory can be resumed at once. Worker processes
+are started with ``spawn`` and do not inherit it. The holder's process id, host and start time
+go to ``lock.json`` beside it while it is held, only for the message (the lock file itself is
+truncated by every attempt to take it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import InvalidParameterError, RunLockedError
+
+LOCK_FILE, HOLDER_FILE = ".lock", "lock.json"
+
+
+def run_directory(output_dir: Any) -> Path:
+    """``output_dir`` as a directory path (created if missing); a file there is refused."""
+    path = Path(output_dir)
+    if path.exists() and not path.is_dir():
+        raise InvalidParameterError(f"output_dir {str(output_dir)!r} is a file; give a directory "
+                                    "(it is created if it does not exist)")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _holder(path: Path) -> str:
+    try:
+        info = json.loads((path / HOLDER_FILE).read_text(encoding="utf-8"))
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(info["started"])))
+        return f"process {int(info['pid'])} on {info['host']} (since {started})"
+    except (OSError, ValueError, KeyError, TypeError):  # written a moment later, or by hand
+        return "another process"
+
+
+@contextmanager
+def run_lock(output_dir: Any) -> Iterator[Path | None]:
+    """Hold ``output_dir``'s lock for the body (None: no directory, nothing to hold)."""
+    if output_dir is None:
+        yield None
+        return
+    from filelock import FileLock, Timeout
+
+    path = run_directory(output_dir)
+    lock = FileLock(str(path / LOCK_FILE), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunLockedError(
+            f"output_dir {str(output_dir)!r} is in use by {_holder(path)}: one fit at a time "
+            "writes a run directory. Wait for it to end (a killed process frees it at once) or "
+            "give another output_dir."
+        ) from None
+    try:
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        (path / HOLDER_FILE).write_text(json.dumps(holder), encoding="utf-8")
+        yield path
+    finally:
+        (path / HOLDER_FILE).unlink(missing_ok=True)
+        lock.release()

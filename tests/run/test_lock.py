@@ -1,0 +1,73 @@
+"""One writer per run directory: a second fit on a directory in use is refused at once with the
+holder's process id, and a holder killed with SIGKILL leaves no stale lock."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from admm_automl import ADMM
+from admm_automl.exceptions import InvalidParameterError, ResumeError, RunLockedError
+from admm_automl.journal import Journal
+from admm_automl.run.lock import HOLDER_FILE, run_lock
+from admm_automl.testing import tiny_space
+
+FAST = dict(search_space=tiny_space(), theta_solver="random", z_solver="random", inner_iter=3,
+            inner_iter_step=0, random_state=0, executor="serial", cv=None, max_evals=4)
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """A process that holds ``tmp_path``'s lock until it is killed."""
+    code = textwrap.dedent(f"""
+        import sys, time
+        from admm_automl.run.lock import run_lock
+        with run_lock({str(tmp_path)!r}):
+            print("held", flush=True)
+            time.sleep(120)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+def test_a_second_fit_is_refused_with_the_holders_pid_and_a_killed_holder_frees_it(
+        tmp_path, holder, breast_cancer_full):
+    X, y = breast_cancer_full
+    with pytest.raises(RunLockedError, match=rf"in use by process {holder.pid} on "):
+        ADMM(**FAST, output_dir=tmp_path).fit(X, y)
+    assert not (tmp_path / "journal.jsonl").exists()  # refused before the journal was opened
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    model = ADMM(**FAST, output_dir=tmp_path).fit(X, y)
+    assert model.n_evals_ == 4
+    assert [r["eval_id"] for r in Journal.read(tmp_path / "journal.jsonl")] == [0, 1, 2, 3]
+    assert not (tmp_path / HOLDER_FILE).exists()  # the holder's note goes with the lock
+
+
+def test_the_lock_is_released_when_fit_raises(tmp_path, breast_cancer_full):
+    X, y = breast_cancer_full
+    ADMM(**FAST, output_dir=tmp_path).fit(X, y)
+    with pytest.raises(ResumeError):  # raised inside the lock: the journal is another run's
+        ADMM(**{**FAST, "random_state": 1}, output_dir=tmp_path).fit(X, y)
+    with run_lock(tmp_path):  # not held by the failed fit
+        with pytest.raises(RunLockedError, match=rf"process {os.getpid()}"):
+            with run_lock(tmp_path):  # nor re-entrant: two fits in one process conflict too
+                pass
+
+
+def test_an_output_dir_that_is_a_file_is_refused(tmp_path, breast_cancer_full):
+    X, y = breast_cancer_full
+    (tmp_path / "f").write_text("")
+    with pytest.raises(InvalidParameterError, match="is a file"):
+        ADMM(**FAST, output_dir=tmp_path / "f").fit(X, y)
