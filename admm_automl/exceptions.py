@@ -71,6 +71,11 @@ class ConstraintViolationWarning(ADMMAutoMLWarning):
     """No evaluated pipeline met every constraint; the least violating one was returned."""
 
 
+class SubsampleOnlyWarning(ADMMAutoMLWarning):
+    """No pipeline was evaluated on all training rows before the search ended; the returned one
+    was chosen by its score on a subsample."""
+
+
 class EvaluationFailedWarning(ADMMAutoMLWarning):
     """Some pipelines failed during the search (they were recorded with the worst loss)."""
 

@@ -9,7 +9,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..methods._lagrangian import Constraints, optimal_slack
-from ..exceptions import ConstraintViolationWarning, EvaluationFailedWarning, SearchError
+from ..exceptions import (ConstraintViolationWarning, EvaluationFailedWarning, SearchError,
+                          SubsampleOnlyWarning)
 from ..journal import observation_of
 from ..records import Observation
 
@@ -101,18 +102,44 @@ def _best(outcome: Any, space: Any) -> tuple[tuple[int, ...], np.ndarray, Observ
     return best
 
 
+def _best_subsample(outcome: Any, space: Any) -> tuple[tuple[int, ...], np.ndarray, Observation] | None:
+    """``(z, θ, observation)`` of the best successful evaluation on a subsample (a probe or a
+    multi-fidelity solver's low rung) at the largest training size any reached, or None; for a
+    run in which no pipeline finished on all rows, with a warning that says so."""
+    rank = outcome.constraints.rank
+    done = [(float(r["fidelity"]), observation_of(r), r) for r in outcome.records
+            if float(r["fidelity"]) < 1.0 and not r.get("budget_stop") and r.get("status") == "ok"]
+    if not done:
+        return None
+    top = max(f for f, _, _ in done)
+    fidelity, obs, rec = min(((f, o, r) for f, o, r in done if f == top),
+                             key=lambda item: rank(item[1]))
+    n_train = len(outcome.task.context.splits[0].train)
+    warnings.warn(
+        f"No pipeline was evaluated on all {n_train} training rows before the search ended: "
+        f"{len(done)} evaluation(s) succeeded on subsamples (the probes of large data, or a "
+        f"multi-fidelity solver's first rungs). Returning the best on the largest one "
+        f"({fidelity:.0%} of the rows), refitted on all rows; best_score_ is its score on that "
+        "subsample. A larger time_budget lets the search fit pipelines on all rows.",
+        SubsampleOnlyWarning, stacklevel=4)
+    z, theta = space.encode(rec["config"])
+    return z, space.encoding.project(theta), obs
+
+
 def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     """The estimator's fitted attributes of a finished search (except the refitted pipeline).
 
     Raises :class:`~admm_automl.exceptions.SearchError` when every evaluation failed; warns when
-    some failed and when no
-    pipeline met the constraints.
+    some failed, when no pipeline met the constraints, and when none was evaluated on all rows
+    (the best on a subsample is returned then: a probe never hides a model).
     """
     import pandas as pd
 
     records, result, constraints = outcome.records, outcome.result, outcome.constraints
     metric = outcome.task.metric
     best = _best(outcome, space)
+    if best is None or not best[2].ok:
+        best = _best_subsample(outcome, space) or best
     if best is None or not best[2].ok:
         errors = sorted({str(r.get("error")) for r in records if r.get("status") != "ok"})
         raise SearchError(f"All {len(records)} evaluated pipelines failed, so there is nothing "
