@@ -10,8 +10,9 @@ the journal as if it had just been evaluated (it counts for the budget, so the s
 evaluation budget retrace the same search and continue it), without running or recording it again.
 
 Observers (such as the run's library of kept predictions, :mod:`admm_automl.run.library`) are
-told of every recorded evaluation, with its validation predictions when the trial returned them,
-and of the replayed ones at the start.
+told of every evaluation just before it is recorded, with its validation predictions when the
+trial returned them, and of the replayed ones (with the index of their learner, without
+predictions) at the start.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ logger = logging.getLogger(__name__)
 class Observer(Protocol):
     """Told of every evaluation the objective records (``learner`` is the index of the
     pipeline's last step; ``predictions`` its validation predictions, None when the trial kept
-    none or the evaluation is replayed from a resumed journal)."""
+    none or the evaluation is replayed from a resumed journal). Called just before the record
+    is journaled."""
 
     def observed(self, record: dict[str, Any], observation: Observation, learner: int | None,
                  predictions: Any) -> None: ...
@@ -87,9 +89,10 @@ class PipelineObjective:
         #: whether a pipeline succeeded on all rows (the automatic timeout starts then)
         self.succeeded = any(o.ok and o.fidelity >= 1.0 for o in self.replay.values())
         for rec in journal.records:
-            if rec.get("key") and not rec.get("budget_stop"):
+            if rec.get("key") and not rec.get("budget_stop") and self.observers:
+                learner = int(ctx.space.encode(rec["config"])[0][-1])
                 for observer in self.observers:
-                    observer.observed(rec, observation_of(rec), None, None)
+                    observer.observed(rec, observation_of(rec), learner, None)
         elapsed = max((float(r.get("time") or 0.0) for r in journal.records), default=0.0)
         self._t0 = (time.monotonic() if start_time is None else start_time) - elapsed
         executor.start(ctx)
@@ -161,13 +164,16 @@ class PipelineObjective:
             worst_loss=self.worst_loss, time=time.monotonic() - self._t0, tags=tags,
             stopped=stopped,
         )
-        self.journal.append(record)
         observation = observation_of(record)
+        # observers first: the library writes the predictions it keeps to the run directory
+        # before the record that refers to them, so a process killed in between leaves a file
+        # that the resumed run's evaluation of this id replaces, never a record without them
+        for observer in self.observers:
+            observer.observed(record, observation, int(request.z[-1]), predictions)
+        self.journal.append(record)
         if not stopped:
             self.cache[key] = observation
         self.succeeded |= observation.ok and observation.fidelity >= 1.0
-        for observer in self.observers:
-            observer.observed(record, observation, int(request.z[-1]), predictions)
         return observation
 
     def _probe(self, todo: dict[str, Request], time_left: float | None, tags: dict[str, Any],

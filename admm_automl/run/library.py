@@ -6,9 +6,15 @@ evaluations too, without predictions). :class:`PredictionLibrary` is the run's o
 
 * it keeps the validation predictions of the best ``size`` evaluations (by the run's ``rank``)
   and of the best evaluation of each learner (the last step of the pipeline) for the ensemble
-  (:mod:`.ensemble`), in memory, never in the journal: the best of every learner keeps the
-  ensemble's library diverse when one learner's variants fill the top places (Caruana et al.
-  2004 select from a library of diverse models);
+  (:mod:`.ensemble`), never in the journal: the best of every learner keeps the ensemble's
+  library diverse when one learner's variants fill the top places (Caruana et al. 2004 select
+  from a library of diverse models). With a run directory they are also kept on disk, one
+  ``predictions/<eval_id>.npy`` per kept evaluation (written before the objective journals the
+  record, removed when it leaves the library), and a resumed journal's evaluations get theirs
+  back from there, so that a resumed or re-run ``fit`` builds the same ensemble as an
+  uninterrupted one: the library is bounded (``size`` plus one per learner), and the best
+  ``size`` of a run are among the best ``size`` of its parts, so nothing a resumed run needs was
+  ever removed. The files are plain ``.npy`` arrays, read without pickle;
 * it estimates the seconds a refit on all rows takes for every successful full-data evaluation
   (:func:`refit_seconds_estimate`), so that :meth:`PredictionLibrary.refit_estimate` can say what
   a time-budgeted search keeps back for its refit and its ensemble
@@ -17,9 +23,16 @@ evaluations too, without predictions). :class:`PredictionLibrary` is the run's o
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from ..records import Observation
+
+#: the run directory's folder of kept validation predictions
+PREDICTIONS_DIR = "predictions"
 
 #: the validation predictions kept for the ensemble: of the best this many evaluations (the e_max
 #: of Liu et al. 2020, appendix on ensembles), and of the best evaluation of each learner
@@ -47,12 +60,16 @@ class PredictionLibrary:
         How many evaluations' predictions are kept besides the best of each learner (0: none).
     rank : callable, optional
         Sort key of an :class:`Observation` (default: its loss).
+    run_dir : str or Path, optional
+        The run directory whose ``predictions`` folder mirrors the kept predictions (module
+        docstring); None keeps them in memory only.
     """
 
     def __init__(self, n_rows: int, n_splits: int, size: int = 0,
-                 rank: Callable[[Observation], Any] | None = None) -> None:
+                 rank: Callable[[Observation], Any] | None = None, run_dir: Any = None) -> None:
         self.n_rows, self.n_splits, self.size = n_rows, n_splits, size
         self.rank = rank or (lambda obs: obs.loss)
+        self.folder = None if run_dir is None else Path(run_dir) / PREDICTIONS_DIR
         #: eval_id -> validation predictions
         self.predictions: dict[int, Any] = {}
         self._ranks: dict[int, Any] = {}
@@ -63,16 +80,28 @@ class PredictionLibrary:
 
     def observed(self, record: dict[str, Any], observation: Observation, learner: int | None,
                  predictions: Any) -> None:
-        """An evaluation was recorded (``predictions`` None for a replayed one)."""
-        if not (observation.ok and observation.fidelity >= 1.0):
-            return
+        """An evaluation was recorded (``predictions`` None for a replayed one: read back from
+        the run directory when it was kept)."""
         eval_id = observation.eval_id
+        if not (observation.ok and observation.fidelity >= 1.0):
+            if self.size > 0:
+                self._unlink(eval_id)  # a file left by a process killed before this id's record
+            return
         self._refit[eval_id] = refit_seconds_estimate(record, self.n_rows, self.n_splits)
         rank = self.rank(observation)
         if self._best is None or rank < self._best[0]:
             self._best = (rank, eval_id)
-        if predictions is not None and learner is not None and self.size > 0:
+        if self.size == 0:  # no ensemble: the run directory's files are left as they are
+            return
+        live = predictions is not None
+        if not live:
+            predictions = self._read(eval_id)
+        if predictions is not None and learner is not None:
             self._keep(learner, eval_id, rank, predictions)
+        if eval_id not in self.predictions:
+            self._unlink(eval_id)
+        elif live:
+            self._write(eval_id, predictions)
 
     def refit_estimate(self, others: int = 0) -> tuple[float, float]:
         """Estimated seconds to refit the best evaluation so far, and the next ``others`` best
@@ -97,3 +126,30 @@ class PredictionLibrary:
             worst = max(spare, key=self._ranks.__getitem__)
             spare.remove(worst)
             del self.predictions[worst], self._ranks[worst]
+            self._unlink(worst)
+
+    # ------------------------------------------------------------------ the run directory
+    def _path(self, eval_id: int) -> Path:
+        assert self.folder is not None
+        return self.folder / f"{int(eval_id)}.npy"
+
+    def _read(self, eval_id: int) -> np.ndarray | None:
+        if self.folder is None or not self._path(eval_id).exists():
+            return None
+        return np.load(self._path(eval_id), allow_pickle=False)
+
+    def _write(self, eval_id: int, predictions: Any) -> None:
+        """Write atomically (a temporary file renamed), so a killed process leaves either the
+        whole array or none."""
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self._path(eval_id)
+        temporary = path.with_suffix(".npy.partial")
+        with open(temporary, "wb") as fh:
+            np.save(fh, np.asarray(predictions), allow_pickle=False)
+        os.replace(temporary, path)
+
+    def _unlink(self, eval_id: int) -> None:
+        if self.folder is not None:
+            self._path(eval_id).unlink(missing_ok=True)

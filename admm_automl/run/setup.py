@@ -346,7 +346,8 @@ def run_search(
     ctx = prepared.context
     library = PredictionLibrary(len(ctx.y), len(ctx.splits),
                                 ENSEMBLE_POOL if s.ensemble_size else 0,
-                                rank=Constraints(prepared.constraints).rank)
+                                rank=Constraints(prepared.constraints).rank,
+                                run_dir=s.output_dir)
     objective = open_objective(
         ctx, executor=executor, worst_loss=prepared.worst_loss, output_dir=s.output_dir,
         header=header, resume=s.resume, start_time=deadline.start,

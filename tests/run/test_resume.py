@@ -74,6 +74,21 @@ def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change,
     assert len(Journal.read(tmp_path / "journal.jsonl")) == 4  # untouched
 
 
+def test_a_finished_run_run_again_returns_the_same_ensemble(tmp_path, breast_cancer_full):
+    """Everything fit needs to rebuild its result is in the run directory: re-running a finished
+    run evaluates nothing and returns the same ensemble and predictions (the kept validation
+    predictions are read back from ``predictions/``, plain ``.npy`` files)."""
+    X, Y = breast_cancer_full
+    first = ADMM(**FAST, max_evals=10, output_dir=tmp_path).fit(X, Y)
+    assert len(first.ensemble_weights_) >= 2
+    kept = sorted(p.name for p in (tmp_path / "predictions").iterdir())
+    assert set(kept) >= {f"{i}.npy" for i in first.ensemble_weights_}
+    again = ADMM(**FAST, max_evals=10, output_dir=tmp_path).fit(X, Y)
+    assert again.ensemble_weights_ == first.ensemble_weights_
+    np.testing.assert_array_equal(again.predict_proba(X), first.predict_proba(X))
+    assert sorted(p.name for p in (tmp_path / "predictions").iterdir()) == kept
+
+
 def test_resume_false_keeps_the_old_journal_beside_a_new_one(tmp_path, breast_cancer_full):
     X, Y = breast_cancer_full
     ADMM(**FAST, max_evals=4, output_dir=tmp_path).fit(X, Y)
@@ -147,4 +162,8 @@ def test_a_run_killed_mid_search_resumes_without_losing_or_repeating_work(tmp_pa
     straight = ADMM(**FAST, max_evals=n).fit(X, Y)
     assert resumed.history_[COMPARED].equals(straight.history_[COMPARED])
     assert np.isclose(resumed.best_loss_, straight.best_loss_)
+    # the same model: the kept validation predictions of the killed run were in the directory
+    assert resumed.ensemble_weights_ == straight.ensemble_weights_
+    assert len(straight.ensemble_weights_) >= 2
+    np.testing.assert_array_equal(resumed.predict_proba(X), straight.predict_proba(X))
     assert json.loads(journal.read_text().splitlines()[0])["run"]["space"]["name"] == "tiny"
