@@ -11,6 +11,15 @@ moves the old file aside (``journal-1.jsonl``, ``journal-2.jsonl``, ...) and sta
 
 A record's keys are written by :func:`make_record` and read back by :func:`observation_of`, the
 journal's schema in one place.
+
+*Crash-only trials.* A trial that runs in the process that writes the journal (the serial
+executor) can take that process down with it (a segmentation fault in an estimator's compiled
+code, the out-of-memory killer). Before such a trial the journal gets a ``{"started": {...}}``
+line with the request, and a ``{"interrupted": key}`` line if the trial is interrupted (Ctrl-C);
+a resumed journal lists the trials started and never finished in :attr:`Journal.unfinished`, so
+that the run records them as failed instead of running them again (Candea and Fox, "Crash-Only
+Software", HotOS 2003: recovery is the start-up path). Trials in worker processes need no marker:
+a crashed worker is recorded by the executor.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from .exceptions import ResumeError
 from .records import Observation, Status
 
 HEADER_KEY = "run"
+STARTED_KEY, INTERRUPTED_KEY = "started", "interrupted"
 
 
 def _jsonable(value: Any) -> Any:
@@ -84,6 +94,9 @@ class Journal:
         self.records: list[dict[str, Any]] = []
         #: how many of ``records`` an earlier session wrote
         self.n_resumed = 0
+        #: the requests (``key``, ``z``, ``theta``, ``fidelity``, ``iterations``) of trials an
+        #: earlier session started in its own process and never finished (module docstring)
+        self.unfinished: list[dict[str, Any]] = []
         self._next_id = 0
         self._fh = None
         if self.path is None:
@@ -107,7 +120,7 @@ class Journal:
         if len(complete) < len(data):  # a line cut short by a crash
             with open(self.path, "r+b") as fh:
                 fh.truncate(len(complete))
-        recorded, records = _parse(complete.decode("utf-8"))
+        recorded, records, self.unfinished = _parse(complete.decode("utf-8"))
         if recorded is None:
             raise ResumeError(
                 f"{self.path} has no run header (it was written by an older version or by "
@@ -136,6 +149,17 @@ class Journal:
             self._fh.write(json.dumps(obj, sort_keys=True) + "\n")
             self._fh.flush()
 
+    def start(self, key: str, request: Any) -> None:
+        """Mark the trial of ``request`` (cache key ``key``) as started in this process."""
+        self._write({STARTED_KEY: {
+            "key": key, "z": list(request.z), "theta": _jsonable(list(request.theta)),
+            "fidelity": request.fidelity, "iterations": request.iterations,
+        }})
+
+    def interrupt(self, key: str) -> None:
+        """The trial of ``key`` was interrupted (not crashed): a resume runs it again."""
+        self._write({INTERRUPTED_KEY: key})
+
     def next_id(self) -> int:
         """The ``eval_id`` of the next record (ids continue across sessions)."""
         return self._next_id
@@ -157,7 +181,8 @@ class Journal:
 
     @staticmethod
     def read(path: "str | Path") -> list[dict[str, Any]]:
-        """The evaluation records of a journal file (the header and a cut-short line skipped)."""
+        """The evaluation records of a journal file (the header, the trials' start and interrupt
+        marks and a cut-short line skipped)."""
         with open(path, encoding="utf-8") as fh:
             return _parse(fh.read())[1]
 
@@ -167,18 +192,26 @@ class Journal:
             return _parse(fh.read())[0]
 
 
-def _parse(text: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    header, records = None, []
+def _parse(text: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The header, the evaluation records, and the trials started and never finished."""
+    header, records, started = None, [], {}
     for line in text.splitlines():
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(obj, dict) and set(obj) == {HEADER_KEY}:
+        if not isinstance(obj, dict):
+            continue
+        if set(obj) == {HEADER_KEY}:
             header = obj[HEADER_KEY]
-        elif isinstance(obj, dict):
+        elif set(obj) == {STARTED_KEY}:
+            started[obj[STARTED_KEY]["key"]] = obj[STARTED_KEY]
+        elif set(obj) == {INTERRUPTED_KEY}:
+            started.pop(obj[INTERRUPTED_KEY], None)
+        else:
             records.append(obj)
-    return header, records
+            started.pop(obj.get("key"), None)
+    return header, records, list(started.values())
 
 
 def make_record(eval_id: int, key: str, request: Any, result: dict[str, Any], *,

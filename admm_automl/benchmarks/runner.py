@@ -284,9 +284,10 @@ def open_run(
     task = problem.make_task(seed)
     if cache_size is not None and hasattr(task, "cache_size"):
         task = replace(task, cache_size=cache_size)
+    # no crash marks: a benchmark function cannot crash, and a pipeline problem runs isolated
     return open_objective(task, executor=executor, worst_loss=problem.worst_loss,
                           output_dir=out_dir, header=header, start_time=start_time,
-                          trial_timeout=trial_timeout)
+                          trial_timeout=trial_timeout, crash_marks=False)
 
 
 def run(

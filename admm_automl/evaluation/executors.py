@@ -88,6 +88,8 @@ class SerialExecutor:
 
     name = "serial"
     enforces_timeout = False
+    #: a trial that crashes takes the caller's process with it (see crash-only trials)
+    in_process = True
 
     def start(self, task: Any) -> None:
         refuse_nested_search()

@@ -23,12 +23,20 @@ import time
 from dataclasses import replace
 from typing import Any, Protocol, Sequence
 
+import numpy as np
+
 from ..journal import Journal, make_record, observation_of
 from ..records import Observation, Request
 from .policy import PROBE_FIDELITY, TrialPolicy
 from .trial import TrialContext
 
 logger = logging.getLogger(__name__)
+
+#: the error of a trial whose process died while it ran (crash-only trials, :mod:`..journal`)
+CRASHED = ("the process died during this evaluation (a crash in the estimator, such as a "
+           "segmentation fault, or the process was killed); it is not run again. "
+           "executor='process' runs each trial in a worker process, where a crash is recorded "
+           "and the search goes on")
 
 
 class Observer(Protocol):
@@ -61,6 +69,13 @@ class PipelineObjective:
         journal's times continue after its last one.
     observers : sequence of Observer
         Told of every recorded evaluation, and of the replayed ones now.
+    crash_marks : bool, default=True
+        With an executor that runs trials in this process (``in_process``) and a journal file,
+        mark each trial's start in the journal, and record the trials an earlier session started
+        and never finished as failed instead of running them again (crash-only trials,
+        :mod:`admm_automl.journal`): an estimator that kills the process (a segmentation fault)
+        would otherwise kill every resume at the same pipeline. Off for benchmark functions that
+        cannot crash, where the mark would cost as much as the evaluation.
     """
 
     def __init__(
@@ -73,6 +88,7 @@ class PipelineObjective:
         policy: TrialPolicy | None = None,
         start_time: float | None = None,
         observers: Sequence[Observer] = (),
+        crash_marks: bool = True,
     ) -> None:
         self.ctx = ctx
         self.executor = executor
@@ -95,6 +111,10 @@ class PipelineObjective:
                     observer.observed(rec, observation_of(rec), learner, None)
         elapsed = max((float(r.get("time") or 0.0) for r in journal.records), default=0.0)
         self._t0 = (time.monotonic() if start_time is None else start_time) - elapsed
+        self.crash_marks = (crash_marks and getattr(executor, "in_process", False)
+                            and journal.path is not None)
+        for mark in journal.unfinished:
+            self._record_crash(mark)
         executor.start(ctx)
 
     @property
@@ -129,10 +149,15 @@ class PipelineObjective:
             jobs = [(r.z, r.theta, r.fidelity) + (() if r.iterations is None else (r.iterations,))
                     for r in todo.values()]
             deadline = None if time_left is None else time.monotonic() + time_left
-            results = (self.executor.run(jobs, [timeout] * len(jobs), deadline=deadline)
-                       if jobs else [])
-            for (key, request), result in zip(todo.items(), results):
-                fresh[key] = self._observe(key, request, result, tags or {}, budget_stop)
+            if self.crash_marks:  # each trial between its start mark and its record
+                for (key, request), job in zip(todo.items(), jobs):
+                    result = self._run_marked(key, request, job, timeout, deadline)
+                    fresh[key] = self._observe(key, request, result, tags or {}, budget_stop)
+            else:
+                results = (self.executor.run(jobs, [timeout] * len(jobs), deadline=deadline)
+                           if jobs else [])
+                for (key, request), result in zip(todo.items(), results):
+                    fresh[key] = self._observe(key, request, result, tags or {}, budget_stop)
         out = []
         for key in keys:
             if key in fresh:  # the first occurrence of a new request
@@ -141,6 +166,25 @@ class PipelineObjective:
                 source = self.cache[key] if key in self.cache else out[keys.index(key)]
                 out.append(replace(source, cached=True))
         return out
+
+    def _run_marked(self, key: str, request: Request, job: tuple, timeout: float | None,
+                    deadline: float | None) -> dict[str, Any]:
+        """Run one trial in this process between a start mark and its record (crash-only)."""
+        self.journal.start(key, request)
+        try:
+            return self.executor.run([job], [timeout], deadline=deadline)[0]
+        except BaseException:  # Ctrl-C or an exit, not a crash: a resume runs it again
+            self.journal.interrupt(key)
+            raise
+
+    def _record_crash(self, mark: dict[str, Any]) -> None:
+        """Record a trial an earlier session started in its own process and never finished as
+        failed; it is replayed like the other recorded evaluations when the search asks it."""
+        request = Request(tuple(int(v) for v in mark["z"]), np.asarray(mark["theta"], dtype=float),
+                          float(mark["fidelity"]), mark.get("iterations"))
+        result = {"status": "failed", "loss": math.nan, "error": CRASHED}
+        self._observe(mark["key"], request, result, {}, False)
+        self.replay[mark["key"]] = self.cache.pop(mark["key"])
 
     def _key(self, request: Request) -> str:
         """The cache key: the pipeline, the data fidelity and, if given, the training length."""

@@ -240,17 +240,19 @@ def open_objective(
     task_or_context: Any, *, executor: Any, worst_loss: float, output_dir: Any = None,
     header: Mapping[str, Any] | None = None, resume: bool = True,
     trial_timeout: float | None = None, start_time: float | None = None,
-    policy: TrialPolicy | None = None, observers: Sequence[Any] = (),
+    policy: TrialPolicy | None = None, observers: Sequence[Any] = (), crash_marks: bool = True,
 ) -> PipelineObjective:
     """The cached, journaled objective over a task (a :class:`TrialContext` or any object with
     ``space`` and ``run``); the journal is ``output_dir/journal.jsonl`` when a directory is given.
     The trials follow ``policy`` (default: a fixed ``trial_timeout``, or none); ``observers`` are
-    told of every recorded evaluation (e.g. a :class:`~.library.PredictionLibrary`)."""
+    told of every recorded evaluation (e.g. a :class:`~.library.PredictionLibrary`);
+    ``crash_marks``: see :class:`~admm_automl.evaluation.objective.PipelineObjective`."""
     path = run_directory(output_dir) / "journal.jsonl" if output_dir is not None else None
     journal = Journal(path, dict(header or {}), resume=resume)
     policy = TrialPolicy(trial_timeout=trial_timeout) if policy is None else policy
     return PipelineObjective(task_or_context, executor, journal, worst_loss=worst_loss,
-                             policy=policy, start_time=start_time, observers=observers)
+                             policy=policy, start_time=start_time, observers=observers,
+                         crash_marks=crash_marks)
 
 
 @dataclass

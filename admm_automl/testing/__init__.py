@@ -38,6 +38,7 @@ from .estimators import (
     MemoryHogClassifier,
     NaNClassifier,
     RaisingClassifier,
+    SegfaultingClassifier,
     SleepingClassifier,
 )
 from .problems import (
@@ -81,6 +82,7 @@ __all__ = [
     "MemoryHogClassifier",
     "NaNClassifier",
     "RaisingClassifier",
+    "SegfaultingClassifier",
     "SleepingClassifier",
     "SolverCapabilities",
     "ToyEngine",

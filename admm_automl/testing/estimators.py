@@ -31,6 +31,17 @@ class RaisingClassifier(_Base):
         raise RuntimeError(self.message)
 
 
+class SegfaultingClassifier(_Base):
+    """Kills its own process with SIGSEGV in ``fit``, as a crash in compiled code does."""
+
+    def fit(self, X: Any, y: Any) -> "SegfaultingClassifier":
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+        return self  # pragma: no cover
+
+
 class NaNClassifier(_Base):
     """Fits, then predicts NaN probabilities (a NaN score)."""
 

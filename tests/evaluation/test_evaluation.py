@@ -141,10 +141,34 @@ def test_failures_are_captured_with_the_worst_loss_and_the_error_text(tmp_path):
     header, *lines = [json.loads(line)
                       for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     assert header == {"run": {}}
+    # a serial trial runs between its start mark and its record (crash-only trials)
+    assert [next(iter(r)) if len(r) == 1 else "record" for r in lines] == ["started", "record"] * 3
+    lines = lines[1::2]
     assert [r["status"] for r in lines] == ["ok", "failed", "failed"]
     assert [r["eval_id"] for r in lines] == [0, 1, 2]
     assert "always fails" in lines[1]["error"]
     assert objective.n_failed == 2
+
+
+def test_a_serial_trial_interrupted_by_ctrl_c_is_run_again_on_resume(tmp_path, monkeypatch):
+    """Crash-only trials tell an interrupt from a crash: a KeyboardInterrupt inside a serial
+    trial marks it interrupted, so the resumed objective evaluates it (a crash is recorded as
+    failed instead: tests/run/test_resume.py)."""
+    path = tmp_path / "journal.jsonl"
+    executor = SerialExecutor()
+    objective = PipelineObjective(context(), executor, Journal(path), worst_loss=1.0)
+    objective([Request(z_of("gnb"), THETA)])
+    monkeypatch.setattr(executor.task, "run", lambda *job: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        objective([Request(z_of("raiser"), THETA)])
+    objective.close()
+    monkeypatch.undo()
+    journal = Journal(path)
+    assert journal.unfinished == [] and len(journal.records) == 1
+    resumed = PipelineObjective(context(), SerialExecutor(), journal, worst_loss=1.0)
+    (again,) = resumed([Request(z_of("raiser"), THETA)])
+    resumed.close()
+    assert again.status is Status.FAILED and "always fails" in again.error  # run, not replayed
 
 
 def test_identical_requests_are_answered_from_the_cache():

@@ -119,8 +119,10 @@ CHILD = textwrap.dedent("""
 
     X, y = load_breast_cancer(return_X_y=True)
     if __name__ == "__main__":
+        # trials in a worker process: a serial trial cut by the kill would be recorded as
+        # failed on resume (crash-only trials), by design
         ADMM(search_space=tiny_space(), theta_solver="random", z_solver="random", inner_iter=3,
-             inner_iter_step=0, random_state=0, executor="serial", cv=None,
+             inner_iter_step=0, random_state=0, executor="process", cv=None,
              max_evals=int(sys.argv[2]),
              output_dir=sys.argv[1]).fit(X, y)
 """)
@@ -167,3 +169,50 @@ def test_a_run_killed_mid_search_resumes_without_losing_or_repeating_work(tmp_pa
     assert len(straight.ensemble_weights_) >= 2
     np.testing.assert_array_equal(resumed.predict_proba(X), straight.predict_proba(X))
     assert json.loads(journal.read_text().splitlines()[0])["run"]["space"]["name"] == "tiny"
+
+
+SEGFAULT_CHILD = textwrap.dedent("""
+    import sys
+    from sklearn.datasets import load_breast_cancer
+    from admm_automl import ADMM
+    from admm_automl.testing import tiny_space
+
+    X, y = load_breast_cancer(return_X_y=True)
+    space = tiny_space({
+        "segfault": {"class": "admm_automl.testing.SegfaultingClassifier"},
+        "gnb": {"class": "sklearn.naive_bayes.GaussianNB",
+                "hyperparameters": {"var_smoothing": {"type": "float", "low": 1e-10,
+                                                      "high": 1e-6, "log": True,
+                                                      "default": 1e-9}}},
+    })
+    if __name__ == "__main__":
+        model = ADMM(search_space=space, theta_solver="random", z_solver="random", inner_iter=2,
+                     inner_iter_step=0, random_state=0, executor="serial", cv=None,
+                     max_evals=6, output_dir=sys.argv[1]).fit(X, y)
+        print(model.n_evals_, model.n_failed_)
+""")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGSEGV")
+def test_a_serial_trial_that_kills_the_process_is_recorded_as_failed_on_resume(tmp_path):
+    """Crash-only trials: a serial trial whose estimator segfaults takes the user's process with
+    it; the run started it in the journal, so the same call again records it as failed (not run
+    again, which would crash every resume at the same pipeline) and finishes."""
+    script, out = tmp_path / "child.py", tmp_path / "run"
+    script.write_text(SEGFAULT_CHILD)
+    crashes = 0
+    for _ in range(4):
+        proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True,
+                              text=True, timeout=120)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == -signal.SIGSEGV, proc.stderr[-2000:]
+        crashes += 1
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert crashes >= 1  # the space's first segfaulting pipeline did crash a session
+    records = Journal.read(out / "journal.jsonl")
+    crashed = [r for r in records if "process died during this evaluation" in str(r["error"])]
+    assert len(crashed) == crashes and all(r["status"] == "failed" for r in crashed)
+    assert all(r["pipeline"].endswith("segfault") for r in crashed)
+    assert len({r["key"] for r in records}) == len(records) == 6  # nothing run twice
+    assert proc.stdout.split() == ["6", str(sum(r["status"] != "ok" for r in records))]
