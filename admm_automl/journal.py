@@ -220,8 +220,9 @@ def make_record(eval_id: int, key: str, request: Any, result: dict[str, Any], *,
     """The journal record of one trial's ``result`` for ``request`` (``z``, ``θ``, ``fidelity``,
     ``iterations``): what :func:`observation_of` reads back. A failed trial, or one whose loss is
     not finite, is recorded with ``worst_loss`` (its own loss stays in ``raw_loss``); ``stopped``
-    marks a trial cut by the end of the time budget, which says nothing of the pipeline."""
-    status = result.get("status", "failed")
+    marks a trial cut by the end of the time budget or never begun, which says nothing of the
+    pipeline: its status is ``cancelled`` and it carries ``budget_stop`` (not replayed)."""
+    status = "cancelled" if stopped else result.get("status", "failed")
     loss = result.get("loss", math.nan)
     if status != "ok" or not math.isfinite(loss):
         loss = worst_loss

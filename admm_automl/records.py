@@ -20,6 +20,10 @@ class Status(str, enum.Enum):
     FAILED = "failed"  # an exception, or a NaN/inf score
     TIMEOUT = "timeout"  # stopped by the per-trial timeout or the end of the time budget
     MEMOUT = "memout"  # the memory limit was hit
+    #: cut by the end of the time budget, or never begun (the budget ended while it waited for
+    #: a worker, or no worker was left): it says nothing of the pipeline, is not counted as an
+    #: evaluation or a failure, and runs again when a resumed run has budget left
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True)

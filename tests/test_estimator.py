@@ -290,3 +290,31 @@ def test_solver_given_as_mapping_and_instance_is_not_mutated():
     model.fit(X, Y)
     assert not hasattr(solver, "problem_")
     assert model.n_evals_ == 12
+
+
+@pytest.mark.slow
+def test_a_trial_cut_by_the_time_budget_is_cancelled_not_failed_and_the_counts_agree():
+    """A trial stopped by the end of the time budget says nothing of its pipeline: its status
+    is ``cancelled`` and it counts neither as an evaluation nor as a failure, in ``n_evals_``,
+    ``n_failed_`` and the warning alike."""
+    space = tiny_space({
+        "gnb": {"class": "sklearn.naive_bayes.GaussianNB"},
+        "raiser": {"class": "admm_automl.testing.RaisingClassifier"},
+        "sleeper": {"class": "admm_automl.testing.SleepingClassifier",
+                    "hyperparameters": {"seconds": {"type": "fixed", "value": 60}}},
+    })
+    # a timeout past the budget: the first sleeper (after gnb and the raiser, with this seed)
+    # runs until the budget's end
+    model = ADMMClassifier(search_space=space, time_budget=5, trial_timeout=30, random_state=0,
+                           z_solver="random", executor="process", portfolio=None,
+                           ensemble_size=0)
+    with pytest.warns(EvaluationFailedWarning) as caught:
+        model.fit(X, Y)
+    status = model.history_["status"]
+    assert status.tolist()[-1] == "cancelled"  # the sleeper, cut at the budget's end
+    assert set(model.history_.loc[status == "cancelled", "param:estimator"]) == {"sleeper"}
+    n_failed = int(status.isin(["failed", "timeout", "memout"]).sum())
+    assert model.n_failed_ == n_failed >= 1  # the raiser
+    assert model.n_evals_ == int((status != "cancelled").sum())
+    (message,) = {str(w.message) for w in caught if w.category is EvaluationFailedWarning}
+    assert message.startswith(f"{n_failed} of {model.n_evals_} evaluated pipelines failed")

@@ -195,8 +195,9 @@ class ProcessExecutor:
             deadline: float | None = None) -> list[dict[str, Any]]:
         """Run ``jobs``, each stopped after its timeout (from when its worker began it) and none
         running past ``deadline`` (a ``time.monotonic()`` value: the end of a time budget, however
-        long a job waited for a worker to start); a job cut by the deadline, or not begun by it,
-        is a ``timeout`` with ``result["budget_stop"]``."""
+        long a job waited for a worker to start); a job cut by the deadline is a ``timeout`` with
+        ``result["budget_stop"]``, one not begun by it ``cancelled`` (with ``budget_stop``), as is
+        one left when no worker is."""
         if self._task_fd < 0:
             raise WorkerError("start the executor before running trials")
         if self._broken is not None and not self._live():
@@ -206,7 +207,7 @@ class ProcessExecutor:
             if batch.queue and deadline is not None and time.monotonic() >= deadline:
                 for i in batch.queue:  # still waiting for a worker when the budget ended
                     batch.results[i] = executor_result(
-                        "timeout", "not begun: the time budget ended while it waited for a worker")
+                        "cancelled", "not begun: the time budget ended while it waited for a worker")
                     batch.results[i].update(duration=0.0, budget_stop=True)
                 batch.queue.clear()
                 continue
@@ -216,7 +217,7 @@ class ProcessExecutor:
             if batch.queue and not self._live():  # broken: nothing can run what is left
                 for i in batch.queue:
                     batch.results[i] = executor_result(
-                        "failed", f"not evaluated: no worker process is left ({self._broken})"
+                        "cancelled", f"not begun: no worker process is left ({self._broken})"
                     )
                     batch.results[i]["duration"] = 0.0
                 break

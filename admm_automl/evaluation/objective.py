@@ -119,8 +119,9 @@ class PipelineObjective:
 
     @property
     def n_failed(self) -> int:
-        """Failed, timed-out and memory-exhausted evaluations of the whole journal."""
-        return sum(r.get("status") != "ok" for r in self.journal.records)
+        """Failed, timed-out and memory-exhausted evaluations of the whole journal (cancelled
+        trials are not evaluations)."""
+        return sum(r.get("status") not in ("ok", "cancelled") for r in self.journal.records)
 
     def close(self) -> None:
         self.executor.close()
@@ -196,7 +197,8 @@ class PipelineObjective:
         """Record a trial's result in the journal (its predictions in memory) and cache it."""
         predictions = result.pop("predictions", None)
         cut = result.pop("budget_stop", False)  # the executor stopped it at the budget's end
-        stopped = result["status"] == "timeout" and (budget_stop or cut)
+        stopped = (result["status"] == "timeout" and (budget_stop or cut)
+                   or result["status"] == "cancelled")
         status, loss = result.get("status", "failed"), result.get("loss", math.nan)
         if status != "ok" or not math.isfinite(loss):
             logger.debug("trial failed (%s): %s", status, result.get("error"))

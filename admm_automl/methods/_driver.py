@@ -313,9 +313,9 @@ class Recorder:
             item = Evaluated(z, np.array(theta), obs, phase, self.iteration)
             items.append(item)
             if not obs.cached:
-                self.n_evals += 1
+                self.n_evals += not obs.budget_stop  # a cancelled trial is no evaluation
                 self.fresh.append((z, obs))
-                self.n_failed += not obs.ok
+                self.n_failed += not (obs.ok or obs.budget_stop)
                 if obs.duration > 0:
                     self.fastest = min(self.fastest or obs.duration, obs.duration)
                 self._log(item)

@@ -140,13 +140,14 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     best = _best(outcome, space)
     if best is None or not best[2].ok:
         best = _best_subsample(outcome, space) or best
+    evaluated = [r for r in records if not r.get("budget_stop")]  # cancelled trials are not
     if best is None or not best[2].ok:
-        errors = sorted({str(r.get("error")) for r in records if r.get("status") != "ok"})
-        raise SearchError(f"All {len(records)} evaluated pipelines failed, so there is nothing "
+        errors = sorted({str(r.get("error")) for r in evaluated if r.get("status") != "ok"})
+        raise SearchError(f"All {len(evaluated)} evaluated pipelines failed, so there is nothing "
                            f"to refit. Errors: {errors[:5]!r}")
     if outcome.n_failed:
-        warnings.warn(f"{outcome.n_failed} of {len(records)} evaluated pipelines failed and were "
-                      "recorded with the worst loss; see history_['error'].",
+        warnings.warn(f"{outcome.n_failed} of {len(evaluated)} evaluated pipelines failed and "
+                      "were recorded with the worst loss; see history_['error'].",
                       EvaluationFailedWarning, stacklevel=3)
     z, theta, obs = best
     feasible = constraints.feasible(obs)

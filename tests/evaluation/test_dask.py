@@ -124,11 +124,11 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
     try:
         observed = objective(requests)
         (again,) = objective([requests[0]])
-        # the time budget's end stops a trial as a timeout would, marked as a budget stop
+        # the time budget's end stops a trial as a timeout would: cancelled, not a failure
         (stopped,) = objective([Request(z_of("sleeper", scaler=1), THETA)], time_left=1.0)
     finally:
         objective.close()
-    assert stopped.status is Status.TIMEOUT and stopped.budget_stop
+    assert stopped.status is Status.CANCELLED and stopped.budget_stop
     good, scaled, raised, nan, sleeper, hog = observed
     assert [o.status for o in observed] == [Status.OK, Status.OK, Status.FAILED, Status.FAILED,
                                             Status.TIMEOUT, Status.MEMOUT]
@@ -144,7 +144,7 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
     assert again.cached and again.loss == good.loss
     records = Journal.read(tmp_path / "journal.jsonl")
     assert [r["status"] for r in records] == ["ok", "ok", "failed", "failed", "timeout", "memout",
-                                              "timeout"]
+                                              "cancelled"]
     assert [r["eval_id"] for r in records] == list(range(7))
 
 

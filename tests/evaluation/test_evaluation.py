@@ -209,7 +209,7 @@ def test_time_left_stops_a_trial_and_marks_it_as_a_budget_stop():
         (obs,) = objective([Request(z_of("sleeper"), THETA)], time_left=1.5)
     finally:
         objective.close()
-    assert obs.status is Status.TIMEOUT and obs.budget_stop
+    assert obs.status is Status.CANCELLED and obs.budget_stop
     assert objective.journal.records[0]["budget_stop"] is True
     assert not objective.cache  # not cached: it might finish with more time
 

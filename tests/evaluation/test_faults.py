@@ -146,9 +146,10 @@ def test_no_trial_runs_past_the_batch_deadline_however_long_it_waited_for_a_work
     # below the 30 s the second trial would run if the deadline were ignored
     assert time.monotonic() - start < 10
     assert (first["status"], first.get("budget_stop")) == ("timeout", None)
-    assert second["status"] == "timeout" and second["budget_stop"] is True
-    assert (second["error"].startswith("stopped after 0.")  # cut at the deadline, not at 30 s
-            or second["error"] == "not begun: the time budget ended while it waited for a worker")
+    assert second["budget_stop"] is True
+    assert ((second["status"], second["error"][:16]) == ("timeout", "stopped after 0.")  # cut
+            or (second["status"], second["error"])  # at the deadline, not at 30 s; or not begun
+            == ("cancelled", "not begun: the time budget ended while it waited for a worker"))
 
 
 @pytest.mark.skipif(os.cpu_count() == 1, reason="one core: BLAS runs one thread anyway")
@@ -258,8 +259,8 @@ def test_when_no_worker_can_start_the_rest_comes_back_unevaluated_then_run_raise
     results = executor.run([job(OK, 1.0, 0.1), job(OK, 0.0, 0.2)], [None] * 2)
     assert time.monotonic() - started < 10
     assert results[0]["status"] == "failed" and SIGKILLED in results[0]["error"]
-    assert results[1]["status"] == "failed"
-    assert results[1]["error"].startswith("not evaluated: no worker process is left (3 worker "
+    assert results[1]["status"] == "cancelled"  # never begun: run again by a resumed run
+    assert results[1]["error"].startswith("not begun: no worker process is left (3 worker "
                                           "processes in a row died while starting")
     with pytest.raises(WorkerError, match="no worker process is left and none can start"):
         executor.run([job()], [None])
