@@ -77,11 +77,12 @@ def _missing(value: Any) -> bool:
 
 def failures(run: Any):
     """The failed evaluations grouped by error text: ``status``, ``error``, ``count``,
-    ``eval_ids`` and ``pipelines``, most frequent first."""
+    ``eval_ids`` and ``pipelines``, most frequent first (trials cancelled by the end of the time
+    budget are not failures)."""
     import pandas as pd
 
     h = as_run(run).history
-    bad = h[h["status"] != "ok"].copy()
+    bad = h[~h["status"].isin(["ok", "cancelled"])].copy()
     if bad.empty:
         return pd.DataFrame(columns=["status", "error", "count", "eval_ids", "pipelines"])
     bad["error"] = bad["error"].fillna("(no error text)").astype(str)
@@ -150,8 +151,9 @@ def _summary_rows(run: RunData) -> list[list[str]]:
                  ["finished", _fmt(s.get("finished"))]]
     else:
         h = run.history
-        rows.append(["evaluations", f"{len(h)} recorded ({int((h['status'] != 'ok').sum())} "
-                                    "failed); the run did not finish (no summary.json)"])
+        failed = int((~h["status"].isin(["ok", "cancelled"])).sum())
+        rows.append(["evaluations", f"{int((h['status'] != 'cancelled').sum())} recorded "
+                                    f"({failed} failed); the run did not finish (no summary.json)"])
     return rows
 
 
