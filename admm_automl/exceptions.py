@@ -86,11 +86,16 @@ def did_you_mean(name: str, options: Iterable[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
-def unknown_name_message(kind: str, name: object, options: Iterable[str]) -> str:
-    """The message of an :class:`UnknownComponentError`: the name, a suggestion and the choices."""
-    options = sorted(options)
+def unknown_name_message(kind: str, name: object, options: Iterable[str],
+                         aliases: dict[str, str] | None = None) -> str:
+    """The message of an :class:`UnknownComponentError`: the name, a suggestion (the option an
+    alias in ``aliases`` names, such as 'auroc' for 'roc_auc', else the closest spelling) and
+    the choices, each once."""
+    options = sorted(set(options))
     listed = ", ".join(repr(o) for o in options) or "none"
-    return f"Unknown {kind} {name!r}.{did_you_mean(str(name), options)} Available: {listed}."
+    alias = (aliases or {}).get(str(name).lower().replace("-", "_").replace(" ", "_"))
+    hint = f" Did you mean {alias!r}?" if alias in options else did_you_mean(str(name), options)
+    return f"Unknown {kind} {name!r}.{hint} Available: {listed}."
 
 
 class TimeBudgetWarning(ADMMAutoMLWarning):

@@ -173,7 +173,7 @@ def test_bad_data_gets_a_clear_error(X_bad, y_bad, error, match):
         ({"method": "jopt", "constraint_mode": "admm"}, "no ADMM split"),
         ({"resume": "yes"}, "'resume' parameter of ADMM must be a bool"),
         ({"search_space": "paper_smal"}, "Unknown search space 'paper_smal'. Did you mean 'paper_small'"),
-        ({"scoring": "auroc"}, "Unknown scoring 'auroc'"),
+        ({"scoring": "auroc"}, "Unknown scoring 'auroc'. Did you mean 'roc_auc'"),
         ({"executor": "serial", "trial_timeout": 5}, "trial_timeout needs worker processes"),
         ({"n_jobs": 0}, r"'n_jobs' parameter of ADMM must be a non-zero integer \(-1: every core\)"),
     ],

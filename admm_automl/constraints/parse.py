@@ -16,7 +16,8 @@ from .base import BaseConstraint, CallableConstraint
 from .bounds import RATES, MetricBound, known_metric
 from .registry import CONSTRAINTS
 
-_EXPRESSION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|<|>|==|=)\s*(\S+)\s*$")
+#: NAME, an operator, and (when given) a threshold that does not start with an operator character
+_EXPRESSION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|<|>|==|=)\s*([^<>=\s]\S*)?\s*$")
 
 
 def _create(name: str, params: dict[str, Any]) -> BaseConstraint:
@@ -47,6 +48,11 @@ def parse_expression(text: str) -> BaseConstraint:
     if op not in ("<=", ">="):
         raise InvalidParameterError(
             f"malformed constraint {text!r}: use '<=' or '>=' (got {op!r})"
+        )
+    if number is None:
+        raise InvalidParameterError(
+            f"malformed constraint {text!r}: a number must follow {op!r} "
+            f"(e.g. '{name} {op} 0.1')"
         )
     try:
         threshold = float(number)

@@ -76,6 +76,14 @@ def shown(name: str, offset: float, loss: float) -> tuple[str, float]:
     return (label, offset - loss) if offset else (label, loss)
 
 
+#: what people call the metrics, for the suggestion of an unknown name (not accepted as names:
+#: scikit-learn's scorer names are the vocabulary)
+ALIASES = {"auroc": "roc_auc", "auc": "roc_auc", "roc": "roc_auc", "rocauc": "roc_auc",
+           "logloss": "log_loss", "cross_entropy": "log_loss", "nll": "log_loss",
+           "acc": "accuracy", "mse": "neg_mean_squared_error", "r_squared": "r2",
+           "f1_score": "f1", "rmsle": "neg_root_mean_squared_log_error"}
+
+
 def list_metrics() -> list[str]:
     return sorted(_BUILTIN)
 
@@ -102,5 +110,6 @@ def get_metric(scoring: Any, task: str, target_type: str) -> Metric:
     if scoring in get_scorer_names():
         return Metric(scoring, scoring)
     raise InvalidParameterError(
-        unknown_name_message("scoring", scoring, list(_BUILTIN) + list(get_scorer_names()))
+        unknown_name_message("scoring", scoring, list(_BUILTIN) + list(get_scorer_names()),
+                             ALIASES)
     )

@@ -359,6 +359,7 @@ def test_penalty_mode_adds_the_weighted_violation_to_the_z_step():
         (["latency < 1e-4"], InvalidParameterError, "use '<=' or '>='"),
         (["latency <= fast"], InvalidParameterError, "'fast' is not a number"),
         (["latency"], InvalidParameterError, "malformed constraint 'latency'"),
+        (["latency <="], InvalidParameterError, "a number must follow '<='"),
         (["latency <= -1"], InvalidParameterError, "negative threshold"),
         (["fpr <= 1.5"], InvalidParameterError, r"rate threshold must lie in \[0, 1\]"),
         ([{"name": "latency"}], InvalidParameterError, "needs a 'threshold'"),

@@ -108,6 +108,10 @@ def test_metric_resolution(scoring, task, target, name, worst):
 def test_metric_errors_name_the_problem():
     with pytest.raises(InvalidParameterError, match="Unknown scoring 'roc_acu'. Did you mean 'roc_auc'"):
         get_metric("roc_acu", "classification", "binary")
+    with pytest.raises(InvalidParameterError) as raised:  # what people call it; each name once
+        get_metric("AUROC", "classification", "binary")
+    assert "Did you mean 'roc_auc'" in str(raised.value)
+    assert str(raised.value).count("'accuracy',") == 1
     with pytest.raises(InvalidParameterError, match="'rmse' does not apply to classification"):
         get_metric("rmse", "classification", "binary")
 
