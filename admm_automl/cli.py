@@ -33,6 +33,17 @@ USAGE_ERRORS = (InvalidParameterError, ConfigError, DataError, ResumeError)
 
 
 
+def _fraction(text: str) -> float:
+    """A number strictly between 0 and 1 (argparse reports anything else as a usage error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction in (0, 1)")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="admm-automl", description="AutoML pipeline search by ADMM.",
@@ -53,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--target", help="name of the target column of --data")
     fit.add_argument("--data-dir", help="directory of NAME.csv[.gz] files with a 'target' column")
     add_fit_options(fit)  # every estimator parameter that has an option (run/params.py)
-    fit.add_argument("--test-size", type=float, help="held-out test fraction (default 0.25)")
+    fit.add_argument("--test-size", type=_fraction,
+                     help="held-out test fraction, in (0, 1) (default 0.25)")
     talk = fit.add_mutually_exclusive_group()
     talk.add_argument("-v", "--verbose", action="count", default=0,
                       help="log every iteration (-vv: every evaluation) to standard error")

@@ -323,6 +323,11 @@ def test_argparse_errors_exit_2(capsys):
         main(["fit", "--max-evals", "many"])
     assert info.value.code == 2
     assert "invalid int value: 'many'" in capsys.readouterr().err
+    for bad, said in (("1.5", "1.5 is not a fraction in (0, 1)"), ("x", "'x' is not a number")):
+        with pytest.raises(SystemExit) as info:
+            main(["fit", "--dataset", "iris", "--test-size", bad])
+        assert info.value.code == 2
+        assert f"argument --test-size: {said}" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:
         main(["fit", "--dataset", "iris", "--cv", "1"])
     assert info.value.code == 2
