@@ -105,6 +105,9 @@ def test_a_time_budget_used_up_by_the_set_up_is_a_search_error():
          r"a smaller cv"),
         (X.iloc[:5], np.arange(5.0), {"cls": ADMMRegressor, "scoring": "r2", "cv": None},
          r"r2 metric cannot be computed on the validation split: it holds 1 row\(s\)"),
+        (X, np.linspace(1.0, 2.0, len(X)) * 1e200, {"cls": ADMMRegressor, "cv": 3},
+         r"rmse metric cannot be computed: the target's values are too large for float64 "
+         r"arithmetic \(largest \|y\| = 2e\+200; their squares overflow\). Rescale y"),
     ],
 )
 def test_too_few_rows_or_positives_for_the_metric_are_refused_before_the_search(

@@ -189,6 +189,13 @@ def _unscorable(ctx: TrialContext, task: str, i: int, why: str) -> str:
                   "folds (so that every class reaches every validation split), or a metric that "
                   "is defined with one class present, e.g. scoring='accuracy' or 'log_loss'")
     else:
+        scale = float(np.max(np.abs(ctx.y))) if len(ctx.y) else 0.0
+        with np.errstate(all="ignore"):
+            overflows = not np.isfinite(np.mean(np.square(ctx.y - np.mean(ctx.y))))
+        if overflows and len(valid) > 1:  # the values, not the rows, are the problem
+            return (f"the {ctx.metric.name} metric cannot be computed: the target's values are "
+                    f"too large for float64 arithmetic (largest |y| = {scale:.3g}; their squares "
+                    "overflow). Rescale y (e.g. divide it by a power of ten, or fit log(y)).")
         why = f"it holds {len(valid)} row(s); {why}"
         data = f"the data have {len(ctx.y)} rows"
         advice = "give more rows, a larger validation_size or cv with fewer folds"
