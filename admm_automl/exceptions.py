@@ -71,6 +71,11 @@ class ConstraintViolationWarning(ADMMAutoMLWarning):
     """No evaluated pipeline met every constraint; the least violating one was returned."""
 
 
+class IdentifierColumnWarning(ADMMAutoMLWarning):
+    """A text column looks like an identifier: one-hot encoding makes it as many features as it
+    has distinct values."""
+
+
 class SubsampleOnlyWarning(ADMMAutoMLWarning):
     """No pipeline was evaluated on all training rows before the search ended; the returned one
     was chosen by its score on a subsample."""

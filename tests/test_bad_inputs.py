@@ -19,6 +19,7 @@ from admm_automl.evaluation import TrialContext, get_metric, make_splits
 from admm_automl.evaluation.data import ColumnConverter, column_kinds, make_preprocessor
 from admm_automl.run.deadline import check_time_budget
 from admm_automl.exceptions import (
+    IdentifierColumnWarning,
     DataError,
     InvalidParameterError,
     SearchError,
@@ -301,3 +302,13 @@ def test_run_errors_on_the_command_line_are_one_line_and_a_failing_exit_code(
     code = cli.main(["fit", "--dataset", "breast_cancer", *args])
     err = capsys.readouterr().err
     assert code != 0 and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_identifier_like_text_column_is_named_with_a_hint():
+    frame = X.assign(customer=[f"c{i:05d}" for i in range(len(X))],
+                     colour=np.where(np.arange(len(X)) % 2, "red", "blue"))
+    with pytest.warns(IdentifierColumnWarning) as caught:
+        fit(frame, Y)
+    (message,) = [str(w.message) for w in caught if w.category is IdentifierColumnWarning]
+    assert message.startswith("column 'customer' has 200 distinct values in 200 rows: it looks "
+                              "like an identifier")  # and not the two-valued 'colour'

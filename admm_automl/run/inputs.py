@@ -15,7 +15,7 @@ from sklearn.utils.validation import (
 )
 
 from ..evaluation.data import as_frame_if_mixed, check_unique_columns, column_kinds, conform
-from ..exceptions import DataError
+from ..exceptions import DataError, IdentifierColumnWarning
 
 
 def check_X(estimator: Any, X: Any, reset: bool = False) -> Any:
@@ -39,7 +39,30 @@ def check_X(estimator: Any, X: Any, reset: bool = False) -> Any:
     if reset:
         X = as_frame_if_mixed(X)
         estimator._column_kinds = column_kinds(X)
+        warn_identifier_columns(X, estimator._column_kinds)
     return X
+
+
+#: a category column is called identifier-like from this many distinct values, or when nearly
+#: every row has its own value (then one-hot encoding gives about a feature per row)
+IDENTIFIER_MIN_VALUES, IDENTIFIER_UNIQUE_FRACTION = 1000, 0.9
+
+
+def warn_identifier_columns(X: Any, kinds: Any) -> None:
+    """Warn, naming them, about category columns with so many distinct values that one-hot
+    encoding (every text column's, before the searched steps) makes them thousands of features:
+    an id column of 10 000 values made 10 000 features and a 20 s search found nothing."""
+    for name, kind in zip(getattr(X, "columns", ()), kinds):
+        if kind != "category":
+            continue
+        n_unique = int(X[name].nunique())
+        if n_unique >= IDENTIFIER_MIN_VALUES or (
+                len(X) >= 100 and n_unique >= IDENTIFIER_UNIQUE_FRACTION * len(X)):
+            warnings.warn(
+                f"column {name!r} has {n_unique} distinct values in {len(X)} rows: it looks "
+                f"like an identifier, and one-hot encoding makes it {n_unique} features, which "
+                "slows every pipeline. Drop it if it identifies rows, or encode it before fit "
+                "(e.g. scikit-learn's TargetEncoder).", IdentifierColumnWarning, stacklevel=4)
 
 
 def check_target(X: Any, y: Any, task: str, owner: str) -> tuple[np.ndarray, str, str]:
