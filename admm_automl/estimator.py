@@ -22,7 +22,7 @@ from .reporting.progress import watching
 from .reporting.report import write_report
 from .reporting.rundir import as_method, write_run
 from .run import params
-from .run.deadline import Deadline
+from .run.deadline import Deadline, warn_overrun
 from .run.inputs import check_target, check_X
 from .run.lock import run_lock
 from .run.refit import refit_models
@@ -267,9 +267,11 @@ class ADMM(BaseEstimator):
                                      target_type=target_type,
                                      sensitive_features=sensitive_features,
                                      deadline=deadline, listeners=listeners)
+            search_end = deadline.elapsed()
             fitted = fitted_attributes(outcome, space)
             fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size,
                                        deadline))
+            warn_overrun(self.time_budget, outcome.executor, search_end, deadline.elapsed())
             for name, value in fitted.items():
                 setattr(self, name, value)
             if self.output_dir is not None:

@@ -17,7 +17,7 @@ from sklearn.datasets import load_breast_cancer
 from admm_automl import ADMMClassifier, ADMMRegressor, cli
 from admm_automl.evaluation import TrialContext, get_metric, make_splits
 from admm_automl.evaluation.data import ColumnConverter, column_kinds, make_preprocessor
-from admm_automl.run.deadline import check_time_budget
+from admm_automl.run.deadline import check_time_budget, warn_overrun
 from admm_automl.exceptions import (
     IdentifierColumnWarning,
     DataError,
@@ -63,14 +63,18 @@ def test_a_time_budget_that_ends_before_any_evaluation_is_an_error_that_says_so(
     check_time_budget(2.0, [{**stopped, "budget_stop": False}], "process", 2.0)  # one finished
 
 
-def test_a_serial_search_that_overruns_its_time_budget_warns():
-    with pytest.warns(TimeBudgetWarning, match=r"took 9.7 s for time_budget=3 s: "
-                      r"executor='serial'.*executor='process'"):
-        check_time_budget(3.0, [{"budget_stop": False}], "serial", 9.7)
+def test_a_fit_that_overruns_its_time_budget_warns_and_says_which_part_did():
+    with pytest.warns(TimeBudgetWarning, match=r"fit took 9.7 s for time_budget=3 s: the search "
+                      r"ended at 9.5 s; executor='serial' runs .*executor='process'"):
+        warn_overrun(3.0, "serial", 9.5, 9.7)
+    # the search within the budget, the refit past it (5 s -> 6.3 s was silent)
+    with pytest.warns(TimeBudgetWarning, match=r"fit took 6.3 s for time_budget=5 s: the search "
+                      r"ended at 4.9 s and the refit on all rows took 1.4 s"):
+        warn_overrun(5.0, "process", 4.9, 6.3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        check_time_budget(3.0, [{"budget_stop": False}], "serial", 3.9)  # within max(1 s, 2 %)
-        check_time_budget(3.0, [{"budget_stop": False}], "process", 9.7)  # stopped by the pool
+        warn_overrun(3.0, "serial", 3.9, 3.95)  # within max(1 s, 2 %)
+        warn_overrun(None, "serial", 9.0, 9.7)  # no time budget
 
 
 @pytest.mark.slow

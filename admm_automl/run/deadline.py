@@ -15,8 +15,9 @@ The decisions it drives:
   (:func:`~admm_automl.evaluation.splits.resolve_cv`);
 * the **refit threads**: the refit runs under the same BLAS/OpenMP thread limit as the trials
   (:func:`refit_threads`), so that a loaded machine does not stretch it past the budget;
-* the **end**: an error when the budget ended before any evaluation finished, a warning when a
-  serial search overran it (:func:`check_time_budget`).
+* the **end**: an error when the budget ended before any evaluation finished
+  (:func:`check_time_budget`), a warning when ``fit`` overran it, saying whether the search (a
+  serial one) or the refit did (:func:`warn_overrun`).
 
 The timeout and probe rules are applied by the objective as a
 :class:`~admm_automl.evaluation.policy.TrialPolicy` (:meth:`Deadline.trial_policy`); their values
@@ -36,7 +37,7 @@ from ..exceptions import SearchError, TimeBudgetWarning
 
 __all__ = ["AUTO_MIN_TIMEOUT_FRACTION", "AUTO_TIMEOUT_FRACTION", "Deadline",
            "ENSEMBLE_RESERVE_MAX_FRACTION", "ENSEMBLE_RESERVE_MEMBERS", "PROBE_MIN_ROWS",
-           "check_time_budget", "refit_reserve", "refit_threads"]
+           "check_time_budget", "refit_reserve", "refit_threads", "warn_overrun"]
 
 #: a trial may take at most this fraction of the time left: with a quarter, at least three more
 #: trials as slow as the slowest allowed one still fit after it, so no single pipeline can take a
@@ -110,9 +111,8 @@ def refit_threads(threads: int | None) -> Iterator[None]:
 def check_time_budget(budget: float, records: list[dict[str, Any]], executor: str,
                       elapsed: float) -> None:
     """After a search with a time budget: an error when the budget ended before any evaluation
-    finished (there is nothing to refit, and a larger budget is the remedy); a warning when the
-    search overran it by more than max(1 s, 2 %), which only the serial executor does (it cannot
-    stop a running fit).
+    finished (there is nothing to refit, and a larger budget is the remedy). (An overrun is
+    reported at the end of ``fit``, refit included: :func:`warn_overrun`.)
 
     Not evaluating the first pipeline to its end whatever the budget was a choice: a budget is a
     limit the user can rely on, and one fit may take far longer than the whole budget.
@@ -131,10 +131,24 @@ def check_time_budget(budget: float, records: list[dict[str, Any]], executor: st
             f"time_budget={budget:g} s ended before any pipeline evaluation finished: {what}. "
             "Give a larger time_budget, or max_evals alone (evaluations without a time limit)."
         )
-    if executor == "serial" and elapsed - budget > max(1.0, 0.02 * budget):
-        warnings.warn(
-            f"the search took {elapsed:.3g} s for time_budget={budget:g} s: executor='serial' "
-            "runs an evaluation that is under way when the budget ends to its end; use "
-            "executor='process' (or 'auto') to have it stopped",
-            TimeBudgetWarning, stacklevel=3,
-        )
+
+
+def warn_overrun(budget: float | None, executor: str, search_end: float, end: float) -> None:
+    """At the end of ``fit``: a warning when it overran ``time_budget`` by more than
+    max(1 s, 2 %), with the part that did: the search (``search_end`` seconds after the start),
+    which only the serial executor lets run past the budget (it cannot stop a running fit), or
+    the refit on all rows (up to ``end``), longer than the reserve estimated from the search."""
+    if budget is None or end - budget <= max(1.0, 0.02 * budget):
+        return
+    if search_end - budget > max(1.0, 0.02 * budget):
+        why = (f"the search ended at {search_end:.3g} s; executor={executor!r} runs an "
+               "evaluation that is under way when the budget ends to its end" if executor ==
+               "serial" else f"the search ended at {search_end:.3g} s")
+        advice = ("use executor='process' (or 'auto') to have it stopped" if executor == "serial"
+                  else "the set-up or the last evaluations took longer than their limits")
+    else:
+        why = (f"the search ended at {search_end:.3g} s and the refit on all rows took "
+               f"{end - search_end:.3g} s, more than the fit times seen in the search predicted")
+        advice = "a smaller ensemble_size shortens the refit"
+    warnings.warn(f"fit took {end:.3g} s for time_budget={budget:g} s: {why}; {advice}",
+                  TimeBudgetWarning, stacklevel=3)

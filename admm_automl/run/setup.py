@@ -265,8 +265,8 @@ def open_objective(
 @dataclass
 class SearchOutcome:
     """A finished search: its task, optimiser result, journal records, constraints algebra, ρ,
-    the validation predictions kept for the ensemble (eval_id -> array), and the thread limit the
-    trials ran under, which the refit keeps (None: none)."""
+    the validation predictions kept for the ensemble (eval_id -> array), the thread limit the
+    trials ran under, which the refit keeps (None: none), and the executor's name."""
 
     task: Task
     result: Result
@@ -276,6 +276,7 @@ class SearchOutcome:
     rho: float
     predictions: dict[int, Any] = field(default_factory=dict)
     refit_threads: int | None = None
+    executor: str = "serial"
 
 
 #: with neither max_evals nor time_budget, this many evaluations
@@ -386,7 +387,7 @@ def run_search(
                           deadline.elapsed())
     return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
                          optimizer.constraints, s.rho, library.predictions,
-                         _trial_threads(executor))
+                         _trial_threads(executor), executor.name)
 
 
 def _trial_threads(executor: Any) -> int | None:
