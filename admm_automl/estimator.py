@@ -8,6 +8,7 @@ scikit-learn knows the estimator type before ``fit``. The search itself is set u
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .evaluation.executors import refuse_nested_search
-from .exceptions import DataError
+from .exceptions import DataError, RunDirectoryWarning
 from .reporting import plots
 from .reporting.progress import watching
 from .reporting.report import write_report
@@ -275,7 +276,14 @@ class ADMM(BaseEstimator):
             for name, value in fitted.items():
                 setattr(self, name, value)
             if self.output_dir is not None:
-                write_run(self, self.output_dir)
+                try:
+                    write_run(self, self.output_dir)
+                except OSError as err:  # a full disk must not lose the fitted model
+                    warnings.warn(
+                        f"the run directory could not be written at the end of fit ({err}); the "
+                        "fitted model is kept in memory: save it elsewhere (e.g. pickle it to "
+                        "another disk). The journal of the search is complete.",
+                        RunDirectoryWarning, stacklevel=2)
         return self
 
     # ------------------------------------------------------------------ prediction

@@ -76,6 +76,10 @@ class IdentifierColumnWarning(ADMMAutoMLWarning):
     has distinct values."""
 
 
+class RunDirectoryWarning(ADMMAutoMLWarning):
+    """The run directory could not be written at the end of ``fit``; the fitted model is kept."""
+
+
 class SubsampleOnlyWarning(ADMMAutoMLWarning):
     """No pipeline was evaluated on all training rows before the search ended; the returned one
     was chosen by its score on a subsample."""

@@ -146,8 +146,12 @@ class Journal:
 
     def _write(self, obj: dict[str, Any]) -> None:
         if self._fh is not None:
-            self._fh.write(json.dumps(obj, sort_keys=True) + "\n")
-            self._fh.flush()
+            try:
+                self._fh.write(json.dumps(obj, sort_keys=True) + "\n")
+                self._fh.flush()
+            except OSError as err:  # a full disk: say which file (the OS error names none)
+                raise OSError(err.errno, f"cannot append to the journal: {err.strerror or err}",
+                              str(self.path)) from err
 
     def start(self, key: str, request: Any) -> None:
         """Mark the trial of ``request`` (cache key ``key``) as started in this process."""

@@ -27,6 +27,8 @@ import os
 import pickle
 import platform
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -109,19 +111,34 @@ def write_run(model: Any, directory: "str | Path", *, data: Mapping[str, Any] | 
     estimator beside its journal; returns the directory."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    model.admm_trace_.to_csv(out / "trace.csv", index=False)
+    with _naming(out / "trace.csv"):
+        model.admm_trace_.to_csv(out / "trace.csv", index=False)
     summary = {**run_summary(model), **extra}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str),
-                                      encoding="utf-8")
-    write_config(estimator_params(model), data, out / "config.resolved.yaml", lenient=True)
+    with _naming(out / "summary.json"):
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str),
+                                          encoding="utf-8")
+    with _naming(out / "config.resolved.yaml"):
+        write_config(estimator_params(model), data, out / "config.resolved.yaml", lenient=True)
     try:
         blob = pickle.dumps(model.best_pipeline_)
     except (pickle.PicklingError, AttributeError, TypeError) as err:
         warnings.warn(f"best_pipeline.pkl not written: the pipeline cannot be pickled ({err})",
                       RuntimeWarning, stacklevel=2)
     else:
-        (out / "best_pipeline.pkl").write_bytes(blob)
+        with _naming(out / "best_pipeline.pkl"):
+            (out / "best_pipeline.pkl").write_bytes(blob)
     return out
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Re-raise an ``OSError`` without a file name (pandas' on a full disk) with ``path``."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None:
+            raise
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
 
 
 @dataclass

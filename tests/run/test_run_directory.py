@@ -1,5 +1,6 @@
-"""One writer per run directory: a second fit on a directory in use is refused at once with the
-holder's process id, and a holder killed with SIGKILL leaves no stale lock."""
+"""The run directory under stress: one writer at a time (a second fit on a directory in use is
+refused at once with the holder's process id, and a holder killed with SIGKILL leaves no stale
+lock), and a directory that cannot be written (a full disk) names its file and loses no model."""
 
 from __future__ import annotations
 
@@ -71,3 +72,40 @@ def test_an_output_dir_that_is_a_file_is_refused(tmp_path, breast_cancer_full):
     (tmp_path / "f").write_text("")
     with pytest.raises(InvalidParameterError, match="is a file"):
         ADMM(**FAST, output_dir=tmp_path / "f").fit(X, y)
+
+
+def test_a_run_directory_that_cannot_be_written_at_the_end_keeps_the_model(tmp_path,
+                                                                           breast_cancer_full):
+    """A full disk at the end of fit: a warning names the file and fit returns the fitted model
+    (it used to raise a bare OSError without a path and lose it)."""
+    from admm_automl.exceptions import RunDirectoryWarning
+
+    X, y = breast_cancer_full
+    (tmp_path / "trace.csv").mkdir()  # the write fails there, with pandas' own error
+    model = ADMM(**FAST, output_dir=tmp_path)
+    with pytest.warns(RunDirectoryWarning, match=r"could not be written at the end of fit "
+                      r"\(.*trace\.csv.*\); the fitted model is kept in memory"):
+        assert model.fit(X, y) is model
+    assert model.predict(X).shape == (len(y),)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_FSIZE")
+def test_a_journal_that_cannot_grow_names_its_file(tmp_path):
+    """A disk full mid-search (here a file-size limit, EFBIG): the error names the journal."""
+    code = textwrap.dedent(f"""
+        import resource, signal
+        from sklearn.datasets import load_breast_cancer
+        from admm_automl import ADMM
+        from admm_automl.testing import tiny_space
+        X, y = load_breast_cancer(return_X_y=True)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))
+        ADMM(search_space=tiny_space(), theta_solver="random", z_solver="random",
+             executor="serial", cv=None, max_evals=40, random_state=0,
+             output_dir={str(tmp_path)!r}).fit(X, y)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1
+    assert "cannot append to the journal: File too large: " in proc.stderr
+    assert str(tmp_path / "journal.jsonl") in proc.stderr
