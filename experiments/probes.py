@@ -73,7 +73,10 @@ def space_file(class_path: str) -> str:
 def run_cli(*argv: str) -> str:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(argv))
+        try:
+            code = cli.main(list(argv))
+        except SystemExit as exit_:  # argparse's usage errors
+            code = exit_.code
     lines = err.getvalue().strip().splitlines()
     return f"exit {code}; stderr ({len(lines)} line(s)): {lines[-1] if lines else ''}"
 
@@ -131,6 +134,77 @@ def _misbehaving(class_path: str, **params: Any) -> str:
     model = fit(search_space=space, max_evals=4, **{"executor": "auto", **params})
     bad = model.history_[model.history_["param:estimator"] == "bad"]
     return f"{summary(model)}; the bad one: {sorted(set(zip(bad['status'], bad['error'])))}"
+
+
+def _rerun_finished() -> str:
+    """A finished run run again from its directory: nothing evaluated, the same model."""
+    out = tempfile.mkdtemp()
+    first = fit(output_dir=out, max_evals=10)
+    again = fit(output_dir=out, max_evals=10)
+    same = np.array_equal(first.predict_proba(X), again.predict_proba(X))
+    return (f"ensemble {again.ensemble_weights_} (first run: {first.ensemble_weights_}), "
+            f"the same predictions: {same}")
+
+
+def _locked_directory() -> str:
+    from admm_automl.run.lock import run_lock
+
+    out = tempfile.mkdtemp()
+    with run_lock(out):  # another fit holds the directory
+        return summary(fit(output_dir=out))
+
+
+def _serial_segfault() -> str:
+    """A serial trial that kills the process, then the same script again."""
+    import subprocess
+    import sys
+
+    folder = Path(tempfile.mkdtemp())
+    script = folder / "search.py"
+    script.write_text(
+        "import sys\nfrom sklearn.datasets import load_breast_cancer\n"
+        "from admm_automl import ADMM\nfrom admm_automl.testing import tiny_space\n"
+        "X, y = load_breast_cancer(return_X_y=True)\n"
+        "space = tiny_space({'crash': {'class': 'admm_automl.testing.SegfaultingClassifier'},\n"
+        "                    'gnb': {'class': 'sklearn.naive_bayes.GaussianNB'}})\n"
+        "m = ADMM(search_space=space, max_evals=4, executor='serial', random_state=0,\n"
+        "         z_solver='random', theta_solver='random', output_dir=sys.argv[1]).fit(X, y)\n"
+        "print(m.n_evals_, m.n_failed_)\n")
+    codes = []
+    for _ in range(4):
+        proc = subprocess.run([sys.executable, str(script), str(folder / "run")],
+                              capture_output=True, text=True)
+        codes.append(proc.returncode)
+        if proc.returncode == 0:
+            break
+    return f"exit codes {codes}; evaluations, failed: {proc.stdout.strip()}"
+
+
+def _budget_cut() -> str:
+    sleeps = {"seconds": {"type": "fixed", "value": 60}}
+    space = tiny_space({"gnb": {"class": "sklearn.naive_bayes.GaussianNB"},
+                        "sleeper": {"class": "admm_automl.testing.SleepingClassifier",
+                                    "hyperparameters": sleeps}})
+    model = fit(search_space=space, time_budget=5, trial_timeout=30, max_evals=None,
+                executor="process")
+    return f"{summary(model)}; statuses {model.history_['status'].tolist()}"
+
+
+def _pyarrow_strings() -> str:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return "skipped: pyarrow is not installed"
+    colours = pd.array(np.where(np.arange(len(X)) % 3, "red", "blue"), dtype="string[pyarrow]")
+    frame = with_column("colour", colours)
+    model = fit(frame)
+    return f"{summary(model)}; predicts {model.predict(frame.iloc[:3]).tolist()}"
+
+
+def _unwritable_directory() -> str:
+    out = Path(tempfile.mkdtemp())
+    (out / "trace.csv").mkdir()
+    return summary(fit(output_dir=out))
 
 
 #: (group, probe, expected handling, call)
@@ -232,6 +306,31 @@ PROBES: list[tuple[str, str, str, Callable[[], Any]]] = [
          "class": "admm_automl.testing.RaisingClassifier"}}))),
     ("search", "bo on a space of 4 configurations, max_evals=20", "stops, exhausted, in seconds",
      _exhausted_bo),
+    # the run directory
+    ("rundir", "a finished run run again from its directory",
+     "nothing evaluated; the same ensemble and predictions", _rerun_finished),
+    ("rundir", "a second fit on a directory another fit is writing",
+     "refused at once, naming the holder's process", _locked_directory),
+    ("rundir", "a space file whose class is subprocess.Popen",
+     "refused before anything is called, naming the path",
+     lambda: fit(search_space=space_file("subprocess.Popen"))),
+    ("rundir", "a serial trial that segfaults, then the same call again",
+     "the second call records it as failed and finishes", _serial_segfault),
+    ("rundir", "a trial cut by the end of the time budget",
+     "cancelled: not counted as an evaluation or a failure", _budget_cut),
+    ("rundir", "the run directory cannot be written at the end (a full disk)",
+     "a warning naming the file; the fitted model kept", _unwritable_directory),
+    # messages
+    ("messages", "scoring='auroc'", "did you mean 'roc_auc'", lambda: fit(scoring="auroc")),
+    ("messages", "a constraint without its number, 'latency <='", "says a number must follow",
+     lambda: fit(constraints=["latency <="])),
+    ("messages", "a regression target times 1e200", "names the values, not the folds",
+     lambda: fit(cls=ADMMRegressor, y=np.linspace(1.0, 2.0, len(X)) * 1e200)),
+    ("messages", "fit --test-size 1.5", "a usage error (exit 2)",
+     lambda: run_cli("fit", "--dataset", "breast_cancer", "--test-size", "1.5")),
+    ("messages", "a text column with one value per row", "a warning naming the column",
+     lambda: summary(fit(with_column("customer", [f"c{i:05d}" for i in range(len(X))])))),
+    ("messages", "a string[pyarrow] column", "as a text column", _pyarrow_strings),
     # command line
     ("cli", "fit --search-space with a class that does not exist", "one line, non-zero exit",
      lambda: run_cli("fit", "--dataset", "breast_cancer", "--max-evals", "2", "--search-space",

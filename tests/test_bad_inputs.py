@@ -316,3 +316,12 @@ def test_an_identifier_like_text_column_is_named_with_a_hint():
     (message,) = [str(w.message) for w in caught if w.category is IdentifierColumnWarning]
     assert message.startswith("column 'customer' has 200 distinct values in 200 rows: it looks "
                               "like an identifier")  # and not the two-valued 'colour'
+
+
+def test_a_string_pyarrow_column_is_text():
+    pytest.importorskip("pyarrow")
+    colours = pd.array(np.where(np.arange(len(X)) % 3, "red", "blue"), dtype="string[pyarrow]")
+    frame = with_column("colour", colours)
+    assert column_kinds(frame)[-1] == "na_text"  # as the "string" dtype: text, NA imputed
+    model = fit(frame)
+    assert model.predict(frame.iloc[:5]).shape == (5,)

@@ -84,7 +84,7 @@ def import_class(path: str, kind: str = "estimator") -> Any:
         raise InvalidParameterError(
             f"{path!r} is not {KINDS[kind]}: a search space names estimators, their parameter "
             "objects and the functions they call, nothing else, and it is refused before "
-            "anything is called"
+            "anything is called."
         )
     return obj
 
