@@ -150,15 +150,14 @@ class PipelineObjective:
             jobs = [(r.z, r.theta, r.fidelity) + (() if r.iterations is None else (r.iterations,))
                     for r in todo.values()]
             deadline = None if time_left is None else time.monotonic() + time_left
-            if self.crash_marks:  # each trial between its start mark and its record
-                for (key, request), job in zip(todo.items(), jobs):
-                    result = self._run_marked(key, request, job, timeout, deadline)
-                    fresh[key] = self._observe(key, request, result, tags or {}, budget_stop)
+            if self.crash_marks:  # lazily: each trial between its start mark and its record
+                results = (self._run_marked(key, request, job, timeout, deadline)
+                           for (key, request), job in zip(todo.items(), jobs))
             else:
                 results = (self.executor.run(jobs, [timeout] * len(jobs), deadline=deadline)
                            if jobs else [])
-                for (key, request), result in zip(todo.items(), results):
-                    fresh[key] = self._observe(key, request, result, tags or {}, budget_stop)
+            for (key, request), result in zip(todo.items(), results):
+                fresh[key] = self._observe(key, request, result, tags or {}, budget_stop)
         out = []
         for key in keys:
             if key in fresh:  # the first occurrence of a new request
