@@ -136,7 +136,10 @@ class PredictionLibrary:
     def _read(self, eval_id: int) -> np.ndarray | None:
         if self.folder is None or not self._path(eval_id).exists():
             return None
-        return np.load(self._path(eval_id), allow_pickle=False)
+        try:
+            return np.load(self._path(eval_id), allow_pickle=False)
+        except (OSError, ValueError):  # damaged: as if it were missing (the ensemble may differ)
+            return None
 
     def _write(self, eval_id: int, predictions: Any) -> None:
         """Write atomically (a temporary file renamed), so a killed process leaves either the
