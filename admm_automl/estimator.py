@@ -150,6 +150,9 @@ class ADMM(BaseEstimator):
         The progress display: None follows ``verbose``; True shows it even when standard error
         is not a terminal; False never shows it (:mod:`admm_automl.reporting.progress`).
     task : {"auto", "classification", "regression"}, default="auto"
+        "auto": text labels, two values, or whole numbers with few distinct values (at most 20,
+        or at most 5 % of the rows, 10 % below 1000 rows) are classes; anything else is a
+        regression target (:func:`admm_automl.run.inputs.infer_task`).
     portfolio : "auto", None, path or list of dict, default="auto"
         Configurations the ADMM method evaluates after the initial pipeline, starting from the
         best: ``"auto"`` is the portfolio shipped for a built-in space, None none.

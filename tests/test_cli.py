@@ -336,3 +336,14 @@ def test_argparse_errors_exit_2(capsys):
         main(["fit", "--dataset", "iris", "--quiet", "-v"])
     assert info.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_task_scoring_and_ensemble_size_options_reach_the_estimator(tmp_path):
+    code = main(["fit", "--dataset", "diabetes", "--max-evals", "3", "--seed", "0", "-q",
+                 "--task", "regression", "--scoring", "mae", "--ensemble-size", "0",
+                 "--output", str(tmp_path)])
+    assert code == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["task"] == "regression" and summary["metric"] == "mae"
+    config = (tmp_path / "config.resolved.yaml").read_text()
+    assert "ensemble_size: 0" in config and "scoring: mae" in config

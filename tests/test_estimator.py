@@ -113,6 +113,23 @@ def test_regression_and_multiclass():
     assert clf.predict_proba(Xi).shape == (150, 3)
 
 
+def test_the_task_is_inferred_from_what_the_target_holds():
+    """Whole-valued numbers with many distinct values are a regression target (the diabetes
+    scores, 214 values in 442 rows, were taken for 214 classes); few values, or text, are
+    classes."""
+    Xd, yd = load_diabetes(return_X_y=True, as_frame=True)
+    model = ADMM(**FAST).fit(Xd, yd)
+    assert model.task_ == "regression" and model.metric_ == "rmse"
+    assert (yd % 1 == 0).all() and yd.nunique() == 214  # what made it look like classes
+    from admm_automl.run.inputs import infer_task
+
+    assert infer_task(np.arange(30) % 6, "multiclass") == "classification"  # 6 classes, 30 rows
+    assert infer_task(np.arange(10_000) % 5 + 1.0, "multiclass") == "classification"
+    assert infer_task(np.arange(2_000) % 150, "multiclass") == "regression"  # 7.5 % > 5 %
+    assert infer_task(np.array(list("abcdefghijklmnopqrstuvwxyz")), "multiclass") == \
+        "classification"  # text is classes, however many
+
+
 def test_pandas_with_categoricals_strings_and_nan():
     rng = np.random.default_rng(0)
     n = 200

@@ -65,6 +65,33 @@ def warn_identifier_columns(X: Any, kinds: Any) -> None:
                 "(e.g. scikit-learn's TargetEncoder).", IdentifierColumnWarning, stacklevel=4)
 
 
+#: a numeric target with whole values is classification up to this many distinct values ...
+CLASSES_ALWAYS = 20
+#: ... or up to this fraction of the rows (the second below 1000 rows) and at most CLASSES_MAX
+CLASS_FRACTION, CLASS_FRACTION_SMALL, CLASSES_MAX = 0.05, 0.1, 1000
+
+
+def infer_task(y: np.ndarray, target_type: str) -> str:
+    """"classification" or "regression" for ``task="auto"``. Text labels and two values are
+    classes; a numeric target with whole values (int, or floats such as 151.0) is classification
+    only with few distinct values for its rows — at most :data:`CLASSES_ALWAYS`, or at most 5 %
+    of the rows (10 % below 1000 rows) and :data:`CLASSES_MAX` — else regression: scikit-learn's
+    ``type_of_target`` calls any whole-valued target "multiclass", so the diabetes progression
+    scores (214 distinct values in 442 rows) became 214 classes. The fraction rule is AutoGluon's
+    (``infer_problem_type``); the fixed floor keeps small data with a few classes classification."""
+    if target_type == "binary":
+        return "classification"
+    if target_type != "multiclass":
+        return "regression"
+    if not np.issubdtype(y.dtype, np.number) or np.issubdtype(y.dtype, np.bool_):
+        return "classification"
+    n_classes = len(np.unique(y))
+    fraction = CLASS_FRACTION if len(y) >= 1000 else CLASS_FRACTION_SMALL
+    few = n_classes <= CLASSES_ALWAYS or (n_classes <= fraction * len(y)
+                                          and n_classes <= CLASSES_MAX)
+    return "classification" if few else "regression"
+
+
 def check_target(X: Any, y: Any, task: str, owner: str) -> tuple[np.ndarray, str, str]:
     """``(y, task, target type)``: one target per row of X, the task inferred when "auto",
     classes checked."""
@@ -75,7 +102,7 @@ def check_target(X: Any, y: Any, task: str, owner: str) -> tuple[np.ndarray, str
     check_consistent_length(X, y)
     target_type = type_of_target(y, input_name="y")
     if task == "auto":
-        task = "classification" if target_type in ("binary", "multiclass") else "regression"
+        task = infer_task(y, target_type)
     if task == "classification":
         check_classification_targets(y)
         classes = np.unique(y)

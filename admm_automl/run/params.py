@@ -81,7 +81,9 @@ PARAMETERS: tuple[Param, ...] = (
     _p("constraint_mode", "auto", v.options("auto", "admm", "penalty", "filter"),
        flag="--constraint-mode", choices=["auto", "admm", "penalty", "filter"]),
     _p("penalty_weight", 1.0, v.POSITIVE_NUMBER),
-    _p("scoring", None),
+    _p("scoring", None, flag="--scoring",
+       help="the metric: a built-in name (roc_auc, log_loss, rmse, ...; `admm-automl list`) or "
+       "a scikit-learn scorer name (default: roc_auc for two classes, log_loss for more, rmse)"),
     _p("cv", "auto", v.options("auto"), v.int_at_least(2), v.NONE, flag="--cv",
        type=_cv_option, metavar="{auto,holdout,K}",
        from_option=lambda value: None if value == "holdout" else value,
@@ -111,9 +113,12 @@ PARAMETERS: tuple[Param, ...] = (
     _p("random_state", None, v.SEED, flag="--seed", type=int, help="random seed (random_state)"),
     _p("verbose", 0, v.int_at_least(0)),
     _p("progress", None, v.BOOL, v.NONE),
-    _p("task", "auto", v.options("auto", "classification", "regression")),
+    _p("task", "auto", v.options("auto", "classification", "regression"), flag="--task",
+       choices=["auto", "classification", "regression"],
+       help="the task (default auto: text or few distinct values are classes, else regression)"),
     _p("portfolio", "auto"),
-    _p("ensemble_size", 16, v.int_at_least(0)),
+    _p("ensemble_size", 16, v.int_at_least(0), flag="--ensemble-size", type=int,
+       help="steps of greedy ensemble selection (0: the best pipeline alone)"),
 )
 
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMETERS}
