@@ -327,7 +327,10 @@ class ADMM(BaseEstimator):
 
     def score(self, X: Any, y: Any) -> float:
         """Accuracy (classification) or R² (regression), as scikit-learn's mixins define it; the
-        search metric is :meth:`metric_score`."""
+        search metric is :meth:`metric_score`. Not the search metric, as ``GridSearchCV.score``
+        would give: scikit-learn's estimator checks require a regressor's ``score`` to be R²
+        (``check_regressors_train`` asks for more than 0.5), and tools that call ``score`` read
+        it so; ``cross_val_score(model, X, y, scoring=...)`` scores any metric."""
         check_is_fitted(self)
         mixin = ClassifierMixin if self.task_ == "classification" else RegressorMixin
         return mixin.score(self, X, y)
