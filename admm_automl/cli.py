@@ -126,7 +126,7 @@ def _split_data(config: Any, model: Any) -> tuple[Any, Any, Any, Any]:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from .reporting.rundir import write_run
+    from .reporting.rundir import ensemble_summary, write_run
 
     say: Callable[..., Any] = (lambda *a, **k: None) if args.quiet else print
     config = _config(args)
@@ -143,7 +143,14 @@ def _fit(args: argparse.Namespace) -> int:
     offset = model.best_score_ + model.best_loss_  # score = offset − loss
     label, validation = shown(model.metric_, offset, model.best_loss_)
     test = shown(model.metric_, offset, offset - test_score)[1]
-    say("Best pipeline:")
+    ensemble = ensemble_summary(model)
+    if ensemble is not None:  # what predict uses, and so the test score
+        loss = ensemble["validation_loss"]
+        say(f"Model: an ensemble of {len(ensemble['members'])} pipelines (validation {label} "
+            f"{shown(model.metric_, offset, loss)[1]:.4f}), used by predict:")
+        for member in ensemble["members"]:
+            say(f"  {member['weight']:.0%}  {member['pipeline']} (evaluation {member['eval_id']})")
+    say("Best single pipeline:" if ensemble is not None else "Best pipeline:")
     for name, step in model.best_pipeline_.steps:
         say(f"  {name}: {step}")
     say(f"Evaluations: {model.n_evals_} ({model.n_failed_} failed), stopped by {model.stop_reason_}")
@@ -157,8 +164,8 @@ def _fit(args: argparse.Namespace) -> int:
         best = model.history_.loc[model.history_["eval_id"] == model.best_eval_id_].iloc[0]
         for c in model.constraints_:
             say(f"  {c}: validation value {best[f'constraint:{c.key}']:.4g}")
-    say(f"Validation {label}: {validation:.4f}")
-    say(f"Test {label}: {test:.4f}")
+    say(f"Validation {label}: {validation:.4f}" + (" (best single pipeline)" if ensemble else ""))
+    say(f"Test {label}: {test:.4f}" + (" (the ensemble)" if ensemble else ""))
     if model.output_dir is not None:  # from --output or the configuration file
         out = write_run(model, model.output_dir, data=config.data, test_score=test_score)
         say(f"Run directory: {out} (journal.jsonl, trace.csv, summary.json, "

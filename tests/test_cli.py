@@ -347,3 +347,17 @@ def test_task_scoring_and_ensemble_size_options_reach_the_estimator(tmp_path):
     assert summary["task"] == "regression" and summary["metric"] == "mae"
     config = (tmp_path / "config.resolved.yaml").read_text()
     assert "ensemble_size: 0" in config and "scoring: mae" in config
+
+
+def test_the_ensemble_predict_uses_is_shown_and_recorded(tmp_path, capsys):
+    assert main(["fit", "--dataset", "breast_cancer", "--max-evals", "8", "--seed", "0",
+                 "--executor", "serial", "--cv", "holdout", "--output", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    ensemble = summary["ensemble"]
+    assert ensemble is not None and len(ensemble["members"]) >= 2
+    assert sum(m["weight"] for m in ensemble["members"]) == pytest.approx(1.0)
+    assert f"Model: an ensemble of {len(ensemble['members'])} pipelines" in out
+    assert "Best single pipeline:" in out and "(the ensemble)" in out
+    report = (tmp_path / "report.md").read_text()
+    assert "model used by predict" in report and "an ensemble of" in report

@@ -100,7 +100,24 @@ def run_summary(model: Any) -> dict[str, Any]:
         "rho": model.rho,
         "constraints": [{"key": c.key, "sense": c.sense, "threshold": float(c.threshold),
                          "text": str(c)} for c in model.constraints_],
+        "ensemble": ensemble_summary(model),
         "machine": machine_info(),
+    }
+
+
+def ensemble_summary(model: Any) -> dict[str, Any] | None:
+    """The ensemble ``predict`` uses (None when the best pipeline alone is used): its members
+    (evaluation id, pipeline, weight as a fraction) and its validation loss."""
+    weights = getattr(model, "ensemble_weights_", None) or {}
+    if getattr(model, "ensemble_", None) is None or not weights:
+        return None
+    history = model.history_.set_index("eval_id")
+    total = sum(weights.values())
+    return {
+        "validation_loss": float(model.ensemble_loss_),
+        "members": [{"eval_id": int(i), "pipeline": str(history.loc[i, "pipeline"]),
+                     "weight": count / total}
+                    for i, count in sorted(weights.items(), key=lambda kv: -kv[1])],
     }
 
 
