@@ -20,7 +20,7 @@ from .evaluation.executors import refuse_nested_search
 from .exceptions import DataError, RunDirectoryWarning
 from .reporting import plots
 from .reporting.progress import watching
-from .reporting.report import write_report
+from .reporting.report import leaderboard, write_report
 from .reporting.rundir import as_method, write_run
 from .run import params
 from .run.deadline import Deadline, warn_overrun
@@ -344,6 +344,7 @@ class ADMM(BaseEstimator):
 
     # ------------------------------------------------------------------ report and figures
     report = as_method(write_report)
+    leaderboard = as_method(leaderboard)
     plot_convergence = as_method(plots.plot_convergence)
     plot_algorithms = as_method(plots.plot_algorithms)
     plot_constraints = as_method(plots.plot_constraints)

@@ -51,9 +51,11 @@ def _ranked(run: RunData):
 
 
 def leaderboard(run: Any, n: int = 10):
-    """The ``n`` best pipelines of a run as a DataFrame: ``eval_id``, ``pipeline``, ``loss``,
-    ``score`` (``offset − loss``), each constraint's value and ``feasible``, ``fit_time``,
-    ``predict_time``, and ``hyperparameters`` (a dict of the chosen algorithms' values)."""
+    """The ``n`` best pipelines of a run (a fitted estimator or a run directory) as a DataFrame,
+    as AutoGluon's ``leaderboard()``: ``eval_id``, ``pipeline``, ``loss``, ``score``
+    (``offset − loss``), each constraint's value and ``feasible``, ``fit_time``,
+    ``predict_time``, ``ensemble_weight`` (its share of the ensemble ``predict`` uses, 0 if not a
+    member) and ``hyperparameters`` (a dict of the chosen algorithms' values)."""
     run = as_run(run)
     h = _ranked(run).head(n)
     offset = run.metric[1]
@@ -63,6 +65,9 @@ def leaderboard(run: Any, n: int = 10):
     board = h[columns].reset_index(drop=True)
     board.insert(3, "score", offset - board["loss"].astype(float))
     params = [c for c in h.columns if c.startswith("param:") and "__" in c]
+    members = (run.summary.get("ensemble") or {}).get("members", [])
+    weights = {int(m["eval_id"]): float(m["weight"]) for m in members}
+    board["ensemble_weight"] = [weights.get(int(i), 0.0) for i in board["eval_id"]]
     board["hyperparameters"] = [
         {c[len("param:"):]: v for c, v in zip(params, row) if not _missing(v)}
         for row in h[params].itertuples(index=False)
