@@ -16,6 +16,8 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
 
 from __future__ import annotations
 
+import logging
+
 import math
 import numbers
 import warnings
@@ -49,6 +51,9 @@ class Seeds:
     solvers: np.random.SeedSequence
     splits: int
     models: int
+
+
+logger = logging.getLogger(__name__)
 
 
 def derive_seeds(random_state: Any) -> Seeds:
@@ -363,6 +368,9 @@ def run_search(
         header=header, resume=s.resume, start_time=deadline.start,
         policy=deadline.trial_policy(s.trial_timeout), observers=[library],
     )
+    if objective.journal.n_resumed:  # say so: a resumed run looks like a fast one otherwise
+        logger.info("resuming %s: %d evaluations of an earlier session are replayed, not run "
+                    "again", objective.journal.path, objective.journal.n_resumed)
     max_evals = s.max_evals
     if max_evals is None and s.time_budget is None:
         max_evals = DEFAULT_MAX_EVALS

@@ -47,11 +47,14 @@ def test_resume_replays_the_journal_and_continues_the_same_search(tmp_path, brea
 
 
 def test_a_finished_run_resumed_with_the_same_budget_evaluates_nothing(tmp_path,
-                                                                       breast_cancer_full):
+                                                                       breast_cancer_full,
+                                                                       caplog):
     X, Y = breast_cancer_full
     ADMM(**FAST, max_evals=8, output_dir=tmp_path).fit(X, Y)
     before = (tmp_path / "journal.jsonl").read_bytes()
-    again = ADMM(**FAST, max_evals=8, output_dir=tmp_path).fit(X, Y)
+    with caplog.at_level("INFO", logger="admm_automl"):
+        again = ADMM(**FAST, max_evals=8, output_dir=tmp_path).fit(X, Y)
+    assert "8 evaluations of an earlier session are replayed" in caplog.text  # it says so
     assert (tmp_path / "journal.jsonl").read_bytes() == before
     assert again.n_evals_ == 8 and len(again.history_) == 8
 
