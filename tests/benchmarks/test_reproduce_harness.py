@@ -80,3 +80,15 @@ def test_a_claim_is_decided_end_to_end_on_real_runs(tmp_path):
     assert "Rule (written before the runs): reproduced if A is below R" in text
     # three pairs cannot reach p < 0.05 either way (the smallest possible p is 1/8)
     assert "**Verdict: not reproduced**" in text and "smallest possible p is 0.12" in text
+
+
+def test_a_pairwise_rule_decides_against_the_first_rival_and_shows_the_others(tmp_path):
+    c = claim(budget=None, max_evals=8, seeds=(0, 1, 2),
+              methods={"A": "AdADMM-F16(BO,Ba)", "R": "Random", "J": "JOPT(Random)"},
+              against=("R", "J"))
+    for job in harness.jobs([c]):
+        harness.run_job(job, tmp_path, None)
+    text = harness.report(harness.Runs.load(c, tmp_path))
+    assert "reproduced if A is below R on" in text  # the rule names the first rival only
+    assert "| A vs R |" in text and "| A vs J |" in text  # both comparisons are shown
+    assert "**Verdict: not reproduced**" in text
