@@ -147,7 +147,8 @@ def _fit(args: argparse.Namespace) -> int:
     if ensemble is not None:  # what predict uses, and so the test score
         loss = ensemble["validation_loss"]
         say(f"Model: an ensemble of {len(ensemble['members'])} pipelines (validation {label} "
-            f"{shown(model.metric_, offset, loss)[1]:.4f}), used by predict:")
+            f"{shown(model.metric_, offset, loss)[1]:.4f}), used by predict; the test score "
+            "below is the ensemble's:")
         for member in ensemble["members"]:
             say(f"  {member['weight']:.0%}  {member['pipeline']} (evaluation {member['eval_id']})")
     say("Best single pipeline:" if ensemble is not None else "Best pipeline:")
@@ -164,8 +165,8 @@ def _fit(args: argparse.Namespace) -> int:
         best = model.history_.loc[model.history_["eval_id"] == model.best_eval_id_].iloc[0]
         for c in model.constraints_:
             say(f"  {c}: validation value {best[f'constraint:{c.key}']:.4g}")
-    say(f"Validation {label}: {validation:.4f}" + (" (best single pipeline)" if ensemble else ""))
-    say(f"Test {label}: {test:.4f}" + (" (the ensemble)" if ensemble else ""))
+    say(f"Validation {label}: {validation:.4f}")
+    say(f"Test {label}: {test:.4f}")
     if model.output_dir is not None:  # from --output or the configuration file
         out = write_run(model, model.output_dir, data=config.data, test_score=test_score)
         say(f"Run directory: {out} (journal.jsonl, trace.csv, summary.json, "

@@ -148,13 +148,12 @@ def _summary_rows(run: RunData) -> list[list[str]]:
         if ensemble:  # what predict uses, and what the test score is of
             members = ", ".join(f"{m['weight']:.0%} {m['pipeline']} ({m['eval_id']})"
                                 for m in ensemble["members"])
-            rows += [["model used by predict", f"an ensemble of {len(ensemble['members'])}: "
-                                               f"{members}"],
+            rows += [["model used by predict (and scored on the test data)",
+                      f"an ensemble of {len(ensemble['members'])}: {members}"],
                      [f"ensemble validation {label}",
                       _fmt(shown(name, offset, float(ensemble["validation_loss"]))[1])]]
         if "test_score" in s:
-            rows.append([f"test {label}" + (" (the ensemble)" if ensemble else ""),
-                         _fmt(shown(name, offset, offset - s["test_score"])[1])])
+            rows.append([f"test {label}", _fmt(shown(name, offset, offset - s["test_score"])[1])])
         if s.get("constraints"):
             rows.append(["constraints", "; ".join(c["text"] for c in s["constraints"])
                          + (" — met" if s["feasible"] else " — NOT met by any evaluation")])
