@@ -140,14 +140,15 @@ def warn_overrun(budget: float | None, executor: str, search_end: float, end: fl
     the refit on all rows (up to ``end``), longer than the reserve estimated from the search."""
     if budget is None or end - budget <= max(1.0, 0.02 * budget):
         return
-    why = f"the search ended at {search_end:.3g} s"
-    if search_end - budget <= max(1.0, 0.02 * budget):
-        why += (f" and the refit on all rows took {end - search_end:.3g} s, more than the fit "
-                "times seen in the search predicted; a smaller ensemble_size shortens the refit")
-    elif executor == "serial":
-        why += (f"; executor='serial' runs an evaluation that is under way when the budget ends "
-                "to its end; use executor='process' (or 'auto') to have it stopped")
+    if search_end - budget > max(1.0, 0.02 * budget):
+        why = (f"the search ended at {search_end:.3g} s; executor={executor!r} runs an "
+               "evaluation that is under way when the budget ends to its end" if executor ==
+               "serial" else f"the search ended at {search_end:.3g} s")
+        advice = ("use executor='process' (or 'auto') to have it stopped" if executor == "serial"
+                  else "the set-up or the last evaluations took longer than their limits")
     else:
-        why += "; the set-up or the last evaluations took longer than their limits"
-    warnings.warn(f"fit took {end:.3g} s for time_budget={budget:g} s: {why}",
+        why = (f"the search ended at {search_end:.3g} s and the refit on all rows took "
+               f"{end - search_end:.3g} s, more than the fit times seen in the search predicted")
+        advice = "a smaller ensemble_size shortens the refit"
+    warnings.warn(f"fit took {end:.3g} s for time_budget={budget:g} s: {why}; {advice}",
                   TimeBudgetWarning, stacklevel=3)
