@@ -24,6 +24,7 @@ from ..methods._lagrangian import Constraints
 from ..methods._driver import Budget, Recorder
 from ..exceptions import BudgetExhausted, InvalidParameterError, MissingDependencyError
 from ..space import Categorical, Float, Int, PipelineSpace
+from ..solvers.theta.smac import hpo_facade, import_smac
 from ..space.flaml import flaml_point, flaml_space
 
 OPTUNA_SAMPLERS = ("tpe", "random", "gp")
@@ -251,44 +252,24 @@ def run_smac(
 ) -> tuple[int, str]:
     """SMAC3's hyperparameter-optimisation facade (a random forest with EI over the conditional
     space, the SMAC that Zhang et al. 2016 and auto-sklearn use) by ask/tell until the budget runs
-    out; returns the number of new evaluations and the stop reason.
-
-    Default settings except two: the initial design has :data:`SMAC_INITIAL_DESIGN`
-    configurations (SMAC's default is 10 per hyperparameter, at most a quarter of ``n_trials``,
-    which on a pipeline space of ~90 hyperparameters would spend a short budget on the Sobol
-    design alone), and the random forest (the facade's ``get_model``) is fitted single-threaded
-    and without a leaf budget: SMAC's default ``n_jobs=-1`` would compete with the evaluations for
-    the cores, which every other method leaves to them, and its ``max_leaf_nodes=2**20`` grows the
-    same unlimited trees but makes scikit-learn allocate for a million leaves, ~0.4 s per tree.
+    out; returns the number of new evaluations and the stop reason. The facade is the ``smac``
+    θ-solver's (:func:`~admm_automl.solvers.theta.smac.hpo_facade`: default settings but a
+    :data:`SMAC_INITIAL_DESIGN`-configuration initial design and a single-threaded forest);
     SMAC's files go to a temporary directory.
     """
-    try:
-        from smac import HyperparameterOptimizationFacade, Scenario
-        from smac.model.random_forest import RandomForest
-        from smac.runhistory.dataclasses import TrialValue
-    except ImportError:
-        raise MissingDependencyError(
-            "the SMAC3 peer needs smac: pip install 'admm-automl[experiments]'"
-        ) from None
     import tempfile
 
     if option not in SMAC_FACADES:
         raise InvalidParameterError(f"SMAC3 facade must be one of {SMAC_FACADES!r}, got {option!r}")
+    _, _, TrialValue = import_smac("the SMAC3 peer")
     evaluator = _Evaluator(space, engine, budget, f"smac3-{option}")
     if evaluator.done():
         return evaluator.outcome()
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        scenario = Scenario(smac_space(space, seed), deterministic=True, seed=seed,
-                            n_trials=budget.max_evals or 10**9, output_directory=tmp)
-        design = HyperparameterOptimizationFacade.get_initial_design(
-            scenario, n_configs=SMAC_INITIAL_DESIGN)
-        model = RandomForest(scenario.configspace, log_y=True, n_trees=10, ratio_features=1.0,
-                             min_samples_split=2, min_samples_leaf=1, seed=scenario.seed,
-                             n_jobs=1, max_leaf_nodes=None)
-        smac = HyperparameterOptimizationFacade(
-            scenario, lambda config, seed=0: 0.0, model=model, initial_design=design,
-            overwrite=True, logging_level=logging.ERROR)
+        smac = hpo_facade(smac_space(space, seed), seed=seed,
+                          n_trials=budget.max_evals or 10**9, output_directory=tmp,
+                          n_initial=SMAC_INITIAL_DESIGN, user="the SMAC3 peer")
         while not evaluator.done():
             info = smac.ask()
             loss = evaluator(*_smac_point(info.config, space))

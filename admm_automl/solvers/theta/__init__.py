@@ -6,8 +6,11 @@ from .flaml import BlendSearchThetaSolver, CFOThetaSolver
 from .random import RandomThetaSolver
 from .rbfopt import RBFOptThetaSolver
 from .skopt import SkoptThetaSolver
+from .smac import SMACThetaSolver
+from .tpe import TPEThetaSolver
 
 __all__ = [
     "BAPIThetaSolver", "BlendSearchThetaSolver", "CFOThetaSolver", "GPBayesOptThetaSolver",
-    "RBFOptThetaSolver", "RandomThetaSolver", "SkoptThetaSolver",
+    "RBFOptThetaSolver", "RandomThetaSolver", "SMACThetaSolver", "SkoptThetaSolver",
+    "TPEThetaSolver",
 ]
