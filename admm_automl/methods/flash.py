@@ -62,6 +62,16 @@ class FlashSettings:
     cost_transform : {"log1p", "log", "identity"}, default="log1p"
         Target of the cost model. The paper divides EI by E[log τ], which is ≤ 0 for sub-second
         runs; log(1 + τ) stays positive and is ≈ log τ for slow runs.
+    init_share, prune_share : float, default=0.2, 0.2
+        Under a time budget, the largest part of it INIT, and PRUNE after it, may take: a phase
+        ends at its evaluation count or when the run has used ``init_share`` (INIT) or
+        ``init_share + prune_share`` (INIT and PRUNE) of the budget, whichever comes first, so
+        TUNE keeps at least the rest (60 % by default). The paper's Table 2 runs 30 + 30
+        evaluations before tuning within 3, 5 and 10 hours, a small part of each; its counts are
+        kept wherever the budget holds them, and a short budget gets as many design and EIPS
+        evaluations as its measured costs allow — a design that ate the budget would leave FLASH
+        no tuning at all. Without a time budget the counts alone decide. INIT makes at least
+        one evaluation (the models need one).
     design : {"d-optimal", "random"}, default="d-optimal"
         Phase-1 paths: the greedy D-optimal design, or uniform paths (the paper's ablation).
     warm_start : bool, default=True
@@ -79,6 +89,8 @@ class FlashSettings:
     xi_select: float = F.DEFAULT_XI_SELECT
     ridge_alpha: float = F.DEFAULT_RIDGE_ALPHA
     cost_transform: str = F.DEFAULT_COST_TRANSFORM
+    init_share: float = 0.2
+    prune_share: float = 0.2
     design: str = "d-optimal"
     warm_start: bool = True
     max_enumerate: int = F.DEFAULT_MAX_ENUMERATE
@@ -96,6 +108,15 @@ class FlashSettings:
         F.check_xi(self.xi_select, "xi_select")
         F.check_ridge_alpha(self.ridge_alpha)
         F.check_cost_transform(self.cost_transform)
+        for name in ("init_share", "prune_share"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
+                    0.0 < value <= 1.0):
+                raise InvalidParameterError(f"{name} must be a number in (0, 1], got {value!r}")
+        if self.init_share + self.prune_share > 1.0:
+            raise InvalidParameterError(
+                "init_share + prune_share must be at most 1 (the parts of the time budget INIT "
+                f"and PRUNE may take), got {self.init_share} + {self.prune_share}")
         if self.design not in DESIGNS:
             raise InvalidParameterError(
                 f"design must be one of {', '.join(map(repr, DESIGNS))}, got {self.design!r}")
@@ -139,11 +160,13 @@ def sample_prior(encoding: Encoding, z: tuple[int, ...], rng: np.random.Generato
 class FlashOptimizer:
     """FLASH's Algorithm 1: INIT → PRUNE → TUNE, over the whole problem (no ADMM split).
 
-    1. **INIT** (``n_init`` evaluations): the paths of the greedy D-optimal design over the
+    1. **INIT** (``n_init`` evaluations, or ``init_share`` of a time budget if that ends
+       first): the paths of the greedy D-optimal design over the
        candidate paths (the paper's Algorithm 2: its first path uniform, ties at random, repeats
        allowed beyond the rank), each with hyperparameters drawn from their priors
        (:func:`sample_prior`).
-    2. **PRUNE** (``n_prune`` evaluations): refit the ridge performance and cost models on every
+    2. **PRUNE** (``n_prune`` evaluations, or until ``init_share + prune_share`` of a time
+       budget is used): refit the ridge performance and cost models on every
        evaluation so far and evaluate the path of highest EIPS (ξ = ``xi``; re-picking a path is
        allowed, with fresh random hyperparameters), one at a time.
     3. Build G′: the product of the per-module sets of algorithms used by the ``top_r`` paths of
@@ -163,8 +186,8 @@ class FlashOptimizer:
         The black box, ``engine(requests, time_left=..., tags=...)``.
     theta_solver : callable
         A factory of the TUNE back end, a θ-solver (the run's ``theta_solver``). The paper tunes
-        G′ with SMAC (its "FLASH") or TPE ("FLASH*"), neither of which is a θ-solver here; the
-        package's default θ-solver, GP-BO, is the model-based search that takes their place.
+        G′ with SMAC (its "FLASH", ``theta_solver="smac"``) or TPE ("FLASH*", ``"tpe"``); the
+        run's default θ-solver, our GP-BO, tunes it otherwise.
     settings : FlashSettings or mapping, optional
         FLASH's parameters.
     **options
@@ -188,9 +211,12 @@ class FlashOptimizer:
 
     * Phase budgets are counted in evaluations asked (a failed one counts, as in the authors'
       code; a repeat answered from the cache, which only a path whose hyperparameters are all
-      discrete can produce, counts too, so a phase always ends), and are cumulative: PRUNE ends
-      after ``n_init + n_prune`` and TUNE has the rest of the run's budget. The run's time budget
-      is wall clock with the optimiser's overhead (the models, the design) included.
+      discrete can produce, counts too, so a phase always ends): PRUNE ends ``n_prune``
+      evaluations after INIT, and TUNE has the rest of the run's budget. Under a time budget
+      the phases also end at their shares of it (``init_share``, ``prune_share``), checked
+      before each evaluation, so one evaluation started just before may overrun a share; a
+      per-trial timeout bounds that. The run's time budget is wall clock with the optimiser's
+      overhead (the models, the design) included.
     * In PRUNE a path none of whose algorithms has a hyperparameter is not picked again once
       evaluated: a repeat would be a cache hit that teaches the models nothing.
     * Values are the loss plus the constraint penalty; a failed evaluation keeps the run's failure
@@ -262,6 +288,7 @@ class _FlashRun:
             self.design = self.rng.integers(len(self.paths), size=method.n_init)
         self.phase = "init"
         self.asked = 0  # evaluations asked in INIT and PRUNE
+        self.init_end = 0  # evaluations asked when INIT ended
         self.subgraph: F.Subgraph | None = None
         self.tuner: Any = None
         self.row_phase = self.phase
@@ -279,7 +306,7 @@ class _FlashRun:
         if self.phase == "init":
             self.initialise(min(n, self.method.n_init - self.asked))
         elif self.phase == "prune":
-            self.explore(min(n, self.method.n_init + self.method.n_prune - self.asked))
+            self.explore(min(n, self.init_end + self.method.n_prune - self.asked))
         elif self.tuner is not None:
             self.tuner.run(n)
 
@@ -288,27 +315,43 @@ class _FlashRun:
         self.asked += len(points)
         self.recorder.evaluate(points, self.phase)
 
+    def used(self, share: float) -> bool:
+        """Whether the run has used ``share`` of its time budget (never without one) and has a
+        result the models can learn from."""
+        budget = self.recorder.budget
+        if budget.time_budget is None:
+            return False
+        elapsed, left = budget.elapsed(), budget.time_left()
+        return (elapsed >= share * (elapsed + max(left, 0.0))
+                and any(usable(obs) for _, obs in self.recorder.observations()))
+
     def initialise(self, n: int) -> None:
-        """INIT: the next ``n`` paths of the design, ``batch_size`` at a time."""
-        batch = max(1, self.options.batch_size)
-        while n > 0:
+        """INIT: the next ``n`` paths of the design, ``batch_size`` at a time, until the design
+        is done or INIT's share of the time budget is used."""
+        s, batch = self.settings, max(1, self.options.batch_size)
+        while n > 0 and not self.used(s.init_share):
             k = min(batch, n)
             self.evaluate([self.path_tuples[i] for i in self.design[self.asked:self.asked + k]])
             n -= k
-        if self.asked >= self.method.n_init:
-            self.phase = "prune"
+        if self.asked >= self.method.n_init or self.used(s.init_share):
+            self.phase, self.init_end = "prune", self.asked
             if self.method.n_prune == 0:
                 self.prune()
 
     def explore(self, n: int) -> None:
-        """PRUNE: ``n`` times, refit both models and evaluate the path of highest EIPS."""
+        """PRUNE: ``n`` times, refit both models and evaluate the path of highest EIPS, until
+        PRUNE's count or INIT's and PRUNE's share of the time budget is used."""
+        s = self.settings
+        share = s.init_share + s.prune_share
         for _ in range(n):
+            if self.used(share):
+                break
             models = self.models()
             seen = {tuple(z) for z, _ in self.recorder.observations()}
-            scores = models.log_eips(self.paths, self.settings.xi)
+            scores = models.log_eips(self.paths, s.xi)
             scores[self.fixed & [p in seen for p in self.path_tuples]] = -np.inf
             self.evaluate([self.path_tuples[F.rank_with_random_ties(scores, self.rng)[0]]])
-        if self.asked >= self.method.n_init + self.method.n_prune:
+        if self.asked >= self.init_end + self.method.n_prune or self.used(share):
             self.prune()
 
     def models(self) -> F.PathModels:

@@ -129,6 +129,44 @@ def test_random_design_and_no_prune_phase(make_engine, make_optimizer):
     assert [c[3] for c in engine.calls] == ["init"] * 5 + ["tune"] * 3
 
 
+def phase_counts(engine):
+    phases = [c[3] for c in engine.calls]
+    return {p: phases.count(p) for p in ("init", "prune", "tune")}
+
+
+def test_a_short_time_budget_leaves_prune_and_tune_their_time(make_engine, make_optimizer,
+                                                                fake_clock):
+    """At 1 s an evaluation and 100 s, the paper's 30 + 30 evaluations would leave TUNE 40 s:
+    INIT ends at 20 % of the budget and PRUNE at 40 %, each phase in order, TUNE has the rest."""
+    engine = make_engine(BIG, duration=1.0, clock=fake_clock)
+    result = flash(make_optimizer, engine, {"n_init": 30, "n_prune": 30}, max_evals=None,
+                   time_budget=100.0, clock=fake_clock).run()
+    assert phase_counts(engine) == {"init": 20, "prune": 20, "tune": result.n_evals - 40}
+    assert result.n_evals >= 95 and result.stop_reason == "time_budget"
+    phases = [c[3] for c in engine.calls]
+    assert phases == sorted(phases, key=["init", "prune", "tune"].index)
+
+
+def test_the_papers_counts_hold_where_the_time_budget_allows_them(make_engine, make_optimizer,
+                                                                  fake_clock):
+    engine = make_engine(BIG, duration=0.1, clock=fake_clock)
+    flash(make_optimizer, engine, {"n_init": 30, "n_prune": 30}, max_evals=None,
+          time_budget=100.0, clock=fake_clock).run()
+    counts = phase_counts(engine)
+    assert counts["init"] == 30 and counts["prune"] == 30 and counts["tune"] > 800
+
+
+def test_an_evaluation_longer_than_the_init_share_ends_init_and_prune(make_engine,
+                                                                      make_optimizer, fake_clock):
+    """INIT makes one evaluation whatever it costs (the models need one); past both shares
+    PRUNE makes none and TUNE starts on what INIT learnt."""
+    engine = make_engine(BIG, duration=45.0, clock=fake_clock)
+    opt = flash(make_optimizer, engine, max_evals=None, time_budget=100.0, clock=fake_clock)
+    opt.run()
+    assert phase_counts(engine) == {"init": 1, "prune": 0, "tune": 1}
+    assert opt.subgraph_ is not None
+
+
 def test_sample_prior_draws_only_the_path_hyperparameters():
     rng = np.random.default_rng(0)
     draws = np.array([sample_prior(ENC, (1, 0), rng) for _ in range(300)])
@@ -151,6 +189,9 @@ def test_sample_prior_draws_only_the_path_hyperparameters():
     ({"cost_transform": "exp"}, "cost_transform must be one of 'log', 'log1p', 'identity'"),
     ({"design": "sobol"}, "design must be one of 'd-optimal', 'random', got 'sobol'"),
     ({"warm_start": "yes"}, "warm_start must be a bool, got 'yes'"),
+    ({"init_share": 0}, r"init_share must be a number in \(0, 1\], got 0"),
+    ({"prune_share": 1.5}, r"prune_share must be a number in \(0, 1\], got 1.5"),
+    ({"init_share": 0.6, "prune_share": 0.5}, "init_share \\+ prune_share must be at most 1"),
     ({"n_candidates": 0}, "n_candidates must be an integer >= 1, got 0"),
     ({"r": 3}, r"unknown FLASH parameter\(s\) \['r'\]; valid: n_init, n_prune, top_r"),
 ])
