@@ -72,6 +72,10 @@ class FlashSettings:
         evaluations as its measured costs allow — a design that ate the budget would leave FLASH
         no tuning at all. Without a time budget the counts alone decide. INIT makes at least
         one evaluation (the models need one).
+    prune : bool, default=True
+        False drops PRUNE: no EIPS evaluations and G′ is the whole space, so TUNE starts right
+        after INIT over every algorithm (the paper's Fig. 5b ablation, "SMAC immediately after
+        Phase 1").
     design : {"d-optimal", "random"}, default="d-optimal"
         Phase-1 paths: the greedy D-optimal design, or uniform paths (the paper's ablation).
     warm_start : bool, default=True
@@ -91,6 +95,7 @@ class FlashSettings:
     cost_transform: str = F.DEFAULT_COST_TRANSFORM
     init_share: float = 0.2
     prune_share: float = 0.2
+    prune: bool = True
     design: str = "d-optimal"
     warm_start: bool = True
     max_enumerate: int = F.DEFAULT_MAX_ENUMERATE
@@ -120,8 +125,9 @@ class FlashSettings:
         if self.design not in DESIGNS:
             raise InvalidParameterError(
                 f"design must be one of {', '.join(map(repr, DESIGNS))}, got {self.design!r}")
-        if not isinstance(self.warm_start, (bool, np.bool_)):
-            raise InvalidParameterError(f"warm_start must be a bool, got {self.warm_start!r}")
+        for name in ("warm_start", "prune"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise InvalidParameterError(f"{name} must be a bool, got {getattr(self, name)!r}")
         for name in ("max_enumerate", "n_candidates"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -245,7 +251,7 @@ class FlashOptimizer:
         self.theta_solver = theta_solver
         self.settings = s = FlashSettings.from_params(settings)
         self.n_init = F.check_n_init(s.n_init, encoding.n_choices)
-        self.n_prune = F.check_n_prune(s.n_prune, encoding.n_choices)
+        self.n_prune = F.check_n_prune(s.n_prune, encoding.n_choices) if s.prune else 0
         n_ranked = F.n_paths(encoding.n_choices)
         if n_ranked > s.max_enumerate:  # the stratified sample (fewer if it drew duplicates)
             n_ranked = max(s.n_candidates, *encoding.n_choices)
@@ -361,10 +367,15 @@ class _FlashRun:
                           transform=self.settings.cost_transform)
 
     def prune(self) -> None:
-        """Build G′ from the top-r paths (ξ = ``xi_select``) and set up the TUNE solver on it."""
+        """Build G′ from the top-r paths (ξ = ``xi_select``; the whole space without pruning) and
+        set up the TUNE solver on it."""
         s = self.settings
-        top_r = min(self.method.top_r, len(self.paths))  # a sample may hold a few less
-        self.subgraph = self.models().subgraph(self.paths, top_r, self.rng, s.xi_select)
+        if s.prune:
+            top_r = min(self.method.top_r, len(self.paths))  # a sample may hold a few less
+            self.subgraph = self.models().subgraph(self.paths, top_r, self.rng, s.xi_select)
+        else:
+            self.subgraph = F.Subgraph(tuple(np.ones(k, dtype=bool) for k in
+                                             self.encoding.n_choices), self.paths[:0])
         self.phase = "tune"
         joint = JointSpace(self.encoding, self.subgraph.kept())
         if joint.dim == 0:  # nothing left to tune: the driver ends the run as exhausted

@@ -167,6 +167,16 @@ def test_an_evaluation_longer_than_the_init_share_ends_init_and_prune(make_engin
     assert opt.subgraph_ is not None
 
 
+def test_without_pruning_tune_searches_the_whole_space_right_after_init(make_engine,
+                                                                         make_optimizer):
+    """The paper's Fig. 5b ablation: no EIPS evaluations, G′ keeps every algorithm."""
+    engine = make_engine(BIG)
+    opt = flash(make_optimizer, engine, {"prune": False, "n_init": 5}, max_evals=40)
+    opt.run()
+    assert phase_counts(engine) == {"init": 5, "prune": 0, "tune": 35}
+    assert opt.subgraph_.n_choices == ENC.n_choices
+
+
 def test_sample_prior_draws_only_the_path_hyperparameters():
     rng = np.random.default_rng(0)
     draws = np.array([sample_prior(ENC, (1, 0), rng) for _ in range(300)])
@@ -189,6 +199,7 @@ def test_sample_prior_draws_only_the_path_hyperparameters():
     ({"cost_transform": "exp"}, "cost_transform must be one of 'log', 'log1p', 'identity'"),
     ({"design": "sobol"}, "design must be one of 'd-optimal', 'random', got 'sobol'"),
     ({"warm_start": "yes"}, "warm_start must be a bool, got 'yes'"),
+    ({"prune": 0}, "prune must be a bool, got 0"),
     ({"init_share": 0}, r"init_share must be a number in \(0, 1\], got 0"),
     ({"prune_share": 1.5}, r"prune_share must be a number in \(0, 1\], got 1.5"),
     ({"init_share": 0.6, "prune_share": 0.5}, "init_share \\+ prune_share must be at most 1"),
