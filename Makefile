@@ -50,6 +50,7 @@ smoke: $(STAMP)
 		tmp=$$(mktemp -d) && \
 		$(BIN)/python experiments/reproduce/run.py --paper liu2020 --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/reproduce/run.py --paper blds --smoke --data-dir $(DATA_DIR) && \
+		$(BIN)/python experiments/reproduce/run.py --paper flash --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/algorithm_selection.py --smoke --data-dir $(DATA_DIR) --out $$tmp/as && \
 		$(BIN)/python experiments/constraints.py --smoke --data-dir $(DATA_DIR) --out $$tmp/c && \
 		$(BIN)/python experiments/blendsearch.py --smoke --data-dir $(DATA_DIR) && \

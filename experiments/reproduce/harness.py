@@ -37,7 +37,7 @@ import numpy as np
 
 from admm_automl.benchmarks import stats
 
-#: the fractions of the budget at which every claim reports its medians
+#: the fractions of the budget at which a claim reports its medians unless it names others
 CHECKPOINTS = (0.1, 0.3, 1.0)
 
 
@@ -52,6 +52,9 @@ class Claim:
     constrained search, :func:`run_constrained`). ``rule`` is a rule of
     :mod:`admm_automl.benchmarks.stats`, stated in the printed table as written here.
     ``max_evals`` instead of a time budget makes the checkpoints fractions of the evaluations.
+    ``checkpoints`` are the fractions of the budget at which the medians are printed and a
+    multi-checkpoint rule (``Best``, ``Matches``) decides; ``scoring`` is the metric a data
+    problem's loss is one minus (scikit-learn's name).
     A pairwise rule (``Lower``) decides against the first of ``against``; the others are shown
     with their own wins and p.
     """
@@ -77,6 +80,8 @@ class Claim:
     #: problem (an option that depends on the data, such as the first training size)
     options: Mapping[str, Any] = field(default_factory=dict)
     constraints: tuple[Any, ...] = ()  # the constraint specifications of a constrained claim
+    checkpoints: tuple[float, ...] = CHECKPOINTS
+    scoring: str = "roc_auc"
 
     def __post_init__(self) -> None:
         names = {self.method, *self.against}
@@ -134,7 +139,7 @@ def jobs(claims: Sequence[Claim]) -> list[Job]:
 
 def _check_shared(first: Claim, second: Claim, folder: Path) -> None:
     """Two claims share a run folder only if they would make the same run."""
-    keys = ("space", "validation_size", "trial_timeout", "options", "constraints")
+    keys = ("space", "validation_size", "trial_timeout", "options", "constraints", "scoring")
     differ = [k for k in keys if getattr(first, k) != getattr(second, k)]
     if (first.kind == "constrained") != (second.kind == "constrained"):
         differ.append("kind")  # a constrained run is made by the estimator
@@ -155,7 +160,7 @@ def load_problem(claim: Claim, name: str, seed: int, data_dir: str | None) -> An
         return artificial_problem(claim.space, seed=0)
     X, y = load_dataset(name, data_dir)
     return data_problem(name, X, y, space=claim.space, validation_size=claim.validation_size,
-                        split_seed=seed)
+                        split_seed=seed, scoring=claim.scoring)
 
 
 def run_job(job: Job, root: Path, data_dir: str | None) -> dict[str, Any]:
@@ -360,7 +365,7 @@ def decide(runs: Runs) -> stats.Verdict:
         other = claim.against[0]  # the rule's comparison; the others are shown
         return claim.rule.decide(values[:, index[claim.method]], values[:, index[other]])
     checkpoints = {}
-    for f in CHECKPOINTS:
+    for f in claim.checkpoints:
         _, values = runs.matrix(f)
         checkpoints[f"{f:g}T"] = (values[:, index[claim.method]],
                                   {o: values[:, index[o]] for o in claim.against})
@@ -391,7 +396,7 @@ def report(runs: Runs) -> str:
         return "\n".join(lines + ["No complete pair yet.", ""])
     what = {"incumbent": "best loss so far", "time_to": f"seconds to reach {claim.target}",
             "constrained": "best feasible validation loss"}[claim.kind]
-    fractions = (1.0,) if claim.kind != "incumbent" else CHECKPOINTS
+    fractions = (1.0,) if claim.kind != "incumbent" else claim.checkpoints
     head = " | ".join(f"{f:g}T" for f in fractions)
     lines += [f"Median (25–75 %) of the {what} over the pairs; mean rank at T with a 95 % "
               "bootstrap interval; n = median evaluations per run, full-data n = median of those "
@@ -438,14 +443,15 @@ def any_size_table(runs: Runs) -> str:
     """The medians again with an incumbent trained on any number of rows: not the rule's
     reading (a loss on part of the rows is not a model a user gets), shown because a paper's
     curves of a multi-fidelity method may plot it."""
+    checkpoints = runs.claim.checkpoints
     rows = ["Not the rule: the median best loss at any training size (a multi-fidelity method's "
             "incumbent before it reaches all rows)", "",
-            "| method | " + " | ".join(f"{f:g}T" for f in CHECKPOINTS) + " |",
-            "|---|" + "---|" * len(CHECKPOINTS)]
-    columns = {f: runs.matrix(f, full_only=False) for f in CHECKPOINTS}
+            "| method | " + " | ".join(f"{f:g}T" for f in checkpoints) + " |",
+            "|---|" + "---|" * len(checkpoints)]
+    columns = {f: runs.matrix(f, full_only=False) for f in checkpoints}
     for i, name in enumerate(runs.claim.methods):
         rows.append(f"| {name} | " + " | ".join(_fmt(float(np.nanmedian(columns[f][1][:, i])))
-                                                for f in CHECKPOINTS) + " |")
+                                                for f in checkpoints) + " |")
     return "\n".join(rows)
 
 

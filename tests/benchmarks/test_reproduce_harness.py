@@ -92,3 +92,31 @@ def test_a_pairwise_rule_decides_against_the_first_rival_and_shows_the_others(tm
     assert "reproduced if A is below R on" in text  # the rule names the first rival only
     assert "| A vs R |" in text and "| A vs J |" in text  # both comparisons are shown
     assert "**Verdict: not reproduced**" in text
+
+
+@pytest.mark.parametrize("paper", ["liu2020", "blds", "flash"])
+def test_every_papers_claims_name_valid_methods_and_share_runs_consistently(paper):
+    """Each suite's methods parse (a typo in a label would only show hours into a campaign),
+    and claims that share a run folder would make the same run, in full and in smoke form (a
+    constrained claim's methods are the estimator's constraint modes)."""
+    import importlib
+
+    from admm_automl.benchmarks.runner import parse_method
+
+    module = importlib.import_module(paper)
+    for claims in (module.CLAIMS, module.smoke(module.CLAIMS)):
+        assert harness.jobs(claims)
+        for c in claims:
+            for label in c.methods.values():
+                if c.kind == "constrained":
+                    assert label in ("admm", "penalty", "filter")
+                else:
+                    parse_method(label)
+
+
+def test_a_claims_own_checkpoints_are_its_columns_and_its_rules(tmp_path):
+    c = claim(budget=None, max_evals=8, seeds=(0, 1), checkpoints=(0.5, 1.0))
+    for job in harness.jobs([c]):
+        harness.run_job(job, tmp_path, None)
+    text = harness.report(harness.Runs.load(c, tmp_path))
+    assert "| method | 0.5T | 1T | rank at T |" in text and "0.1T" not in text
