@@ -363,6 +363,45 @@ class PipelineSpace:
         initial = {task: self.initial[task]} if task in self.initial else {}
         return PipelineSpace(self.name, tuple(modules), initial, self.description, self.skipped)
 
+    def restrict(self, **choices: "str | Sequence[str]") -> "PipelineSpace":
+        """The sub-space that keeps only the named algorithms of the named modules, e.g.
+        ``space.restrict(scaler="none", estimator="lightgbm")`` to tune one learner (FLAML's
+        ``estimator_list``); other modules keep every choice. The initial pipeline falls back to
+        a module's first kept choice where it named a removed one.
+
+        Raises
+        ------
+        InvalidParameterError
+            On an unknown module or choice (the message lists the valid ones), or a module
+            given no choice.
+        """
+        known = {m.name: m for m in self.modules}
+        for name in choices:
+            if name not in known:
+                raise InvalidParameterError(
+                    f"search space {self.name!r}: "
+                    + unknown_name_message("module", name, list(known)))
+        modules = []
+        for module in self.modules:
+            if module.name not in choices:
+                modules.append(module)
+                continue
+            wanted = choices[module.name]
+            wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+            if not wanted:
+                raise InvalidParameterError(f"module {module.name!r}: give at least one choice")
+            keep = {module.index(name) for name in wanted}  # unknown names raise here
+            modules.append(Module(module.name, tuple(
+                a for j, a in enumerate(module.choices) if j in keep)))
+        kept = {m.name: [a.name for a in m.choices] for m in modules}
+        initial = {task: {k: (v if v in kept[k] else kept[k][0]) for k, v in chosen.items()
+                          if k in kept}
+                   for task, chosen in self.initial.items()}
+        label = ",".join(f"{k}={v if isinstance(v, str) else '|'.join(v)}"
+                         for k, v in choices.items())
+        return PipelineSpace(f"{self.name}[{label}]", tuple(modules), initial, self.description,
+                             self.skipped)
+
     def for_data(self, n_rows: int) -> "PipelineSpace":
         """The sub-space without the algorithms whose ``max_rows`` is below ``n_rows``.
 

@@ -682,6 +682,22 @@ def test_load_space_passes_spaces_and_mappings():
     assert list_spaces() == sorted(BUILTINS + ("default", "iterative"))  # tests/space/test_space_extensions.py
 
 
+def test_restrict_keeps_the_named_choices_and_moves_the_initial_pipeline(space):
+    clf = space.for_task("classification")
+    one = clf.restrict(scaler="quantile", estimator=["lr"])
+    assert [[a.name for a in m.choices] for m in one.modules] == [["quantile"], ["lr"]]
+    assert one.initial == {"classification": {"scaler": "quantile", "estimator": "lr"}}
+    assert one.name == f"{clf.name}[scaler=quantile,estimator=lr]" and one.n_pipelines == 1
+    assert clf.restrict(scaler="none").modules[1] is clf.modules[1]  # the others untouched
+    with pytest.raises(InvalidParameterError, match=r"Unknown module 'scalar'. Did you mean "
+                                                    r"'scaler'"):
+        clf.restrict(scalar="none")
+    with pytest.raises(InvalidParameterError, match=r"module 'estimator': Unknown choice 'svm'"):
+        clf.restrict(estimator="svm")
+    with pytest.raises(InvalidParameterError, match="give at least one choice"):
+        clf.restrict(estimator=[])
+
+
 def test_for_task(space):
     """for_task keeps the algorithms of that task (or 'any') and that task's initial pipeline."""
     clf = space.for_task("classification")
