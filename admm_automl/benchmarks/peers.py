@@ -255,7 +255,8 @@ def run_smac(
     out; returns the number of new evaluations and the stop reason. The facade is the ``smac``
     θ-solver's (:func:`~admm_automl.solvers.theta.smac.hpo_facade`: default settings but a
     :data:`SMAC_INITIAL_DESIGN`-configuration initial design and a single-threaded forest);
-    SMAC's files go to a temporary directory.
+    SMAC's files go to a temporary directory. Its proposals also depend on Python's hash seed
+    (it iterates sets of configurations): a run repeats only under the same ``PYTHONHASHSEED``.
     """
     import tempfile
 

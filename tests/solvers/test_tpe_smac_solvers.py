@@ -15,7 +15,7 @@ from admm_automl.records import Observation
 from admm_automl.solvers import THETA_SOLVERS
 
 
-def _problem(loss, dim, *, start=None, history=(), grids=(), augment=None):
+def _problem(loss, dim, *, start=None, history=(), grids=(), augment=None, low_cost=None):
     """A θ-problem over ``loss(x)`` that logs what it evaluates."""
     log: list[np.ndarray] = []
 
@@ -28,7 +28,8 @@ def _problem(loss, dim, *, start=None, history=(), grids=(), augment=None):
 
     problem = ThetaProblem(dim=dim, evaluate=evaluate,
                            augment=augment or (lambda x, obs: obs.loss),
-                           penalty=lambda x: 0.0, history=list(history), start=start, grids=grids)
+                           penalty=lambda x: 0.0, history=list(history), start=start, grids=grids,
+                           low_cost=low_cost)
     return problem, log
 
 
@@ -38,14 +39,18 @@ SOLVERS = ["tpe", pytest.param("smac", marks=NEEDS_SMAC)]
 
 
 @pytest.mark.parametrize("name", SOLVERS)
-@pytest.mark.parametrize("seed", [0, 1])
-def test_the_model_draws_the_search_to_the_minimum(name, seed):
-    """On a 3-d bowl, the last 20 of 40 asks (after the random start-up) lie near the minimum:
-    their median loss is below 0.15, where uniform points have a median of about 0.35."""
+def test_the_model_draws_the_search_to_the_minimum(name):
+    """On a 3-d bowl, the last 20 of 40 asks (after the random start-up) of two seeds lie near
+    the minimum: their median loss is below 0.2, where uniform points have a median of about
+    0.35. (SMAC3's asks also depend on Python's hash seed, see the solver: hence two seeds and
+    a margin.)"""
     centre = np.array([0.2, 0.7, 0.4])
-    problem, log = _problem(lambda x: float(np.sum((x - centre) ** 2)), 3)
-    THETA_SOLVERS.create(name).setup(problem, np.random.default_rng(seed)).run(40)
-    assert np.median([np.sum((x - centre) ** 2) for x in log[-20:]]) < 0.15
+    late = []
+    for seed in (0, 1):
+        problem, log = _problem(lambda x: float(np.sum((x - centre) ** 2)), 3)
+        THETA_SOLVERS.create(name).setup(problem, np.random.default_rng(seed)).run(40)
+        late += [np.sum((x - centre) ** 2) for x in log[-20:]]
+    assert np.median(late) < 0.2
 
 
 @pytest.mark.parametrize("name", SOLVERS)
@@ -109,3 +114,13 @@ def test_a_non_finite_value_is_a_failed_trial():
     states = {t.state.name for t in solver.study_.trials}
     assert states == {"COMPLETE", "FAIL"}
     assert solver.best()[1].loss >= 0.5  # a NaN never wins
+
+
+def test_tpe_starts_from_the_low_cost_point_when_asked():
+    """The declared coordinates at their low-cost values, the others at the start."""
+    low = np.array([0.0, np.nan, 0.1])
+    for flag, first in ((True, [0.0, 0.5, 0.1]), (False, [0.5, 0.5, 0.5])):
+        problem, log = _problem(lambda x: 0.0, 3, start=np.full(3, 0.5), low_cost=low)
+        THETA_SOLVERS.create({"name": "tpe", "params": {"low_cost": flag}}).setup(
+            problem, np.random.default_rng(0)).run(2)
+        np.testing.assert_allclose(log[0], first)

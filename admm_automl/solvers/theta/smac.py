@@ -71,7 +71,10 @@ class SMACThetaSolver(BaseThetaSolver):
     (``update_problem``) builds a new facade told the new history: the duals changed every
     value. A value that is not finite is not told (SMAC's forest needs finite costs); a failed
     evaluation already carries the metric's worst loss. The seed is drawn from the rng given to
-    ``setup``. SMAC proposes one configuration at a time (no batches).
+    ``setup``; SMAC3 also iterates Python sets of configurations, so its proposals depend on the
+    interpreter's hash seed too: set ``PYTHONHASHSEED`` for a history that repeats across
+    processes (within one process a seed repeats). SMAC proposes one configuration at a time
+    (no batches).
 
     Parameters
     ----------
