@@ -21,6 +21,8 @@ A *method* is named as in the paper and parsed by :func:`parse_method`:
 ``Optuna(TPE)``                 Optuna's TPE sampler, define-by-run conditional space
 ``FLAML(BlendSearch)``          FLAML's BlendSearch (``FLAML(CFO)``: CFO alone)
 ``SMAC3(HPO)``                  SMAC3's hyperparameter-optimisation facade (random forest + EI)
+``SMAC3(Hyperband)``            SMAC3's Hyperband (``SMAC3(BOHB)``: its BOHB-style facade) over
+                                the training length of a one-learner iterative space
 ==============================  =============================================================
 
 Solver names inside the parentheses are registry names (``bo``, ``cmab``, ``rbfopt``, ``blds``,
@@ -57,11 +59,15 @@ from ..exceptions import InvalidParameterError
 from ..space import PipelineSpace, load_space
 from ..run.results import prefix_cache_totals
 from .analysis import is_score
+from .iterative_peers import FACADES as MULTIFIDELITY_FACADES, run_smac_multifidelity
 from .peers import FLAML_SEARCHERS, OPTUNA_SAMPLERS, SMAC_FACADES, run_flaml, run_optuna, run_smac
 
 #: the paper's abbreviations of solver names
 SOLVER_ALIASES = {"ba": "cmab", "rnd": "random", "hb": "hyperband"}
-PEERS = {"optuna": OPTUNA_SAMPLERS, "flaml": FLAML_SEARCHERS, "smac3": SMAC_FACADES}
+#: SMAC3's Hyperband and BOHB-style facades over an iterative learner's training length (the
+#: BAPI benchmark's peers) beside its HPO facade
+PEERS = {"optuna": OPTUNA_SAMPLERS, "flaml": FLAML_SEARCHERS,
+         "smac3": SMAC_FACADES + MULTIFIDELITY_FACADES}
 _ADMM = re.compile(r"^(Ad)?ADMM-([FI])(\d+)\((\w+),(\w+)\)$")
 _JOPT = re.compile(r"^JOPT\((\w+)\)$")
 _FLASH = re.compile(r"^FLASH\((\w+)\)$")
@@ -179,7 +185,8 @@ def _parse_name(name: str, label: str, params: dict[str, dict[str, Any]],
         return Method(label, library, option=option)
     raise InvalidParameterError(
         f"unknown method {label!r}: expected AdADMM-F<k>(θ,z), ADMM-I<k>(θ,z), JOPT(θ), FLASH(θ), "
-        "SELECT(z), Random, Optuna(TPE|Random|GP), FLAML(BlendSearch|CFO) or SMAC3(HPO)"
+        "SELECT(z), Random, Optuna(TPE|Random|GP), FLAML(BlendSearch|CFO) or "
+        "SMAC3(HPO|Hyperband|BOHB)"
     )
 
 
@@ -397,6 +404,8 @@ def _search(problem: Problem, method: Method, objective: Any, *, seed: int,
     if peer is not None:
         return peer(problem.space, objective, budget, seed=seed)
     peer = {"optuna": run_optuna, "flaml": run_flaml, "smac3": run_smac}[method.kind]
+    if method.option in MULTIFIDELITY_FACADES:
+        peer = run_smac_multifidelity
     return peer(problem.space, objective, budget, seed=seed, option=method.option)
 
 

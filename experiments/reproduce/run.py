@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
 
-PAPERS = ("liu2020", "blds", "flash", "blendsearch")
+PAPERS = ("liu2020", "blds", "flash", "blendsearch", "bapi")
 RESULTS = HERE.parents[1] / "experiments" / "results" / "reproduce"
 
 

@@ -90,6 +90,7 @@ def test_parse_method_options_and_peers():
     assert (parse_method("Optuna(TPE)").kind, parse_method("Optuna(TPE)").option) == ("optuna", "tpe")
     assert parse_method("FLAML(CFO)").option == "cfo"
     assert (parse_method("SMAC3(HPO)").kind, parse_method("SMAC3(HPO)").option) == ("smac3", "hpo")
+    assert parse_method("SMAC3(BOHB)").option == "bohb"
     m = parse_method("FLASH(Random)@flash.top_r=5,cache=0")
     assert (m.kind, m.theta_solver, m.params, m.cache_size) == ("flash", "random", {"top_r": 5}, 0)
     assert parse_method("FLASH(BO)").cache_size is None
@@ -305,3 +306,25 @@ def test_a_campaign_runs_each_pending_job_in_its_own_process_and_skips_done_ones
     longer = [Job("sylvine:mlp", "Random", 1, 10.0)]  # another budget is another run
     assert not is_done(root, longer[0])
     assert "2 runs, 2 at a time" in capsys.readouterr().out
+
+
+def test_smac3_hyperband_runs_its_rungs_through_the_shared_engine(tmp_path):
+    """``SMAC3(Hyperband)`` (the BAPI benchmark's peer) trains configurations at the rungs
+    t_max/27 … t_max of the one iterative learner, and a promotion continues the model the worker
+    holds."""
+    pytest.importorskip("smac")
+    from sklearn.datasets import load_digits
+
+    from admm_automl.benchmarks.runner import data_problem, run
+    from admm_automl.journal import Journal
+    from admm_automl.space.loader import load_space
+
+    X, y = load_digits(return_X_y=True)
+    space = load_space("iterative").for_task("classification").restrict(
+        scaler="standard_scaler", estimator="mlp")
+    problem = data_problem("digits:mlp", X[:400], y[:400], space=space, scoring="accuracy")
+    summary = run(problem, "SMAC3(Hyperband)", seed=0, max_evals=40, out_dir=tmp_path)
+    records = [r for r in Journal.read(tmp_path / "journal.jsonl") if "loss" in r]
+    assert summary["n_evals"] == 40
+    assert {r["iterations"] for r in records} == {4, 11, 33, 100}
+    assert any(r["continued_from"] is not None for r in records if r["iterations"] > 4)

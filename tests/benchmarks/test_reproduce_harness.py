@@ -94,7 +94,7 @@ def test_a_pairwise_rule_decides_against_the_first_rival_and_shows_the_others(tm
     assert "**Verdict: not reproduced**" in text
 
 
-@pytest.mark.parametrize("paper", ["liu2020", "blds", "flash", "blendsearch"])
+@pytest.mark.parametrize("paper", ["liu2020", "blds", "flash", "blendsearch", "bapi"])
 def test_every_papers_claims_name_valid_methods_and_share_runs_consistently(paper):
     """Each suite's methods parse (a typo in a label would only show hours into a campaign),
     and claims that share a run folder would make the same run, in full and in smoke form (a
