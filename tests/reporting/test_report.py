@@ -115,10 +115,8 @@ def test_report_content_matches_history(run, reports):
     # the estimator's own leaderboard(), with each pipeline's share of the ensemble
     assert model.leaderboard(n=len(board)).drop(columns="hyperparameters").equals(
         board.drop(columns="hyperparameters"))
-    weights = model.ensemble_weights_
-    expected = {i: c / sum(weights.values()) for i, c in weights.items()}
-    assert {i: w for i, w in zip(board["eval_id"], board["ensemble_weight"]) if w} == {
-        i: w for i, w in expected.items() if i in set(board["eval_id"])}
+    # this run keeps no ensemble (tests/run/test_default.py checks the shares of one that does)
+    assert model.ensemble_weights_ == {} and not board["ensemble_weight"].any()
     first = re.search(r"^\| 1 \| (\d+) \| ([^|]+) \| ([0-9.e-]+) \|", md, re.M)
     assert first and int(first.group(1)) == model.best_eval_id_
     assert float(first.group(3)) == pytest.approx(model.best_loss_, rel=1e-3)

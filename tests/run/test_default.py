@@ -290,6 +290,16 @@ def ensembled(breast_cancer):
                           **SERIAL).fit(X, y)
 
 
+def test_the_leaderboard_gives_each_pipelines_share_of_the_ensemble(ensembled):
+    weights = ensembled.ensemble_weights_
+    board = ensembled.leaderboard(n=len(ensembled.history_))
+    shares = dict(zip(board["eval_id"], board["ensemble_weight"]))
+    total = sum(weights.values())
+    assert {i: w for i, w in shares.items() if w} == pytest.approx(
+        {i: c / total for i, c in weights.items()})
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
 def test_ensemble_beats_the_best_single_pipeline_on_validation_data(ensembled, breast_cancer):
     from sklearn.ensemble import VotingClassifier
     from sklearn.pipeline import Pipeline
