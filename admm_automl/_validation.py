@@ -56,6 +56,8 @@ PATH = Rule(lambda v: isinstance(v, (str, Path)), "a path")
 SEED = Rule(lambda v: v is None or _integer(v) or isinstance(v, np.random.RandomState),
             "None, an int or a numpy RandomState")
 ANY = Rule(lambda v: True, "anything")
+CALLABLES = Rule(lambda v: isinstance(v, (list, tuple)) and all(callable(f) for f in v),
+                 "a list of callables")
 
 
 def validate_params(owner: str, params: Mapping[str, Any],

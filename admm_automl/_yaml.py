@@ -58,8 +58,10 @@ def plain(value: Any, lenient: bool = False) -> Any:
 
 
 def estimator_params(est: Any) -> dict[str, Any]:
-    """An estimator's parameters as a configuration holds them (``task`` of a fixed-task one)."""
+    """An estimator's parameters as a configuration holds them (``task`` of a fixed-task one;
+    not ``callbacks``, which are code)."""
     params = dict(est.get_params(deep=False))
+    params.pop("callbacks", None)
     if getattr(est, "_fixed_task", None):
         params["task"] = est._fixed_task
     return params

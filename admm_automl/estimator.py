@@ -162,6 +162,14 @@ class ADMM(BaseEstimator):
         candidates are the best 32 evaluations and the best of each learner; its members are
         refitted after the search, like ``best_pipeline_`` (under a ``time_budget``, only as many
         as fit in it).
+    callbacks : list of callable, default=None
+        Called in this process after each new evaluation, as ``callback(record, best)``: the
+        evaluation's record (a dict, a row of ``history_``: ``eval_id``, ``pipeline``,
+        ``config``, ``loss``, ``status``, ``fit_time``, ...) and the best record so far (None
+        before one). A callback that returns True stops the search (``stop_reason_ ==
+        "callback"``); the best pipeline found is refitted as after any other stop. An
+        exception in a callback ends ``fit`` with it; the journal keeps what was evaluated.
+        Not written to the run's configuration (a file names no code to run).
 
     Attributes
     ----------
@@ -208,6 +216,7 @@ class ADMM(BaseEstimator):
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
         task: str = "auto", portfolio: Any = "auto", ensemble_size: int = 16,
+        callbacks: Any = None,
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver
@@ -239,6 +248,7 @@ class ADMM(BaseEstimator):
         self.task = task
         self.portfolio = portfolio
         self.ensemble_size = ensemble_size
+        self.callbacks = callbacks
 
     def _validate_params(self) -> None:
         """Check every parameter, and resolve names, before any work."""

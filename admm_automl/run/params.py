@@ -119,6 +119,7 @@ PARAMETERS: tuple[Param, ...] = (
     _p("portfolio", "auto"),
     _p("ensemble_size", 16, v.int_at_least(0), flag="--ensemble-size", type=int,
        help="steps of greedy ensemble selection (0: the best pipeline alone)"),
+    _p("callbacks", None, v.CALLABLES, v.NONE),
 )
 
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMETERS}

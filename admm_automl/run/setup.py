@@ -326,7 +326,8 @@ def run_search(
     the caller so that it covers what came before (default: from now), and drives the time policy
     of :mod:`.deadline`: the folds (:func:`resolve_cv`), the reserve for the refit, the trials'
     timeouts and probes. ``listeners`` are the run's
-    :class:`~admm_automl.methods._driver.RunListener` (e.g. a progress display). ADMM evaluates
+    :class:`~admm_automl.methods._driver.RunListener` (e.g. a progress display; the settings'
+    ``callbacks`` are one more, :mod:`.callbacks`). ADMM evaluates
     the warm-start portfolio first; with ``ensemble_size`` the best evaluations' validation
     predictions are kept in ``outcome.predictions`` (:mod:`.library`)."""
     from ..methods._lagrangian import Constraints
@@ -368,6 +369,10 @@ def run_search(
         header=header, resume=s.resume, start_time=deadline.start,
         policy=deadline.trial_policy(s.trial_timeout), observers=[library],
     )
+    if s.callbacks:
+        from .callbacks import CallbackListener
+
+        listeners = [*listeners, CallbackListener(s.callbacks, objective.journal)]
     if objective.journal.n_resumed:  # say so: a resumed run looks like a fast one otherwise
         logger.info("resuming %s: %d evaluations of an earlier session are replayed, not run "
                     "again", objective.journal.path, objective.journal.n_resumed)
