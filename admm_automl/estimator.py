@@ -21,7 +21,7 @@ from .exceptions import DataError, RunDirectoryWarning
 from .reporting import plots
 from .reporting.progress import watching
 from .reporting.report import leaderboard, write_report
-from .reporting.rundir import as_method, write_run
+from .reporting.rundir import as_method, run_summary, write_run
 from .run import params
 from .run.deadline import Deadline, warn_overrun
 from .run.inputs import check_target, check_X
@@ -383,6 +383,7 @@ class ADMM(BaseEstimator):
     # ------------------------------------------------------------------ report and figures
     report = as_method(write_report)
     leaderboard = as_method(leaderboard)
+    summary = as_method(run_summary)
     plot_convergence = as_method(plots.plot_convergence)
     plot_algorithms = as_method(plots.plot_algorithms)
     plot_constraints = as_method(plots.plot_constraints)

@@ -77,9 +77,17 @@ def run_summary(model: Any) -> dict[str, Any]:
     best = history.loc[history["eval_id"] == model.best_eval_id_].iloc[0]
     target = ("continuous" if model.task_ == "regression"
               else "binary" if len(model.classes_) == 2 else "multiclass")
+    from .._yaml import plain
+
+    space = model.search_space
     return {
         "finished": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "method": model.method,
+        "search_space": space if isinstance(space, str) else getattr(space, "name", str(space)),
+        "theta_solver": plain(model.theta_solver, lenient=True),
+        "z_solver": plain(model.z_solver, lenient=True),
+        "time_budget": model.time_budget,
+        "max_evals": model.max_evals,
         "task": model.task_,
         "metric": model.metric_,
         "metric_offset": get_metric(model.scoring, model.task_, target).offset,

@@ -7,6 +7,8 @@ hyperparameters, so the ADMM coupling has something to couple), under a model-si
 
 from __future__ import annotations
 
+import json
+
 import base64
 import re
 import shutil
@@ -81,6 +83,12 @@ def test_the_run_directory_holds_what_the_report_needs(run):
     assert s["constraints"] == [{"key": "model_size", "sense": "<=", "threshold": 4000.0,
                                  "text": "model_size <= 4000"}]
     assert s["constraint_mode"] == "admm" and s["machine"]["cores"] >= 1
+    assert (s["search_space"], s["theta_solver"], s["z_solver"], s["max_evals"]) == (
+        "report_test", "random", "random", 18)
+    # model.summary() is what summary.json holds (less the time it was written)
+    live = json.loads(json.dumps(model.summary(), default=str))
+    assert {k: v for k, v in live.items() if k != "finished"} == {
+        k: v for k, v in s.items() if k != "finished"}
     assert modules(out) == modules(model) == ["scaler", "estimator"]  # in the pipeline's order
     # a space object cannot be loaded back from YAML: the file says so and keeps its repr
     text = (out / "config.resolved.yaml").read_text()
