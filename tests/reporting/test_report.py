@@ -7,9 +7,8 @@ hyperparameters, so the ADMM coupling has something to couple), under a model-si
 
 from __future__ import annotations
 
-import json
-
 import base64
+import json
 import re
 import shutil
 import subprocess
