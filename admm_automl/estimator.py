@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .evaluation.executors import refuse_nested_search
 from .exceptions import DataError, RunDirectoryWarning
+from .methods._driver import tell
 from .reporting import plots
 from .reporting.progress import watching
 from .reporting.report import leaderboard, write_report
@@ -275,16 +276,19 @@ class ADMM(BaseEstimator):
         refuse_nested_search()  # before the output directory is touched
         with run_lock(self.output_dir):  # one writer, from the journal to the model files
             with watching(self.verbose, self.progress, metric) as listeners:
+                tell(listeners, stage="preparing the data and the search space")
                 space = task_space(self.search_space, task, len(y))
                 settings = params.settings_from(self.get_params(deep=False))
                 outcome = run_search(X, y_search, settings, space=space, task=task,
                                      target_type=target_type,
                                      sensitive_features=sensitive_features,
                                      deadline=deadline, listeners=listeners)
-            search_end = deadline.elapsed()
-            fitted = fitted_attributes(outcome, space)
-            fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size,
-                                       deadline))
+                search_end = deadline.elapsed()
+                tell(listeners, stage="refitting the best pipeline on all rows"
+                     + (" and the ensemble" if self.ensemble_size else ""))
+                fitted = fitted_attributes(outcome, space)
+                fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size,
+                                           deadline))
             warn_overrun(self.time_budget, outcome.executor, search_end, deadline.elapsed())
             for name, value in fitted.items():
                 setattr(self, name, value)

@@ -106,8 +106,18 @@ class RunListener:
 
     The recorder and :func:`drive` call them in the process and on the thread that runs the
     optimiser (never in worker processes), after the engine has recorded the evaluations in the
-    journal. A listener only reads the recorder: it must not evaluate or change it.
+    journal. A listener only reads the recorder: it must not evaluate or change it; it may stop
+    the run by raising :class:`~admm_automl.exceptions.BudgetExhausted` with a stop reason (the
+    estimator's ``callbacks`` do). The run set-up around the search tells them :meth:`stage`
+    and :meth:`note`.
     """
+
+    def stage(self, text: str) -> None:
+        """What the run does outside the search, such as ``"preparing the data"`` or
+        ``"refitting the best pipeline"``; the next stage or the search replaces it."""
+
+    def note(self, text: str) -> None:
+        """A fact about the whole run, such as that it resumed an earlier session's journal."""
 
     def run_started(self, recorder: "Recorder", name: str) -> None:
         """The run ``name`` (``"ADMM"``, ``"JOPT"``, ...) starts; ``recorder.budget`` is set."""
@@ -232,6 +242,16 @@ class RunOptions:
         return drive(recorder, self.schedule, iterate, summarize, start=start,
                      callback=self.callback, max_idle_iterations=self.max_idle_iterations,
                      name=name)
+
+
+def tell(listeners: Sequence[RunListener], *, stage: str | None = None,
+         note: str | None = None) -> None:
+    """Tell every listener the run's ``stage`` or a ``note`` (see :class:`RunListener`)."""
+    for listener in listeners:
+        if stage is not None:
+            listener.stage(stage)
+        if note is not None:
+            listener.note(note)
 
 
 @dataclass

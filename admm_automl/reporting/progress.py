@@ -85,17 +85,40 @@ class ProgressDisplay(RunListener):
         self.best_any = math.inf
         self.current = ""
         self.stop_reason = ""
+        self.stage_text = ""
+        self.notes: list[str] = []
+        #: whether the display stays up after the run until :meth:`close` (:func:`watching`
+        #: keeps it through the refit)
+        self.stays = False
         self._live: Any = None
 
-    # ------------------------------------------------------------------ the listener
-    def run_started(self, recorder: Recorder, name: str) -> None:
+    def start(self) -> None:
+        """Start drawing (idempotent): :func:`watching` starts it before the data are read, so
+        the first seconds are not blank; else the run's start does."""
         from rich.live import Live
 
-        self.recorder, self.name = recorder, name
         if self._live is None:
             self._live = Live(self, console=self.console, refresh_per_second=4,
                               redirect_stdout=False)
             self._live.start()
+
+    # ------------------------------------------------------------------ the listener
+    def stage(self, text: str) -> None:
+        self.stage_text = text
+        self._refresh()
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Draw now (between rich's four frames a second), so that every stage is seen."""
+        if self._live is not None:
+            self._live.refresh()
+
+    def run_started(self, recorder: Recorder, name: str) -> None:
+        self.recorder, self.name, self.stage_text = recorder, name, ""
+        self.start()
 
     def evaluating(self, recorder: Recorder, points: Sequence[Point], phase: str) -> None:
         pipelines = sorted({recorder.pipeline(point[0]) for point in points})
@@ -111,7 +134,8 @@ class ProgressDisplay(RunListener):
 
     def run_finished(self, recorder: Recorder, stop_reason: str) -> None:
         self.stop_reason = stop_reason
-        self.close()
+        if not self.stays:
+            self.close()
 
     def close(self) -> None:
         """Draw the last state and stop redrawing (idempotent)."""
@@ -132,7 +156,7 @@ class ProgressDisplay(RunListener):
         """What the display shows, as plain text lines (after the budget bar)."""
         rec = self.recorder
         if rec is None:
-            return ["starting"]
+            return [self.stage_text or "starting"] + self.notes
         budget = rec.budget
         used = [f"{rec.n_evals}" + (f"/{budget.max_evals}" if budget.max_evals else "")
                 + " evaluations"]
@@ -150,10 +174,11 @@ class ProgressDisplay(RunListener):
             best += f"; best feasible ({rec.constraints}): {feasible}"
         out.append(best)
         if self.stop_reason:
-            out.append(f"stopped by {self.stop_reason}")
+            out.append(f"stopped by {self.stop_reason}"
+                       + (f"; {self.stage_text}" if self.stage_text else ""))
         elif self.current:
             out.append(f"evaluating {self.current}")
-        return out
+        return out + self.notes
 
     def fraction(self) -> float:
         """The share of the budget used: the larger of evaluations and time."""
@@ -205,6 +230,8 @@ def watching(verbose: int, progress: bool | None = None,
         console = Console(stderr=True, force_terminal=True if progress else None)
         if display_wanted(progress, verbose, console):
             display = ProgressDisplay(console, metric=metric)
+            display.stays = True
+            display.start()
     try:
         yield [display] if display is not None else []
     finally:

@@ -37,7 +37,7 @@ from ..evaluation.splits import make_splits, resolve_cv
 from ..evaluation.trial import TrialContext
 from ..exceptions import DataError, InvalidParameterError
 from ..journal import Journal
-from ..methods._driver import Result, Schedule
+from ..methods._driver import Result, Schedule, tell
 from ..methods.registry import get_method, make_optimizer
 from .deadline import Deadline, check_time_budget, refit_reserve
 from .executor import make_executor
@@ -374,6 +374,8 @@ def run_search(
 
         listeners = [*listeners, CallbackListener(s.callbacks, objective.journal)]
     if objective.journal.n_resumed:  # say so: a resumed run looks like a fast one otherwise
+        tell(listeners, note=f"resumed: {objective.journal.n_resumed} evaluations of an earlier "
+             "session replayed from the journal, not run again")
         logger.info("resuming %s: %d evaluations of an earlier session are replayed, not run "
                     "again", objective.journal.path, objective.journal.n_resumed)
     max_evals = s.max_evals

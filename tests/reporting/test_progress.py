@@ -220,3 +220,27 @@ def test_fit_with_progress_draws_the_display(breast_cancer, capsys):
     assert f"{model.n_evals_}/6 evaluations" in err and "stopped by max_evals" in err
     _fit(breast_cancer, verbose=1)  # not a terminal: no display
     assert "of the budget" not in capsys.readouterr().err
+
+
+def test_the_display_says_what_the_run_does_before_and_after_the_search(make_optimizer):
+    display = _display()
+    display.stays = True  # as watching() makes it: up through the refit
+    display.stage("preparing the data and the search space")
+    assert display.lines() == ["preparing the data and the search space"]
+    display.note("resumed: 3 evaluations of an earlier session replayed from the journal")
+    make_optimizer("admm", max_evals=6, listeners=[display]).run()
+    display.stage("refitting the best pipeline on all rows")
+    lines = display.lines()
+    assert lines[2] == "stopped by max_evals; refitting the best pipeline on all rows"
+    assert lines[3].startswith("resumed: 3 evaluations")
+    assert display._live is not None  # still drawn until watching() closes it
+    display.close()
+
+
+def test_fit_shows_its_stages_and_a_resumed_run_says_so(breast_cancer, capsys, tmp_path):
+    _fit(breast_cancer, progress=True, output_dir=tmp_path)
+    err = capsys.readouterr().err
+    assert "preparing the data and the search space" in err
+    assert "refitting the best pipeline on all rows" in err
+    _fit(breast_cancer, progress=True, output_dir=tmp_path)
+    assert "resumed: 6 evaluations of an earlier session replayed" in capsys.readouterr().err
