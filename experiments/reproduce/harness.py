@@ -372,6 +372,26 @@ def decide(runs: Runs) -> stats.Verdict:
     return claim.rule.decide(checkpoints)
 
 
+def _quantile(values: np.ndarray, q: float) -> float:
+    """The ``q`` % quantile ignoring NaN; with infinite values (a target never reached) the
+    nearest order statistic, since interpolating towards ∞ gives NaN."""
+    v = np.asarray(values, dtype=float)
+    if not (np.isfinite(v) | np.isinf(v)).any():
+        return math.nan
+    method = "nearest" if np.isinf(v).any() else "linear"
+    return float(np.nanpercentile(v, q, method=method))
+
+
+def _commits(commits: set[str]) -> str:
+    """The code the runs were made with: the commits, or their number and three of them when
+    there are many (each run's ``run.json`` names its own; ``+dirty``: with changes not yet
+    committed)."""
+    names = sorted(commits)
+    if len(names) <= 4:
+        return "code " + ", ".join(names)
+    return f"code of {len(names)} commits ({', '.join(names[:3])}, …; each run.json names its own)"
+
+
 def _fmt(x: float, digits: int = 4) -> str:
     if x is None or not np.isfinite(x):
         return "∞" if x is not None and np.isinf(x) else "—"
@@ -390,7 +410,7 @@ def report(runs: Runs) -> str:
     lines = [f"#### {claim.name}: {claim.paper}", "",
              f"Problems: {', '.join(claim.problems)}; seeds {min(claim.seeds)}–{max(claim.seeds)}; "
              f"budget T = {limit:g} {unit}; {len(pairs)} complete (problem, seed) pairs; "
-             f"code {', '.join(sorted(runs.commits()))}; {runs.machine_load()}.", "",
+             f"{_commits(runs.commits())}; {runs.machine_load()}.", "",
              f"Rule (written before the runs): {claim.rule_text()}.", ""]
     if not pairs:
         return "\n".join(lines + ["No complete pair yet.", ""])
@@ -410,8 +430,7 @@ def report(runs: Runs) -> str:
         cells = []
         for f in fractions:
             v = columns[f][:, i]
-            q1, med, q3 = (np.nanpercentile(v, q) if np.isfinite(v).any() else math.nan
-                           for q in (25, 50, 75))
+            q1, med, q3 = (_quantile(v, q) for q in (25, 50, 75))
             cells.append(f"{_fmt(med)} ({_fmt(q1, 3)}–{_fmt(q3, 3)})")
         n = np.median([runs.summaries[p, name][s].get("n_evals", 0) for p, s in pairs])
         full = np.median([len(_scores(runs.records.get((p, name), {}).get(s, [])))
