@@ -1,10 +1,13 @@
-"""Black-box constraints (Liu et al. 2020, Section 4.2): latency, disparate impact, metric bounds,
-model size and user callables, reachable by name through :data:`CONSTRAINTS`."""
+"""Black-box constraints (Liu et al. 2020, Section 4.2): latency, disparate impact and fairlearn's
+group-fairness metrics, metric bounds, model size and user callables, reachable by name through
+:data:`CONSTRAINTS`."""
 
 from . import bounds, fairness, latency  # noqa: F401  (registers the built-ins)
 from .base import BaseConstraint, CallableConstraint
 from .bounds import MetricBound, ModelSize
-from .fairness import DisparateImpact, make_groups
+from .fairness import (DemographicParityDifference, DemographicParityRatio, DisparateImpact,
+                       EqualizedOddsDifference, EqualizedOddsRatio, EqualOpportunityDifference,
+                       EqualOpportunityRatio, make_groups)
 from .latency import PredictionLatency
 from .parse import make_constraints, parse_expression
 from .registry import CONSTRAINTS
@@ -19,7 +22,13 @@ __all__ = [
     "CONSTRAINTS",
     "BaseConstraint",
     "CallableConstraint",
+    "DemographicParityDifference",
+    "DemographicParityRatio",
     "DisparateImpact",
+    "EqualOpportunityDifference",
+    "EqualOpportunityRatio",
+    "EqualizedOddsDifference",
+    "EqualizedOddsRatio",
     "MetricBound",
     "ModelSize",
     "PredictionLatency",

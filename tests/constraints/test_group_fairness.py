@@ -1,0 +1,114 @@
+"""fairlearn's group-fairness metrics as constraints, by their usual names: each agrees with
+fairlearn's own value, ratios are lower bounds, several sensitive columns give their
+intersection, and a constrained fit records them."""
+
+from __future__ import annotations
+
+import warnings
+
+import fairlearn.metrics as fm
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from admm_automl import ADMMClassifier
+from admm_automl.constraints import CONSTRAINTS, make_constraints
+from admm_automl.evaluation.splits import Split
+from admm_automl.exceptions import InvalidParameterError
+from admm_automl.testing import tiny_space
+
+NAMES = ["demographic_parity_difference", "demographic_parity_ratio",
+         "equalized_odds_difference", "equalized_odds_ratio",
+         "equal_opportunity_difference", "equal_opportunity_ratio"]
+
+
+def data(n=600, seed=0):
+    """A label that depends on the group, so a plain learner is unfair."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"x": rng.normal(size=n), "sex": rng.choice(["f", "m"], size=n),
+                      "race": rng.choice(["a", "b", "c"], size=n)})
+    y = (X["x"] + 1.0 * (X["sex"] == "m") + 0.5 * (X["race"] == "a")
+         + rng.normal(scale=0.5, size=n) > 0.7).astype(int).to_numpy()
+    return X, y
+
+
+def fitted(X, y):
+    design = np.column_stack([X["x"], X["sex"] == "m", X["race"] == "a"]).astype(float)
+
+    class Model:  # the pipeline's view: predict on the raw frame
+        classes_ = np.array([0, 1])
+        model = LogisticRegression().fit(design, y)
+
+        def predict(self, frame):
+            return self.model.predict(np.column_stack(
+                [frame["x"], frame["sex"] == "m", frame["race"] == "a"]).astype(float))
+
+    return Model()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_metric_is_fairleans_value_on_the_validation_rows(name):
+    X, y = data()
+    model = fitted(X, y)
+    rows = np.arange(400, 600)
+    constraint = CONSTRAINTS.create({"name": name, "params": {"group_by": "sex"}})
+    constraint.bind(X, y, groups=None, splits=[Split(np.arange(400), rows, np.arange(400))],
+                    task="classification")
+    value = constraint.measure(model, X.iloc[rows], y[rows], rows)
+    expected = getattr(fm, name)(y[rows], model.predict(X.iloc[rows]),
+                                 sensitive_features=X["sex"].iloc[rows])
+    assert value == pytest.approx(expected) and 0.0 <= value <= 1.0
+    if name.endswith("ratio"):
+        assert (constraint.sense, constraint.threshold) == (">=", 0.8)  # the four-fifths rule
+    else:
+        assert (constraint.sense, constraint.threshold) == ("<=", 0.1)
+
+
+def test_several_columns_are_their_intersection():
+    X, y = data()
+    model = fitted(X, y)
+    rows = np.arange(600)
+    constraint = CONSTRAINTS.create({"name": "demographic_parity_difference",
+                                     "params": {"group_by": ["sex", "race"]}})
+    constraint.bind(X, y, groups=None, splits=[Split(rows, rows, rows)], task="classification")
+    assert set(constraint.groups_) == {f"{s} & {r}" for s in "fm" for r in "abc"}
+    value = constraint.measure(model, X, y, rows)
+    expected = fm.demographic_parity_difference(y, model.predict(X),
+                                                sensitive_features=X[["sex", "race"]])
+    assert value == pytest.approx(expected)
+    # the same from fit(..., sensitive_features=) with two columns
+    from_features = CONSTRAINTS.create("demographic_parity_difference")
+    from_features.bind(X, y, groups=X[["sex", "race"]], splits=[Split(rows, rows, rows)],
+                       task="classification")
+    assert list(from_features.groups_) == list(constraint.groups_)
+
+
+def test_expressions_and_clear_errors():
+    (ratio,) = make_constraints(["demographic_parity_ratio >= 0.9"])
+    assert (ratio.name, ratio.sense, ratio.threshold) == ("demographic_parity_ratio", ">=", 0.9)
+    X, y = data()
+    with pytest.raises(InvalidParameterError, match="sense must be one of"):
+        make_constraints(["demographic_parity_ratio <= 0.9"])[0].validate()
+    (diff,) = make_constraints(["equalized_odds_difference <= 0.1"])
+    with pytest.raises(InvalidParameterError, match="equalized_odds_difference needs group_by"):
+        diff.bind(X, y, groups=None, splits=[], task="classification")
+    with pytest.raises(InvalidParameterError, match="applies to classification only"):
+        diff.bind(X, y, groups=X["sex"], splits=[], task="regression")
+    bad = CONSTRAINTS.create({"name": "equal_opportunity_difference",
+                              "params": {"group_by": "gender"}})
+    with pytest.raises(Exception, match="equal_opportunity_difference: group_by column 'gender'"):
+        bad.bind(X, y, groups=None, splits=[], task="classification")
+
+
+def test_a_constrained_fit_records_the_metric_per_evaluation():
+    X, y = data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ADMMClassifier(search_space=tiny_space(), theta_solver="random",
+                               z_solver="random", executor="serial", max_evals=6,
+                               random_state=0, ensemble_size=0,
+                               constraints=["demographic_parity_difference <= 0.2"]).fit(
+            X[["x"]], y, sensitive_features=X["sex"])
+    values = model.history_["constraint:demographic_parity_difference"]
+    assert values.notna().all() and ((values >= 0) & (values <= 1)).all()
