@@ -160,11 +160,12 @@ def _fit(args: argparse.Namespace) -> int:
         say(f"Prefix cache: {cache['hit_rate']:.0%} of lookups hit, {cache['fits_saved']} step fits "
             f"and {cache['seconds_saved']:.1f} s saved")
     if getattr(model, "constraints", None):
+        from .run.results import describe_constraints
+
         verdict = "met" if model.feasible_ else "NOT met (least violating pipeline)"
-        say(f"Constraints {verdict}:")
-        best = model.history_.loc[model.history_["eval_id"] == model.best_eval_id_].iloc[0]
-        for c in model.constraints_:
-            say(f"  {c}: validation value {best[f'constraint:{c.key}']:.4g}")
+        say(f"Constraints {verdict}, on the validation data:")
+        for line in describe_constraints(model):
+            say(f"  {line}")
     say(f"Validation {label}: {validation:.4f}")
     say(f"Test {label}: {test:.4f}")
     if model.output_dir is not None:  # from --output or the configuration file

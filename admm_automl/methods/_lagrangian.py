@@ -125,6 +125,23 @@ class Constraints:
         """A successful observation that meets every constraint."""
         return self.rank(obs)[0] == 0
 
+    def describe(self, obs: Observation) -> list[str]:
+        """One line per constraint for a person: its bound, the observation's value, and whether
+        it is met or by how much it is not (relative to the threshold), e.g.
+        ``"latency <= 2e-05: 3.1e-05, NOT met (55 % over)"``."""
+        lines = []
+        for c, key, h in zip(self.items, self.keys, self.h(obs)):
+            value = _as_float(obs.constraints.get(key))
+            head = f"{key} {c.sense} {float(c.threshold):g}: "
+            if not math.isfinite(value):
+                lines.append(head + "not measured (the evaluation failed)")
+            elif h <= 0:
+                lines.append(head + f"{value:.4g}, met")
+            else:
+                side = "over" if c.sense == "<=" else "under"
+                lines.append(head + f"{value:.4g}, NOT met ({100 * h:.3g} % {side})")
+        return lines
+
     # -------------------------------------------------------------------- sub-problem terms
     def term(
         self, obs: Observation, mu: np.ndarray | None = None, rho: float = 1.0,

@@ -152,8 +152,9 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     z, theta, obs = best
     feasible = constraints.feasible(obs)
     if not feasible:
+        unmet = [line for line in constraints.describe(obs) if not line.endswith(", met")]
         warnings.warn(f"No evaluated pipeline met every constraint ({constraints}); returning the "
-                      f"least violating one (relative violation {constraints.violation(obs):.3g}).",
+                      "least violating one, on the validation data: " + "; ".join(unmet) + ".",
                       ConstraintViolationWarning, stacklevel=3)
     return {
         "history_": history_frame(records, constraints, outcome.rho),
@@ -192,3 +193,13 @@ def metric_score(model: Any, X: Any, y: Any, *, scoring: Any, task: str,
               else "binary" if len(classes) == 2 else "multiclass")
     metric = get_metric(scoring, task, target)
     return float(metric.offset - metric.loss(metric.make_scorer(labels), model, X, y))
+
+
+def describe_constraints(model: Any) -> list[str]:
+    """One line per constraint of a fitted estimator about the pipeline it returned: the bound,
+    the validation value, and met or by how much not (:meth:`Constraints.describe`)."""
+    history = model.history_
+    best = history.loc[history["eval_id"] == model.best_eval_id_].iloc[0]
+    values = {c.key: best.get(f"constraint:{c.key}") for c in model.constraints_}
+    return Constraints(model.constraints_).describe(Observation(loss=float(best["loss"]),
+                                                                constraints=values))

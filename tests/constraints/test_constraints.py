@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -289,10 +290,15 @@ def test_estimator_returns_a_feasible_pipeline_under_a_model_size_limit():
 def test_infeasible_problem_warns_and_returns_the_least_violating():
     model = ADMMClassifier(search_space="paper_small", cv=None, max_evals=10, random_state=0,
                            constraints=["model_size <= 10"])
-    with pytest.warns(ConstraintViolationWarning, match="least violating"):
+    with pytest.warns(ConstraintViolationWarning,
+                      match=r"least violating one, on the validation data: model_size <= 10: "
+                            r"[0-9.e+]+, NOT met \([0-9.e+]+ % over\)") as caught:
         model.fit(X, Y)
     assert not model.feasible_
     h = model.history_
+    size = h.loc[h["eval_id"] == model.best_eval_id_, "constraint:model_size"].item()
+    assert f"model_size <= 10: {size:.4g}, NOT met ({100 * (size - 10) / 10:.3g} % over)" in str(
+        caught[0].message)
     assert h.loc[h["eval_id"] == model.best_eval_id_, "violation"].item() == h["violation"].min()
     assert h.loc[h["status"] != "ok", "violation"].isna().all()
 
@@ -403,7 +409,8 @@ def test_constraints_from_yaml_and_cli(tmp_path, capsys):
     assert [str(c) for c in make_constraints(est.constraints)] == ["model_size <= 50000", "fpr <= 0.2"]
     assert main(["fit", "--config", str(config)]) == 0
     out = capsys.readouterr().out
-    assert "model_size <= 50000: validation value" in out and "fpr <= 0.2" in out
+    assert "Constraints met, on the validation data:" in out
+    assert re.search(r"  model_size <= 50000: [0-9.e+]+, met\n", out) and "fpr <= 0.2: " in out
     assert main(["fit", "--dataset", "breast_cancer", "--max-evals", "5",
                  "--constraint", "latncy <= 1"]) == 2
     assert "Did you mean 'latency'" in capsys.readouterr().err
