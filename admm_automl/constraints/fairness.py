@@ -136,47 +136,139 @@ class _GroupConstraint(BaseConstraint):
         return y_true[keep], groups[keep].astype(str), keep
 
 
+#: what each fairlearn metric compares across groups: the selection rate, the true positive
+#: rate, or both the true and the false positive rates (equalized odds: the worse of the two)
+_RATES = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",),
+          "equalized_odds": ("tpr", "fpr")}
+
+
+def group_rates(y_true: np.ndarray, y_pred: np.ndarray, group: np.ndarray,
+                n_groups: int) -> dict[str, np.ndarray]:
+    """Selection rate, true and false positive rate of each group (columns), for one sample
+    (1-D inputs) or many at once (2-D: one row per resample), by counting; 0/0 is NaN."""
+    y_true, y_pred, group = (np.atleast_2d(a) for a in (y_true, y_pred, group))
+    offset = group + n_groups * np.arange(len(group))[:, None]
+
+    def count(weights: np.ndarray) -> np.ndarray:
+        return np.bincount(offset.ravel(), weights.ravel().astype(float),
+                           minlength=n_groups * len(group)).reshape(len(group), n_groups)
+
+    ones = np.ones_like(y_true)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"sr": count(y_pred) / count(ones),
+                "tpr": count(y_pred * y_true) / count(y_true),
+                "fpr": count(y_pred * (1 - y_true)) / count(1 - y_true)}
+
+
+def combine_rates(rates: dict[str, np.ndarray], kinds: Sequence[str],
+                  ratio: bool) -> np.ndarray:
+    """fairlearn's between-groups difference (max − min) or ratio (min / max) of each rate in
+    ``kinds``, the worst of them (the largest difference, the smallest ratio), per row."""
+    values = []
+    for kind in kinds:
+        r = rates[kind]
+        low, high = np.nanmin(r, axis=1), np.nanmax(r, axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values.append(np.where(high > 0, low / high, 1.0) if ratio else high - low)
+    return np.min(values, axis=0) if ratio else np.max(values, axis=0)
+
+
 class _FairlearnMetric(_GroupConstraint):
     """A fairlearn metric of the predicted labels across groups, by fairlearn's name and with
-    fairlearn's semantics (``fairlearn.metrics.<name>(y_true, y_pred, sensitive_features=...)``;
-    ``method="between_groups"``, its default)."""
+    fairlearn's semantics (``fairlearn.metrics.<name>(y_true, y_pred, sensitive_features=...)``,
+    ``method="between_groups"``), optionally as a bootstrap confidence bound.
+
+    ``confidence`` (e.g. 0.9) asks that the constraint hold on new data, not only on the
+    validation rows: the value is then the ``confidence`` quantile of the metric over
+    ``n_bootstrap`` resamples of the validation rows (the upper one for a difference, the lower
+    one for a ratio), never on the good side of the point estimate. Rows are resampled within
+    each group, so every group keeps its size: a small group's rate is what varies most, and
+    what fails first on new data. A bootstrap over the validation rows rather than a bound over
+    cross-validation folds: it needs no more than one split, and it measures the sampling error
+    of the very rates the constraint compares. The resamples come from a fixed seed, so a
+    pipeline's bound is the same in every evaluation.
+    """
+
+    confidence: float | None
+    n_bootstrap: int
+
+    def validate(self) -> None:
+        super().validate()
+        c = self.confidence
+        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float))
+                              or not 0.5 <= c < 1.0):
+            raise InvalidParameterError(
+                f"{self.name}: confidence must be None or a number in [0.5, 1), got {c!r}")
+        n = self.n_bootstrap
+        if isinstance(n, bool) or not isinstance(n, int) or n < 10:
+            raise InvalidParameterError(
+                f"{self.name}: n_bootstrap must be an integer >= 10, got {n!r}")
 
     def measure(self, pipeline, X, y, rows) -> float:
         import fairlearn.metrics
 
         y_true, groups, keep = self._rows(y, rows)
         y_pred = (pipeline.predict(X) == self.positive_).astype(int)[keep]
-        return float(getattr(fairlearn.metrics, self.name)(y_true, y_pred,
-                                                           sensitive_features=groups))
+        value = float(getattr(fairlearn.metrics, self.name)(y_true, y_pred,
+                                                            sensitive_features=groups))
+        if self.confidence is None:
+            return value
+        return self.bound(value, y_true, y_pred, groups)
+
+    def bound(self, value: float, y_true: np.ndarray, y_pred: np.ndarray,
+              groups: np.ndarray) -> float:
+        """The bootstrap bound of ``value`` (see the class docstring)."""
+        family, _, kind = self.name.rpartition("_")
+        ratio = kind == "ratio"
+        names, index = np.unique(groups, return_inverse=True)
+        rng = np.random.default_rng(0)
+        members = [np.flatnonzero(index == g) for g in range(len(names))]
+        draws = np.concatenate(
+            [m[rng.integers(len(m), size=(self.n_bootstrap, len(m)))] for m in members], axis=1)
+        stats = combine_rates(group_rates(y_true[draws], y_pred[draws], index[draws],
+                                          len(names)), _RATES[family], ratio)
+        stats = stats[np.isfinite(stats)]
+        if not len(stats):
+            return value
+        if ratio:
+            return min(value, float(np.quantile(stats, 1.0 - self.confidence)))
+        return max(value, float(np.quantile(stats, self.confidence)))
 
 
 class _Difference(_FairlearnMetric):
     """Parameters: ``threshold`` (largest difference allowed, default 0.1), ``group_by`` (a
     column of X or a list of columns; None: ``sensitive_features``), ``bins`` (edges for one
-    numeric column)."""
+    numeric column), ``confidence`` and ``n_bootstrap`` (a bound that holds on new data, see
+    :class:`_FairlearnMetric`)."""
 
     def __init__(self, threshold: float = 0.1, sense: str = "<=",
                  group_by: "str | int | list | None" = None,
-                 bins: Sequence[float] | None = None) -> None:
+                 bins: Sequence[float] | None = None, confidence: float | None = None,
+                 n_bootstrap: int = 200) -> None:
         self.threshold = threshold
         self.sense = sense
         self.group_by = group_by
         self.bins = bins
+        self.confidence = confidence
+        self.n_bootstrap = n_bootstrap
 
 
 class _Ratio(_FairlearnMetric):
     """Parameters: ``threshold`` (smallest ratio allowed, default 0.8: the "four-fifths rule"),
-    ``group_by`` and ``bins`` as for the differences."""
+    ``group_by``, ``bins``, ``confidence`` and ``n_bootstrap`` as for the differences."""
 
     senses = (">=",)
 
     def __init__(self, threshold: float = 0.8, sense: str = ">=",
                  group_by: "str | int | list | None" = None,
-                 bins: Sequence[float] | None = None) -> None:
+                 bins: Sequence[float] | None = None, confidence: float | None = None,
+                 n_bootstrap: int = 200) -> None:
         self.threshold = threshold
         self.sense = sense
         self.group_by = group_by
         self.bins = bins
+        self.confidence = confidence
+        self.n_bootstrap = n_bootstrap
 
 
 @CONSTRAINTS.register("demographic_parity_difference")

@@ -112,3 +112,68 @@ def test_a_constrained_fit_records_the_metric_per_evaluation():
             X[["x"]], y, sensitive_features=X["sex"])
     values = model.history_["constraint:demographic_parity_difference"]
     assert values.notna().all() and ((values >= 0) & (values <= 1)).all()
+
+
+def _families():
+    from admm_automl.constraints.fairness import _RATES
+
+    return [(name, _RATES[name.rpartition("_")[0]], name.endswith("ratio")) for name in NAMES]
+
+
+@pytest.mark.parametrize("name, kinds, ratio", _families())
+def test_the_counted_rates_give_fairlearns_values(name, kinds, ratio):
+    """The bootstrap computes the metrics from per-group counts: on the sample itself they are
+    fairlearn's values, three groups and all."""
+    from admm_automl.constraints.fairness import combine_rates, group_rates
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(2, size=300)
+    pred = (rng.random(300) < 0.3 + 0.4 * y).astype(int)
+    groups = rng.choice(["a", "b", "c"], size=300)
+    names, index = np.unique(groups, return_inverse=True)
+    counted = combine_rates(group_rates(y, pred, index, len(names)), kinds, ratio)
+    assert counted.shape == (1,)
+    assert counted[0] == pytest.approx(getattr(fm, name)(y, pred, sensitive_features=groups))
+
+
+def _bound(name, n, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(2, size=n)
+    groups = rng.choice(["a", "b"], size=n, p=[0.8, 0.2])
+    pred = (rng.random(n) < 0.3 + 0.3 * y + 0.1 * (groups == "b")).astype(int)
+    c = CONSTRAINTS.create({"name": name, "params": {"confidence": 0.9}})
+    point = getattr(fm, name)(y, pred, sensitive_features=groups)
+    return point, c.bound(point, y, pred, groups)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_bound_is_never_on_the_good_side_and_shrinks_with_more_rows(name):
+    gaps = []
+    for n in (300, 3000):
+        point, bound = _bound(name, n)
+        assert (bound <= point) if name.endswith("ratio") else (bound >= point)
+        gaps.append(abs(bound - point))
+        assert _bound(name, n)[1] == bound  # a fixed seed: the same pipeline, the same bound
+    assert gaps[1] < gaps[0] and gaps[0] > 0
+
+
+def test_confidence_is_checked():
+    for params, message in (({"confidence": 1.0}, "confidence must be None or a number in"),
+                            ({"confidence": 0.9, "n_bootstrap": 5}, "n_bootstrap must be")):
+        with pytest.raises(InvalidParameterError, match=message):
+            CONSTRAINTS.create({"name": "demographic_parity_difference",
+                                "params": params}).validate()
+
+
+def test_measure_with_confidence_is_the_bound_of_the_validation_value():
+    X, y = data()
+    model = fitted(X, y)
+    rows = np.arange(400, 600)
+    split = [Split(np.arange(400), rows, np.arange(400))]
+    values = []
+    for confidence in (None, 0.9):
+        c = CONSTRAINTS.create({"name": "equal_opportunity_difference",
+                                "params": {"group_by": "sex", "confidence": confidence}})
+        c.bind(X, y, groups=None, splits=split, task="classification")
+        values.append(c.measure(model, X.iloc[rows], y[rows], rows))
+    assert values[1] > values[0]
