@@ -87,7 +87,8 @@ def plot_convergence(run: Any, *, x: str = "time", ax: Any = None) -> Any:
     since the start) or ``"evaluations"``.
 
     With constraints the line is the best *feasible* loss so far, and the best loss of any
-    evaluation is dashed. Failed evaluations are red crosses at the loss they were given.
+    evaluation is dashed. Failed evaluations are red crosses in a band above the others (the
+    worst loss they were given would squash the range that matters).
     """
     if x not in ("time", "evaluations"):
         raise InvalidParameterError(f"x must be 'time' or 'evaluations', got {x!r}")
@@ -102,15 +103,22 @@ def plot_convergence(run: Any, *, x: str = "time", ax: Any = None) -> Any:
     feasible = (h["feasible"].fillna(False).astype(bool).to_numpy() if "feasible" in h
                 else np.ones(len(h), dtype=bool))
     lower = ~counted & ~failed
+    ok = loss[~failed & np.isfinite(loss)]
+    log = bool(len(ok)) and ok.min() > 0 and ok.max() / ok.min() > 10
+    shown_loss = loss.copy()
+    if len(ok) and failed.any():  # failures in a band just above the successful losses
+        top = ok.max() * 1.5 if log else ok.max() + 0.1 * ((ok.max() - ok.min()) or 1.0)
+        shown_loss[failed] = top
     for mask, style in (
         (counted & feasible, dict(color=_OK, label="evaluation")),
         (counted & ~feasible, dict(facecolors="none", edgecolors=_BAD,
                                    label="violates a constraint")),
         (lower, dict(facecolors="none", edgecolors=_ANY, label="lower fidelity")),
-        (failed, dict(marker="x", color=_BAD, label="failed")),
+        (failed, dict(marker="x", color=_BAD,
+                      label="failed (drawn above the rest)" if len(ok) else "failed")),
     ):
         if mask.any():
-            ax.scatter(xs[mask], loss[mask], s=16, alpha=0.7, **style)
+            ax.scatter(xs[mask], shown_loss[mask], s=16, alpha=0.7, **style)
     best_any = np.minimum.accumulate(np.where(counted, loss, np.inf))
     best = np.minimum.accumulate(np.where(counted & feasible, loss, np.inf))
     if "feasible" in h:
@@ -118,7 +126,8 @@ def plot_convergence(run: Any, *, x: str = "time", ax: Any = None) -> Any:
                 linestyle="--", label="best of any")
     ax.step(xs, np.where(np.isfinite(best), best, np.nan), where="post", color=_BEST, lw=2,
             label="best feasible" if "feasible" in h else "best so far")
-    _maybe_log(ax, loss[counted | failed])
+    if log:
+        ax.set_yscale("log")
     ax.set_xlabel("seconds since the start" if x == "time" else "evaluations")
     ax.set_ylabel(_loss_label(run))
     ax.set_title(f"Best loss against {'time' if x == 'time' else 'evaluations'}")

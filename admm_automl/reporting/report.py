@@ -202,13 +202,20 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
                    _figure("constraints", "Each constraint's value at every evaluation, with its "
                            "threshold.", lambda axes: plots.plot_constraints(run, ax=axes),
                            n=len(keys), width=5.0)]
-        if all(f"mu:{k}" in run.trace for k in keys):
+        if all(f"mu:{k}" in run.trace for k in keys) and len(run.trace) > 1:
             blocks.append(_figure("multipliers", "The multipliers μ after each ADMM iteration.",
                                   lambda ax: plots.plot_multipliers(run, ax=ax)))
     if {"lambda_norm", "primal_residual"} <= set(run.trace.columns):
-        blocks += [_Block("h2", "ADMM"),
-                   _figure("residuals", "‖λ‖ and ‖θ̃d − δ‖ after each ADMM iteration.",
-                           lambda ax: plots.plot_residuals(run, ax=ax))]
+        blocks.append(_Block("h2", "ADMM"))
+        if len(run.trace) > 1:
+            blocks.append(_figure("residuals", "‖λ‖ and ‖θ̃d − δ‖ after each ADMM iteration.",
+                                  lambda ax: plots.plot_residuals(run, ax=ax)))
+        else:  # one point is no curve: say the values instead of drawing dots
+            last = run.trace.iloc[-1]
+            mus = "".join(f", μ {k} = {last[f'mu:{k}']:.3g}" for k in keys
+                          if f"mu:{k}" in run.trace)
+            blocks.append(_Block("p", f"One ADMM iteration: ‖λ‖ = {last['lambda_norm']:.3g}, "
+                                      f"‖θ̃d − δ‖ = {last['primal_residual']:.3g}{mus}."))
     board = leaderboard(run, n_best)
     board.insert(0, "rank", board.index)
     label = shown(name, offset, 0.0)[0]
@@ -219,8 +226,9 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
         board = board.drop(columns="score")
         legend = f"loss = {label}"
     blocks += [_Block("h2", f"Leaderboard: the {len(board)} best pipelines"),
-               _Block("p", f"Feasible pipelines first, by validation loss; {legend}; times in "
-                           "seconds."),
+               _Block("p", ("Feasible pipelines first, by validation loss, then the others by "
+                            "how far they miss the constraints" if keys else
+                            "By validation loss") + f"; {legend}; times in seconds."),
                _Block("table", rows=_table(board))]
     bad = failures(run)
     blocks.append(_Block("h2", f"Failures ({int(bad['count'].sum()) if len(bad) else 0})"))

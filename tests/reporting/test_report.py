@@ -174,6 +174,11 @@ def test_plot_helpers_return_axes_with_the_run_data(run):
     np.testing.assert_allclose(lines["best feasible"].get_ydata(), expected)
     np.testing.assert_allclose(lines["best feasible"].get_xdata(), np.arange(1, len(h) + 1))
     assert ax.get_ylabel() == "loss (1 − AUROC)"
+    # failures (loss 1.0) are drawn in a band above the successful losses, not at 1.0
+    dots = {c.get_label(): c.get_offsets()[:, 1] for c in ax.collections}
+    worst_ok = h.loc[h["status"] == "ok", "loss"].max()
+    assert (dots["failed (drawn above the rest)"] > worst_ok).all()
+    assert ax.get_ylim()[1] < h.loc[h["status"] != "ok", "loss"].min()
 
     axes = model.plot_algorithms()
     assert [a.get_title() for a in axes] == ["scaler", "estimator"]
@@ -197,6 +202,19 @@ def test_plot_helpers_return_axes_with_the_run_data(run):
     with pytest.raises(InvalidParameterError, match="needs 2 axes, got 1"):
         model.plot_algorithms(ax=mine[0])
     plt.close("all")
+
+
+def test_one_admm_iteration_gives_its_values_not_single_dots(breast_cancer, tmp_path):
+    X, y = breast_cancer
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ADMM(search_space=SPACE, theta_solver="random", z_solver="random", max_evals=4,
+                     random_state=0, constraints=["model_size <= 4000"]).fit(X, y)
+    assert len(model.admm_trace_) == 1
+    md = write_report(model, tmp_path / "r.html").with_suffix(".md").read_text()
+    assert "One ADMM iteration: ‖λ‖ = " in md and ", μ model_size = " in md
+    assert "residuals.png" not in md and "multipliers.png" not in md
+    assert "Feasible pipelines first, by validation loss, then the others by how far" in md
 
 
 def test_method_without_split_has_no_admm_figures(breast_cancer):
