@@ -58,10 +58,13 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any, Sequence
 
-
 from ..exceptions import InvalidParameterError, WorkerError
 from . import child_main
 from .trial import error_result, executor_result
+
+#: why a trial past its timeout was stopped, in its journal record's error
+TIME_LIMIT = ("its time limit (trial_timeout; under a time budget by default a quarter of the "
+              "time left)")
 
 if TYPE_CHECKING:
     from .child_process import WorkerProcess
@@ -327,9 +330,11 @@ class ProcessExecutor:
     def _expire(self, worker: WorkerProcess, now: float) -> None:
         if worker.state in ("sent", "busy"):
             seconds = worker.deadline - worker.trial_start
-            result = executor_result("timeout", f"stopped after {seconds:.3g} s")
+            at_end = worker.deadline == self._batch.deadline  # the budget's end, not its timeout
+            why = "the time budget ended" if at_end else TIME_LIMIT
+            result = executor_result("timeout", f"stopped after {seconds:.3g} s: {why}")
             result["duration"] = now - worker.trial_start
-            if worker.deadline == self._batch.deadline:  # the time budget's end, not its timeout
+            if at_end:
                 result["budget_stop"] = True
             self._batch.results[worker.job] = result
         else:

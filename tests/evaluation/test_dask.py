@@ -35,6 +35,7 @@ from admm_automl.evaluation import (  # noqa: E402
     get_metric,
     make_splits,
 )
+from admm_automl.evaluation.executors import TIME_LIMIT  # noqa: E402
 from admm_automl.evaluation.dask_executor import restore_environ  # noqa: E402
 from admm_automl.evaluation.policy import TrialPolicy  # noqa: E402
 from admm_automl.exceptions import (  # noqa: E402
@@ -135,7 +136,7 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
     assert "RuntimeError: this estimator always fails" in raised.error
     assert nan.error.startswith("ValueError: the pipeline produced non-finite values")
     # its 60 s cut short: the 3 s timeout plus a generous margin for a busy machine
-    assert sleeper.error == "stopped after 3 s" and sleeper.duration < 30
+    assert sleeper.error == f"stopped after 3 s: {TIME_LIMIT}" and sleeper.duration < 30
     assert [o.loss for o in (raised, nan, sleeper, hog)] == [1.0] * 4
     # the losses are the serial executor's
     serial = PipelineObjective(context(), SerialExecutor(), Journal(), worst_loss=1.0)
@@ -208,7 +209,7 @@ def test_a_raising_and_a_crashing_trial_are_recorded_and_the_worker_goes_on(prob
 def test_a_trial_past_its_timeout_is_stopped_and_frees_its_worker(probe):
     executor = probe()
     slow, quick = executor.run([job(OK, 60.0), job(OK, 0.2, 0.2)], [0.5, 30.0])
-    assert (slow["status"], slow["error"]) == ("timeout", "stopped after 0.5 s")
+    assert (slow["status"], slow["error"]) == ("timeout", f"stopped after 0.5 s: {TIME_LIMIT}")
     # margin for a busy machine; a timeout that never fired would take the trial's 60 s
     assert 0.5 <= slow["duration"] < 10
     assert (quick["status"], quick["loss"]) == ("ok", 0.2)

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from admm_automl.evaluation import ProcessExecutor, SerialExecutor
+from admm_automl.evaluation.executors import TIME_LIMIT
 from admm_automl.exceptions import WorkerError
 from admm_automl.journal import Journal
 from fault_probe import OK, RAISE, SEGFAULT, THREADS, ProbeTask, job
@@ -126,7 +127,7 @@ def test_a_raising_task_and_a_segfault_are_recorded_and_the_pool_goes_on(pool):
 def test_a_trial_past_its_timeout_is_stopped_and_the_others_finish(pool):
     executor = pool(2)
     slow, quick = executor.run([job(OK, 30.0), job(OK, 0.2, 0.2)], [0.5, 5.0])
-    assert (slow["status"], slow["error"]) == ("timeout", "stopped after 0.5 s")
+    assert (slow["status"], slow["error"]) == ("timeout", f"stopped after 0.5 s: {TIME_LIMIT}")
     # well past the 0.5 s timeout for a busy machine, still far below the 30 s the trial would take
     # if the timeout never fired
     assert 0.5 <= slow["duration"] < 10
