@@ -352,6 +352,16 @@ def test_task_scoring_and_ensemble_size_options_reach_the_estimator(tmp_path):
     assert "ensemble_size: 0" in config and "scoring: mae" in config
 
 
+def test_the_portfolio_option(tmp_path, capsys):
+    out = tmp_path / "none"
+    assert main(["fit", "--dataset", "breast_cancer", "--max-evals", "2", "--seed", "0", "-q",
+                 "--portfolio", "none", "--output", str(out)]) == 0
+    assert "portfolio: null" in (out / "config.resolved.yaml").read_text()
+    assert main(["fit", "--dataset", "breast_cancer", "--max-evals", "2",
+                 "--portfolio", str(tmp_path / "missing.yaml")]) == 2
+    assert "portfolio file" in capsys.readouterr().err
+
+
 def test_the_ensemble_predict_uses_is_shown_and_recorded(tmp_path, capsys):
     assert main(["fit", "--dataset", "breast_cancer", "--max-evals", "8", "--seed", "0",
                  "--executor", "serial", "--cv", "holdout", "--output", str(tmp_path)]) == 0

@@ -116,7 +116,10 @@ PARAMETERS: tuple[Param, ...] = (
     _p("task", "auto", v.options("auto", "classification", "regression"), flag="--task",
        choices=["auto", "classification", "regression"],
        help="the task (default auto: text or few distinct values are classes, else regression)"),
-    _p("portfolio", "auto"),
+    _p("portfolio", "auto", flag="--portfolio", metavar="{auto,none,FILE}",
+       from_option=lambda value: None if value == "none" else value,
+       help="configurations ADMM evaluates first: 'auto' (the one shipped for a built-in "
+       "space), 'none', or a YAML file"),
     _p("ensemble_size", 16, v.int_at_least(0), flag="--ensemble-size", type=int,
        help="steps of greedy ensemble selection (0: the best pipeline alone)"),
     _p("callbacks", None, v.CALLABLES, v.NONE),
