@@ -22,8 +22,9 @@ import multiprocessing
 import sys
 from typing import Any, Iterator, Sequence
 
-from ..methods._driver import Evaluated, Point, Recorder, RunListener
 from ..evaluation.metrics import shown
+from ..exceptions import MissingDependencyError
+from ..methods._driver import Evaluated, Point, Recorder, RunListener
 
 logger = logging.getLogger("admm_automl")
 
@@ -211,6 +212,18 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+def _have_rich(progress: bool | None) -> bool:
+    """Whether rich, which draws the display, is installed: ``progress=True`` asked for the
+    display, so its absence is an error that says how to install it; with ``verbose`` alone
+    the log lines are enough."""
+    if importlib.util.find_spec("rich") is not None:
+        return True
+    if progress:
+        raise MissingDependencyError("progress=True needs rich for the live display, which is "
+                                     "not installed: pip install rich")
+    return False
+
+
 @contextlib.contextmanager
 def watching(verbose: int, progress: bool | None = None,
              metric: tuple[str, float] | None = None) -> Iterator[list[RunListener]]:
@@ -224,7 +237,7 @@ def watching(verbose: int, progress: bool | None = None,
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
     display = None
-    if progress is not False and (progress or verbose):
+    if progress is not False and (progress or verbose) and _have_rich(progress):
         from rich.console import Console
 
         console = Console(stderr=True, force_terminal=True if progress else None)

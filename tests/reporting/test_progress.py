@@ -244,3 +244,19 @@ def test_fit_shows_its_stages_and_a_resumed_run_says_so(breast_cancer, capsys, t
     assert "refitting the best pipeline on all rows" in err
     _fit(breast_cancer, progress=True, output_dir=tmp_path)
     assert "resumed: 6 evaluations of an earlier session replayed" in capsys.readouterr().err
+
+
+def test_without_rich_verbose_logs_and_progress_true_says_how_to_install(breast_cancer,
+                                                                          monkeypatch, caplog):
+    import importlib.util
+
+    from admm_automl.exceptions import MissingDependencyError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "rich" else real(name, *a))
+    with caplog.at_level(logging.INFO, logger="admm_automl"):
+        model = _fit(breast_cancer, verbose=1)
+    assert model.n_evals_ == 6 and "ADMM iteration 0" in caplog.text
+    with pytest.raises(MissingDependencyError, match="progress=True needs rich .* pip install rich"):
+        _fit(breast_cancer, progress=True)
