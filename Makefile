@@ -14,7 +14,7 @@ DATA_DIR ?= ../shared/data
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,report,experiments,dask]'
+	$(BIN)/python -m pip install --quiet -e '.[test,experiments]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -10,7 +10,7 @@ in iterations: ``min_budget = t_max / 27`` and ``η = 3``, four rungs (t_max/27,
 t_max) — our choice, as the BAPI paper gives no settings for its baselines. A request goes through
 the shared engine at ``iterations = round(budget)``, so a configuration promoted to the next rung
 is continued from the model the worker holds, as BAPI's are. SMAC3 is optional
-(``pip install smac``).
+(``pip install 'admm-automl[experiments]'``).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ def run_smac_multifidelity(
         from smac import HyperbandFacade, MultiFidelityFacade, Scenario
         from smac.runhistory.dataclasses import TrialValue
     except ImportError:
-        raise MissingDependencyError("the Hyperband and BOHB peers need SMAC3: pip install smac") \
-            from None
+        raise MissingDependencyError("the Hyperband and BOHB peers need SMAC3: pip install "
+                                     "'admm-automl[experiments]'") from None
     if option not in FACADES:
         raise InvalidParameterError(f"option must be one of {FACADES}, got {option!r}")
     enc = space.encoding

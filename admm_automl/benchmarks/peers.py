@@ -7,8 +7,8 @@ conditions) propose configurations in their own terms; each is turned into the `
 (cache, executor, time budget, journal). So the comparison differs only in the search, not in how
 a pipeline is trained, scored or timed.
 
-Optuna and FLAML are dependencies of the package (FLAML's searchers are also the ``cfo`` and
-``blendsearch`` θ-solvers); SMAC3 is optional (``pip install 'admm-automl[experiments]'``).
+Optuna and FLAML are the extras ``[optuna]`` and ``[flaml]`` (FLAML's searchers are also the
+``cfo`` and ``blendsearch`` θ-solvers); SMAC3 is in ``[experiments]``.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def run_optuna(
         import optuna
     except ImportError:
         raise MissingDependencyError(
-            "the Optuna peer needs optuna: pip install 'optuna>=3.6'"
+            "the Optuna peer needs optuna: pip install 'admm-automl[optuna]'"
         ) from None
     if sampler not in OPTUNA_SAMPLERS:
         raise InvalidParameterError(f"Optuna sampler must be one of {OPTUNA_SAMPLERS!r}, got {sampler!r}")
@@ -156,7 +156,7 @@ def run_flaml(
             from flaml import CFO, BlendSearch, tune
     except ImportError:
         raise MissingDependencyError(
-            "the FLAML peer needs FLAML: pip install 'flaml[blendsearch]'"
+            "the FLAML peer needs FLAML: pip install 'admm-automl[flaml]'"
         ) from None
     if searcher not in FLAML_SEARCHERS:
         raise InvalidParameterError(f"FLAML searcher must be one of {FLAML_SEARCHERS!r}, got {searcher!r}")

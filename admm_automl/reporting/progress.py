@@ -220,7 +220,7 @@ def _have_rich(progress: bool | None) -> bool:
         return True
     if progress:
         raise MissingDependencyError("progress=True needs rich for the live display, which is "
-                                     "not installed: pip install rich")
+                                     "not installed: pip install 'admm-automl[report]'")
     return False
 
 

@@ -171,11 +171,11 @@ def check(owner: str, params: Mapping[str, Any]) -> None:
     make_constraints(params["constraints"])
     space = load_space(params["search_space"])
     resolve_portfolio(params["portfolio"], space, "classification")
-    THETA_SOLVERS.create(params["theta_solver"])
+    THETA_SOLVERS.create(params["theta_solver"]).check_requirements()
     if method != "select":
         check_training_length(params["theta_solver"], bool(space.iterative_algorithms()),
                               space.name)
-    Z_SOLVERS.create(params["z_solver"])
+    Z_SOLVERS.create(params["z_solver"]).check_requirements()
 
 
 def add_fit_options(parser: argparse.ArgumentParser) -> None:

@@ -32,6 +32,7 @@ it) and :func:`random_z` (one uniform choice per module).
 from __future__ import annotations
 
 import abc
+import importlib.util
 import math
 import time
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._params import ParamsMixin
-from ..exceptions import SolverError, UnknownSuggestionError
+from ..exceptions import MissingDependencyError, SolverError, UnknownSuggestionError
 from ..problem import ThetaProblem, ZProblem
 from ..records import Observation, Suggestion
 
@@ -112,6 +113,19 @@ class BaseSolver(ParamsMixin, abc.ABC):
     #: whether :meth:`ask_cheap` works, so that an overhead-aware :meth:`run` can add cheap
     #: proposals to a batch (the solver's ``tell`` must accept any configuration)
     supports_cheap_proposals: ClassVar[bool] = False
+    #: packages the solver needs beyond the core install, as ``(module, what to pip install)``
+    requires: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    @classmethod
+    def check_requirements(cls) -> None:
+        """Raise :class:`MissingDependencyError`, saying what to install, when a package in
+        :attr:`requires` is missing (run before any work, so that a run does not fail at its
+        first θ-step after minutes of search)."""
+        for module, install in cls.requires:
+            if importlib.util.find_spec(module) is None:
+                raise MissingDependencyError(
+                    f"{cls.kind}-solver {cls.name!r} needs {module}, which is not installed: "
+                    f"pip install {install}")
 
     # -------------------------------------------------------------- lifecycle
     def setup(self, problem: Any, rng: np.random.Generator) -> "BaseSolver":

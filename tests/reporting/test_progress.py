@@ -258,5 +258,6 @@ def test_without_rich_verbose_logs_and_progress_true_says_how_to_install(breast_
     with caplog.at_level(logging.INFO, logger="admm_automl"):
         model = _fit(breast_cancer, verbose=1)
     assert model.n_evals_ == 6 and "ADMM iteration 0" in caplog.text
-    with pytest.raises(MissingDependencyError, match="progress=True needs rich .* pip install rich"):
+    with pytest.raises(MissingDependencyError,
+                       match=r"progress=True needs rich .* pip install 'admm-automl\[report\]'"):
         _fit(breast_cancer, progress=True)

@@ -43,7 +43,7 @@ def _flaml() -> dict[str, Any]:
     except ImportError as err:
         raise MissingDependencyError(
             f"the cfo and blendsearch theta solvers need FLAML with Optuna: "
-            f"pip install 'flaml[blendsearch]' ({err})"
+            f"pip install 'admm-automl[flaml]' ({err})"
         ) from None
     return {"tune": tune, "CFO": CFO, "BlendSearch": BlendSearch, "FLOW2": FLOW2,
             "OptunaSearch": OptunaSearch}
@@ -136,6 +136,8 @@ class FlamlThetaSolver(BaseThetaSolver):
     max_skips : int, default=100
         Declined suggestions per ask before a random point is asked instead.
     """
+
+    requires = (("flaml", "'admm-automl[flaml]'"), ("optuna", "'admm-automl[flaml]'"))
 
     keeps_state = True
     #: the FLAML class: "BlendSearch" or "CFO"

@@ -88,6 +88,8 @@ class SMACThetaSolver(BaseThetaSolver):
     Optimization for General Algorithm Configuration. LION 2011.
     """
 
+    requires = (("smac", "'admm-automl[experiments]'"),)
+
     def __init__(self, n_initial: int = 10) -> None:
         self.n_initial = n_initial
 

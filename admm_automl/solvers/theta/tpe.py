@@ -17,7 +17,7 @@ def _import_optuna():
         import optuna
     except ImportError as err:  # pragma: no cover - a core dependency
         raise MissingDependencyError(
-            f"theta solver 'tpe' needs optuna >= 3.6: pip install 'optuna>=3.6' ({err})"
+            f"theta solver 'tpe' needs optuna >= 3.6: pip install 'admm-automl[optuna]' ({err})"
         ) from None
     return optuna
 
@@ -63,6 +63,7 @@ class TPEThetaSolver(BaseThetaSolver):
     """
 
     supports_batch = True
+    requires = (("optuna", "'admm-automl[optuna]'"),)
 
     def __init__(self, n_startup_trials: int = 10, multivariate: bool = False,
                  low_cost: bool = False) -> None:

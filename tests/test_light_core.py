@@ -1,0 +1,52 @@
+"""The core install works without the extras: with FLAML, Optuna, rich, matplotlib, LightGBM,
+XGBoost, Dask and SMAC3 hidden (as if ``pip install admm-automl`` without extras), the package
+imports, the default search fits and predicts, and each extra's feature says how to install it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+EXTRAS = ("flaml", "optuna", "rich", "matplotlib", "lightgbm", "xgboost", "dask", "distributed",
+          "smac", "ConfigSpace")
+
+SCRIPT = textwrap.dedent(f"""
+    import importlib.util, sys, warnings
+    hidden = {EXTRAS!r}
+    real = importlib.util.find_spec
+    importlib.util.find_spec = (
+        lambda name, *a: None if name.split(".")[0] in hidden else real(name, *a))
+    for name in hidden:
+        sys.modules[name] = None  # importing it raises ImportError, as when not installed
+    warnings.simplefilter("ignore")
+    from sklearn.datasets import load_breast_cancer
+    from admm_automl import ADMM
+    from admm_automl.exceptions import MissingDependencyError
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = ADMM(max_evals=3, cv=None, random_state=0, verbose=1).fit(X, y)
+    assert model.predict(X).shape == (len(y),)
+    pipelines = " ".join(model.history_["pipeline"])
+    assert "lightgbm" not in pipelines and "xgboost" not in pipelines
+    for params, what in (({{"theta_solver": "blendsearch"}}, "flaml"),
+                         ({{"theta_solver": "tpe"}}, "optuna"),
+                         ({{"progress": True}}, "rich")):
+        try:
+            ADMM(max_evals=3, cv=None, random_state=0, **params).fit(X, y)
+        except MissingDependencyError as err:
+            assert "pip install" in str(err) and what in str(err).lower(), err
+        else:
+            raise AssertionError(f"{{params}} ran without {{what}}")
+    try:
+        model.plot_convergence()
+    except MissingDependencyError as err:
+        assert "admm-automl[report]" in str(err), err
+    print("core ok")
+""")
+
+
+def test_the_core_works_without_the_extras():
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and "core ok" in done.stdout, done.stderr[-3000:]
