@@ -183,6 +183,22 @@ def test_plain_numbers_and_text_keep_a_pipeline_of_scikit_learn_objects_only():
     assert "ColumnConverter" not in steps and "OneHotEncoder" in steps
 
 
+def test_a_many_valued_text_column_is_target_encoded_not_one_hot_encoded():
+    """80 values: one target-encoded feature (one per class for three classes), cross-fitted,
+    instead of 80 one-hot columns; a few-valued column stays one-hot."""
+    rng = np.random.default_rng(0)
+    shop = rng.choice([f"s{i}" for i in range(80)], size=len(X))
+    frame = with_column("shop", shop).assign(colour=np.where(np.arange(len(X)) % 2, "a", "b"))
+    pre = make_preprocessor(frame).fit(frame, Y)
+    names = list(pre.get_feature_names_out())
+    assert [n for n in names if n.startswith("shop")] == ["shop"]
+    assert {"colour_a", "colour_b"} <= set(names) and len(names) == X.shape[1] + 3
+    three = make_preprocessor(frame).fit(frame, np.arange(len(X)) % 3)
+    assert sum(n.startswith("shop") for n in three.get_feature_names_out()) == 3
+    model = fit(frame)
+    assert model.n_failed_ == 0 and model.predict(frame.iloc[:5]).shape == (5,)
+
+
 def test_datetime_columns_become_a_timestamp_and_calendar_features():
     when = pd.Series(pd.to_datetime(["2024-02-29 06:30", None, "1970-01-02"], format="ISO8601"))
     out = ColumnConverter("datetime").fit(when.to_frame("t")).transform(when.to_frame("t"))
@@ -315,7 +331,7 @@ def test_an_identifier_like_text_column_is_named_with_a_hint():
         fit(frame, Y)
     (message,) = [str(w.message) for w in caught if w.category is IdentifierColumnWarning]
     assert message.startswith("column 'customer' has 200 distinct values in 200 rows: it looks "
-                              "like an identifier")  # and not the two-valued 'colour'
+                              "like an identifier. It is target-encoded")  # not 'colour'
 
 
 def test_a_string_pyarrow_column_is_text():

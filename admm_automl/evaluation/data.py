@@ -10,7 +10,9 @@ kind               which columns                                          prepar
 ``number``         numeric or boolean dtype (nullable ones too)           median imputation (+
                                                                           missing indicator)
 ``category``       pandas ``category`` dtype; text (strings)              most frequent value,
-                                                                          one-hot encoding
+                                                                          one-hot encoding (above
+                                                                          50 distinct values:
+                                                                          target encoding)
 ``numeric_text``   every value reads as a number (``"3.5"``, ``" 7"``,    converted with
                    ``"1e3"``) or is a Python number in an object column   ``pandas.to_numeric``,
                                                                           then as ``number``
@@ -46,6 +48,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ..exceptions import DataError
+
+#: distinct values above which a category column is target-encoded, not one-hot encoded
+HIGH_CARDINALITY = 50
 
 #: the kinds of columns (see the module docstring)
 KINDS = ("number", "category", "numeric_text", "datetime", "timedelta", "na_text")
@@ -312,6 +317,14 @@ def make_preprocessor(X: Any) -> Any:
     """The step always applied first: conversion of the columns that need it (see the module
     docstring), imputation of every column, one-hot encoding of categories.
 
+    A category column with more than :data:`HIGH_CARDINALITY` distinct values is target-encoded
+    instead (scikit-learn's ``TargetEncoder``: each value becomes the smoothed mean of the
+    target over its rows, cross-fitted on the training rows so that a row's own label does not
+    leak into its feature; one column per class for a multiclass target). One-hot encoding
+    would make it as many features as it has values — an id column of 10 000 values became
+    10 000 features, and a 20 s search ended with nothing — and most learners cannot use a
+    column seen a handful of times each; FLAML and AutoGluon encode such columns too.
+
     Numeric columns get their median and, for each column that has missing values in the training
     rows, a 0/1 missing-value indicator (``add_indicator``): a tree then separates the missing rows
     with one split, which is what the native missing-value handling of HistGradientBoosting,
@@ -340,14 +353,32 @@ def make_preprocessor(X: Any) -> Any:
     columns = {kind: [i for i, k in enumerate(kinds) if k == kind] for kind in KINDS}
     has_time = any(_has_time_of_day(X.iloc[:, i]) for i in columns["datetime"])
     parts = {"parts": DATETIME_PARTS if has_time else DATETIME_PARTS[:-1]}
+    many = [i for i in columns["category"] if X.iloc[:, i].nunique() > HIGH_CARDINALITY]
     branches = [("numeric", imputer(), columns["number"]),
-                ("categorical", encoder(), columns["category"])]
+                ("categorical", encoder(), [i for i in columns["category"] if i not in many]),
+                ("high_cardinality", make_pipeline(
+                    SimpleImputer(strategy="most_frequent", keep_empty_features=True),
+                    _target_encoder()), many)]
     for kind in ("numeric_text", "datetime", "timedelta", "na_text"):
         names = tuple(X.columns[i] for i in columns[kind])
         converter = ColumnConverter(kind, names, **(parts if kind == "datetime" else {}))
         steps = encoder(converter) if kind == "na_text" else make_pipeline(converter, imputer())
         branches.append((kind, steps, columns[kind]))
     return ColumnTransformer([b for b in branches if b[2]], verbose_feature_names_out=False)
+
+
+def _target_encoder() -> Any:
+    """scikit-learn's ``TargetEncoder`` with its cross-fitting folds drawn from a fixed seed (so
+    the same data give the same pipeline): a shuffled 5-fold generator from scikit-learn 1.9 on,
+    which deprecates ``random_state`` for it, ``random_state=0`` before."""
+    import sklearn
+    from sklearn.model_selection import KFold
+    from sklearn.preprocessing import TargetEncoder
+    from sklearn.utils.fixes import parse_version
+
+    if parse_version(sklearn.__version__).release >= (1, 9):
+        return TargetEncoder(cv=KFold(5, shuffle=True, random_state=0))
+    return TargetEncoder(random_state=0)
 
 
 def fingerprint(*arrays: Any) -> str:

@@ -49,9 +49,9 @@ IDENTIFIER_MIN_VALUES, IDENTIFIER_UNIQUE_FRACTION = 1000, 0.9
 
 
 def warn_identifier_columns(X: Any, kinds: Any) -> None:
-    """Warn, naming them, about category columns with so many distinct values that one-hot
-    encoding (every text column's, before the searched steps) makes them thousands of features:
-    an id column of 10 000 values made 10 000 features and a 20 s search found nothing."""
+    """Warn, naming them, about category columns with nearly one value per row: an identifier
+    carries no signal a model can use on new rows, and the target encoding it gets (see
+    :func:`~admm_automl.evaluation.data.make_preprocessor`) is then noise."""
     for name, kind in zip(getattr(X, "columns", ()), kinds):
         if kind != "category":
             continue
@@ -60,9 +60,10 @@ def warn_identifier_columns(X: Any, kinds: Any) -> None:
                 len(X) >= 100 and n_unique >= IDENTIFIER_UNIQUE_FRACTION * len(X)):
             warnings.warn(
                 f"column {name!r} has {n_unique} distinct values in {len(X)} rows: it looks "
-                f"like an identifier, and one-hot encoding makes it {n_unique} features, which "
-                "slows every pipeline. Drop it if it identifies rows, or encode it before fit "
-                "(e.g. scikit-learn's TargetEncoder).", IdentifierColumnWarning, stacklevel=4)
+                "like an identifier. It is target-encoded (one number per value, the mean "
+                "target of its rows, cross-fitted), which says nothing about rows whose value "
+                "the training data never saw: drop it if it identifies rows.",
+                IdentifierColumnWarning, stacklevel=4)
 
 
 #: a numeric target with whole values is classification up to this many distinct values ...
