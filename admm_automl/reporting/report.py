@@ -154,9 +154,10 @@ def _summary_rows(run: RunData) -> list[list[str]]:
                       _fmt(shown(name, offset, float(ensemble["validation_loss"]))[1])]]
         if "test_score" in s:
             rows.append([f"test {label}", _fmt(shown(name, offset, offset - s["test_score"])[1])])
-        if s.get("constraints"):
-            rows.append(["constraints", "; ".join(c["text"] for c in s["constraints"])
-                         + (" — met" if s["feasible"] else " — NOT met by any evaluation")])
+        if s.get("constraints"):  # as the CLI says it (older runs: the bounds alone)
+            rows.append(["constraints, on the validation data",
+                         "; ".join(c.get("validation", c["text"]) for c in s["constraints"])
+                         + ("" if s["feasible"] else " — no evaluation met them all")])
         rows += [["evaluations", f"{s['n_evals']} ({s['n_failed']} failed), stopped by "
                                  f"{s['stop_reason']}"],
                  ["search time", f"{_fmt(s.get('search_time'))} s (refit "

@@ -72,6 +72,7 @@ def machine_info() -> dict[str, Any]:
 def run_summary(model: Any) -> dict[str, Any]:
     """The result of a fitted estimator as JSON-ready data (see the module docstring)."""
     from ..evaluation.metrics import get_metric
+    from ..run.results import describe_constraints
 
     history, trace = model.history_, model.admm_trace_
     best = history.loc[history["eval_id"] == model.best_eval_id_].iloc[0]
@@ -107,7 +108,8 @@ def run_summary(model: Any) -> dict[str, Any]:
         "constraint_mode": model.constraint_mode_,
         "rho": model.rho,
         "constraints": [{"key": c.key, "sense": c.sense, "threshold": float(c.threshold),
-                         "text": str(c)} for c in model.constraints_],
+                         "text": str(c), "validation": line}
+                        for c, line in zip(model.constraints_, describe_constraints(model))],
         "ensemble": ensemble_summary(model),
         "machine": machine_info(),
     }

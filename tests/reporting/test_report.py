@@ -79,8 +79,10 @@ def test_the_run_directory_holds_what_the_report_needs(run):
     assert s["best_eval_id"] == model.best_eval_id_ and s["n_evals"] == model.n_evals_ == 18
     assert s["n_failed"] == model.n_failed_ > 0
     assert s["validation_score"] == pytest.approx(model.best_score_)
+    size = model.history_.set_index("eval_id").loc[model.best_eval_id_, "constraint:model_size"]
     assert s["constraints"] == [{"key": "model_size", "sense": "<=", "threshold": 4000.0,
-                                 "text": "model_size <= 4000"}]
+                                 "text": "model_size <= 4000",
+                                 "validation": f"model_size <= 4000: {size:.4g}, met"}]
     assert s["constraint_mode"] == "admm" and s["machine"]["cores"] >= 1
     assert (s["search_space"], s["theta_solver"], s["z_solver"], s["max_evals"]) == (
         "report_test", "random", "random", 18)
@@ -110,6 +112,7 @@ def test_report_content_matches_history(run, reports):
     # the numbers are those of history_
     h = model.history_
     assert f"| validation AUROC | {model.best_score_:.4g} |" in md
+    assert "| constraints, on the validation data | model_size <= 4000: " in md  # as the CLI
     assert f"{model.n_evals_} ({model.n_failed_} failed), stopped by max_evals" in html
     board = leaderboard(model)
     assert board.iloc[0]["eval_id"] == model.best_eval_id_
