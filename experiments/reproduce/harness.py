@@ -82,6 +82,9 @@ class Claim:
     constraints: tuple[Any, ...] = ()  # the constraint specifications of a constrained claim
     checkpoints: tuple[float, ...] = CHECKPOINTS
     scoring: str = "roc_auc"
+    #: a held-out share of each dataset's rows (stratified, split by the run's seed) on which the
+    #: incumbent at each checkpoint is refitted on the search rows and scored after the run
+    test_size: float | None = None
 
     def __post_init__(self) -> None:
         names = {self.method, *self.against}
@@ -139,7 +142,8 @@ def jobs(claims: Sequence[Claim]) -> list[Job]:
 
 def _check_shared(first: Claim, second: Claim, folder: Path) -> None:
     """Two claims share a run folder only if they would make the same run."""
-    keys = ("space", "validation_size", "trial_timeout", "options", "constraints", "scoring")
+    keys = ("space", "validation_size", "trial_timeout", "options", "constraints", "scoring",
+            "test_size")
     differ = [k for k in keys if getattr(first, k) != getattr(second, k)]
     if (first.kind == "constrained") != (second.kind == "constrained"):
         differ.append("kind")  # a constrained run is made by the estimator
@@ -158,9 +162,55 @@ def load_problem(claim: Claim, name: str, seed: int, data_dir: str | None) -> An
 
     if name == "artificial":
         return artificial_problem(claim.space, seed=0)
-    X, y = load_dataset(name, data_dir)
+    X, y = search_rows(claim, *load_dataset(name, data_dir), seed)[:2]
     return data_problem(name, X, y, space=claim.space, validation_size=claim.validation_size,
                         split_seed=seed, scoring=claim.scoring)
+
+
+def search_rows(claim: Claim, X: Any, y: Any, seed: int) -> tuple[Any, Any, Any, Any]:
+    """``(X_search, y_search, X_test, y_test)``: the claim's test rows held out (stratified, by
+    the run's seed), or all rows for the search and none for a test."""
+    if not claim.test_size:
+        return X, y, None, None
+    from sklearn.model_selection import train_test_split
+
+    X_search, X_test, y_search, y_test = train_test_split(
+        X, y, test_size=claim.test_size, stratify=y, random_state=seed)
+    return X_search, y_search, X_test, y_test
+
+
+def held_out_losses(job: Job, records: Sequence[Mapping[str, Any]], summary: Mapping[str, Any],
+                space: Any, data_dir: str | None) -> dict[str, float]:
+    """The test loss of the incumbent at each checkpoint: its configuration from the journal,
+    refitted on all search rows (the always-applied preprocessing first, the run's seed as the
+    models' seed) and scored on the held-out rows, as a user's final model would be."""
+    from admm_automl.datasets import load_dataset
+    from admm_automl.evaluation.data import make_preprocessor
+    from admm_automl.evaluation.metrics import get_metric
+
+    claim = job.claim
+    X, y, X_test, y_test = search_rows(claim, *load_dataset(job.problem, data_dir), job.seed)
+    target = "binary" if len(set(y)) == 2 else "multiclass"
+    metric = get_metric(claim.scoring, "classification", target)
+    scorer = metric.make_scorer()
+    out: dict[str, float] = {}
+    losses: dict[int, float] = {}  # eval_id -> test loss (an incumbent may last checkpoints)
+    for f in claim.checkpoints:
+        done = [r for r in _scores(records) if float(r["time"]) <= f * claim.budget]
+        if not done:
+            out[f"{f:g}"] = float(summary.get("worst_loss") or math.nan)
+            continue
+        best = min(done, key=lambda r: float(r["loss"]))
+        if best["eval_id"] not in losses:
+            z, theta = space.encode(best["config"])
+            pipeline = space.to_pipeline(z, theta, preprocessor=make_preprocessor(X),
+                                         random_state=job.seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pipeline.fit(X, y)
+                losses[best["eval_id"]] = metric.loss(scorer, pipeline, X_test, y_test)
+        out[f"{f:g}"] = losses[best["eval_id"]]
+    return out
 
 
 def run_job(job: Job, root: Path, data_dir: str | None) -> dict[str, Any]:
@@ -172,9 +222,16 @@ def run_job(job: Job, root: Path, data_dir: str | None) -> dict[str, Any]:
         return run_constrained(job, out, data_dir)
     problem = load_problem(claim, job.problem, job.seed, data_dir)
     options = {k: v(problem) if callable(v) else v for k, v in claim.options.items()}
-    return run(problem, claim.methods[job.method], seed=job.seed, time_budget=claim.budget,
-               max_evals=claim.max_evals, out_dir=out, trial_timeout=claim.trial_timeout,
-               overhead_aware=False, method_options=options)
+    summary = run(problem, claim.methods[job.method], seed=job.seed, time_budget=claim.budget,
+                  max_evals=claim.max_evals, out_dir=out, trial_timeout=claim.trial_timeout,
+                  overhead_aware=False, method_options=options)
+    if claim.test_size and claim.budget is not None:  # after the run, outside its budget
+        from admm_automl.journal import Journal
+
+        summary["test"] = held_out_losses(job, Journal.read(out / "journal.jsonl"), summary,
+                                      problem.space, data_dir)
+        (out / "run.json").write_text(json.dumps(summary, indent=1, default=str))
+    return summary
 
 
 def run_constrained(job: Job, out: Path, data_dir: str | None) -> dict[str, Any]:
@@ -443,6 +500,8 @@ def report(runs: Runs) -> str:
         them = final[:, names.index(other)]
         lines.append(f"| {claim.method} vs {other} | {stats.win_fraction(me, them):.0%} | "
                      f"{stats.win_fraction(them, me):.0%} | {stats.paired_p(me, them):.2g} |")
+    if claim.test_size and claim.budget is not None:
+        lines += ["", held_out_table(runs)]
     if claim.kind == "constrained":
         lines += ["", constrained_table(runs)]
     if claim.kind == "incumbent" and _has_partial_training(runs):
@@ -451,6 +510,26 @@ def report(runs: Runs) -> str:
         lines += ["", speedup_table(runs)]
     lines += ["", f"**Verdict: {verdict.word}** — {verdict.reason}.", ""]
     return "\n".join(lines)
+
+
+def held_out_table(runs: Runs) -> str:
+    """Median (25–75 %) test loss of each method's incumbent at the checkpoints
+    (:func:`held_out_losses`), over the pairs whose runs recorded one; not the rule's reading."""
+    checkpoints = runs.claim.checkpoints
+    rows = [f"Not the rule: the test loss of the incumbent at each checkpoint, refitted on the "
+            f"search rows and scored on the {runs.claim.test_size:.0%} held out", "",
+            "| method | " + " | ".join(f"{f:g}T" for f in checkpoints) + " |",
+            "|---|" + "---|" * len(checkpoints)]
+    pairs = runs.pairs()
+    for name in runs.claim.methods:
+        tests = [runs.summaries[p, name][s].get("test") or {} for p, s in pairs]
+        cells = []
+        for f in checkpoints:
+            v = np.array([t.get(f"{f:g}", math.nan) for t in tests], dtype=float)
+            cells.append(f"{_fmt(_quantile(v, 50))} ({_fmt(_quantile(v, 25), 3)}–"
+                         f"{_fmt(_quantile(v, 75), 3)})")
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
 
 
 def _has_partial_training(runs: Runs) -> bool:

@@ -120,3 +120,32 @@ def test_a_claims_own_checkpoints_are_its_columns_and_its_rules(tmp_path):
         harness.run_job(job, tmp_path, None)
     text = harness.report(harness.Runs.load(c, tmp_path))
     assert "| method | 0.5T | 1T | rank at T |" in text and "0.1T" not in text
+
+
+def test_held_out_rows_score_each_checkpoints_incumbent(tmp_path):
+    """With test_size, the search never sees the held-out rows, and after the run the incumbent
+    of each checkpoint is refitted on the search rows and scored on them."""
+    from sklearn.metrics import accuracy_score
+
+    from admm_automl.datasets import load_dataset
+    from admm_automl.evaluation.data import make_preprocessor
+    from admm_automl.journal import Journal
+
+    c = claim(problems=("breast_cancer",), methods={"A": "Random", "R": "JOPT(Random)"},
+              budget=6.0, seeds=(0,), scoring="accuracy", test_size=0.25,
+              checkpoints=(0.5, 1.0))
+    job, other = harness.jobs([c])
+    summary = harness.run_job(job, tmp_path, None)
+    harness.run_job(other, tmp_path, None)
+    problem = harness.load_problem(c, "breast_cancer", 0, None)
+    X, y = load_dataset("breast_cancer")
+    assert problem.info["rows"] == len(y) - math.ceil(0.25 * len(y))  # the test rows held out
+    assert set(summary["test"]) == {"0.5", "1"}
+    records = Journal.read(job.folder(tmp_path) / "journal.jsonl")
+    best = min((r for r in records if r["status"] == "ok"), key=lambda r: r["loss"])
+    X_s, y_s, X_t, y_t = harness.search_rows(c, X, y, 0)
+    z, theta = problem.space.encode(best["config"])
+    model = problem.space.to_pipeline(z, theta, preprocessor=make_preprocessor(X_s),
+                                      random_state=0).fit(X_s, y_s)
+    assert summary["test"]["1"] == pytest.approx(1 - accuracy_score(y_t, model.predict(X_t)))
+    assert "the test loss of the incumbent" in harness.report(harness.Runs.load(c, tmp_path))
