@@ -196,8 +196,9 @@ def held_out_losses(job: Job, records: Sequence[Mapping[str, Any]], summary: Map
     out: dict[str, float] = {}
     losses: dict[int, float] = {}  # eval_id -> test loss (an incumbent may last checkpoints)
     for f in claim.checkpoints:
-        done = [r for r in _scores(records) if float(r["time"]) <= f * claim.budget]
-        if not done:
+        done = [r for r in _scores(records)
+                if float(r["time"]) <= f * claim.budget and r.get("status") == "ok"]
+        if not done:  # nothing succeeded yet: no model, the worst loss (as on validation)
             out[f"{f:g}"] = float(summary.get("worst_loss") or math.nan)
             continue
         best = min(done, key=lambda r: float(r["loss"]))
