@@ -132,7 +132,7 @@ def test_held_out_rows_score_each_checkpoints_incumbent(tmp_path):
     from admm_automl.journal import Journal
 
     c = claim(problems=("breast_cancer",), methods={"A": "Random", "R": "JOPT(Random)"},
-              budget=6.0, seeds=(0,), scoring="accuracy", test_size=0.25,
+              budget=3.0, seeds=(0,), scoring="accuracy", test_size=0.25,
               checkpoints=(0.5, 1.0))
     job, other = harness.jobs([c])
     summary = harness.run_job(job, tmp_path, None)
