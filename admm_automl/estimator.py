@@ -94,6 +94,15 @@ class ADMM(BaseEstimator):
         applied to the choice of the result (``"filter"``).
     penalty_weight : float, default=1.0
         Weight of the ``"penalty"`` mode.
+    fairness_mitigation : "auto" or bool, default="auto"
+        With a group-fairness constraint on a quantity fairlearn's mitigations equalise
+        (demographic parity, equalized odds, equal opportunity; ``disparate_impact`` of a
+        selection, true or false positive rate) whose groups are columns of X (``group_by``),
+        the space gets a last module ``mitigation``: none, fairlearn's ``ThresholdOptimizer``
+        or its ``ExponentiatedGradient`` reduction around the pipeline
+        (:mod:`admm_automl.constraints.mitigation`), so that the search can meet a constraint
+        no plain learner meets. ``"auto"`` adds it where it applies; True also, and raises
+        where it does not; False never.
     scoring : str or callable, optional
         Loss: None (1 − AUROC binary, log-loss multiclass, RMSE regression), a built-in name
         (bounded scores are used as 1 − score), a scikit-learn scorer name or a callable.
@@ -210,7 +219,8 @@ class ADMM(BaseEstimator):
         z_solver: Any = "cmab", method: str = "admm", max_evals: int | None = None,
         time_budget: float | None = None, rho: float = 1.0, inner_iter: int = 16,
         inner_iter_step: int = 16, inner_iter_max: int = 128, constraints: Any = None,
-        constraint_mode: str = "auto", penalty_weight: float = 1.0, scoring: Any = None,
+        constraint_mode: str = "auto", penalty_weight: float = 1.0,
+        fairness_mitigation: Any = "auto", scoring: Any = None,
         cv: Any = "auto", validation_size: float = 0.2, executor: str = "auto",
         n_jobs: int = 1, dask_address: str | None = None, trial_timeout: float | None = None,
         memory_limit: int | None = None, cache_size: float = 256.0, output_dir: Any = None,
@@ -232,6 +242,7 @@ class ADMM(BaseEstimator):
         self.constraints = constraints
         self.constraint_mode = constraint_mode
         self.penalty_weight = penalty_weight
+        self.fairness_mitigation = fairness_mitigation
         self.scoring = scoring
         self.cv = cv
         self.validation_size = validation_size
@@ -277,7 +288,8 @@ class ADMM(BaseEstimator):
         with run_lock(self.output_dir):  # one writer, from the journal to the model files
             with watching(self.verbose, self.progress, metric) as listeners:
                 tell(listeners, stage="preparing the data and the search space")
-                space = task_space(self.search_space, task, len(y))
+                space = task_space(self.search_space, task, len(y), self.constraints,
+                                   self.fairness_mitigation)
                 settings = params.settings_from(self.get_params(deep=False))
                 outcome = run_search(X, y_search, settings, space=space, task=task,
                                      target_type=target_type,

@@ -1,6 +1,6 @@
 """Black-box constraints (Liu et al. 2020, Section 4.2): latency, disparate impact and fairlearn's
 group-fairness metrics, metric bounds, model size and user callables, reachable by name through
-:data:`CONSTRAINTS`."""
+:data:`CONSTRAINTS`; fairlearn's mitigations as choices of the space (:mod:`.mitigation`)."""
 
 from . import bounds, fairness, latency  # noqa: F401  (registers the built-ins)
 from .base import BaseConstraint, CallableConstraint
@@ -9,6 +9,8 @@ from .fairness import (DemographicParityDifference, DemographicParityRatio, Disp
                        EqualizedOddsDifference, EqualizedOddsRatio, EqualOpportunityDifference,
                        EqualOpportunityRatio, make_groups)
 from .latency import PredictionLatency
+from .mitigation import (ExponentiatedGradientClassifier, ThresholdOptimizerClassifier,
+                         mitigation_module)
 from .parse import make_constraints, parse_expression
 from .registry import CONSTRAINTS
 
@@ -29,11 +31,14 @@ __all__ = [
     "EqualOpportunityRatio",
     "EqualizedOddsDifference",
     "EqualizedOddsRatio",
+    "ExponentiatedGradientClassifier",
     "MetricBound",
     "ModelSize",
     "PredictionLatency",
+    "ThresholdOptimizerClassifier",
     "list_constraints",
     "make_constraints",
     "make_groups",
+    "mitigation_module",
     "parse_expression",
 ]

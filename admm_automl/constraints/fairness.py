@@ -128,6 +128,12 @@ class _GroupConstraint(BaseConstraint):
         if not np.any(self.groups_ != None):  # noqa: E711 (object array)
             raise DataError(f"{self.name}: no row falls into any group (check bins)")
 
+    @property
+    def mitigation_target(self) -> str | None:
+        """The quantity fairlearn's mitigations equalise to meet this constraint (fairlearn's
+        name, :mod:`.mitigation`); None where none does."""
+        return None
+
     def _rows(self, y: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(y_true as 0/1, groups, the mask of rows that have a group)`` of ``rows``."""
         groups = self.groups_[rows]
@@ -140,6 +146,9 @@ class _GroupConstraint(BaseConstraint):
 #: rate, or both the true and the false positive rates (equalized odds: the worse of the two)
 _RATES = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",),
           "equalized_odds": ("tpr", "fpr")}
+#: ... and the quantity a mitigation equalises to meet it (fairlearn's name)
+_TARGETS = {"demographic_parity": "demographic_parity", "equal_opportunity":
+            "true_positive_rate_parity", "equalized_odds": "equalized_odds"}
 
 
 def group_rates(y_true: np.ndarray, y_pred: np.ndarray, group: np.ndarray,
@@ -191,6 +200,10 @@ class _FairlearnMetric(_GroupConstraint):
 
     confidence: float | None
     n_bootstrap: int
+
+    @property
+    def mitigation_target(self) -> str | None:
+        return _TARGETS[self.name.rpartition("_")[0]]
 
     def validate(self) -> None:
         super().validate()
@@ -341,6 +354,12 @@ class DisparateImpact(_GroupConstraint):
             raise InvalidParameterError(
                 f"disparate_impact: metric must be one of {_METRICS!r}, got {self.metric!r}"
             )
+
+    @property
+    def mitigation_target(self) -> str | None:
+        """Rates a mitigation can equalise; an AUROC or accuracy spread has none."""
+        return {"selection_rate": "demographic_parity", "tpr": "true_positive_rate_parity",
+                "fpr": "false_positive_rate_parity"}.get(self.metric)
 
     def bind(self, X, y, *, groups, splits, task) -> None:
         super().bind(X, y, groups=groups, splits=splits, task=task)

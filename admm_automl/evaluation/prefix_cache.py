@@ -149,17 +149,21 @@ def prefix_keys(space: Any, z: Sequence[int], theta: np.ndarray, *, split: int, 
     """The key of every prefix of the pipeline ``space.to_pipeline(z, θ, ...)`` builds: one per
     step before the estimator (the preprocessor first when ``preprocessor``), in order.
 
+    A pipeline wrapped by the space's last module (:meth:`PipelineSpace.wraps`) has none.
     A key names the decoded steps up to it (algorithm and hyperparameter values; passthrough
     steps are left out, so they share the key of the prefix before them), the split index, the
     fidelity and the models' seed.
     """
+    if space.wraps(z):  # one step, the wrapper around the whole pipeline: no prefix
+        return []
     config = space.decode(z, theta)
     parts = [f"split={split}|fidelity={fidelity:.6g}|seed={random_state}"]
     keys = []
     if preprocessor:
         parts.append("preprocess")
         keys.append("|".join(parts))
-    for module, j in zip(space.modules[:-1], z):
+    stages = [(m, j) for m, j in zip(space.modules, z) if not m.wraps]
+    for module, j in stages[:-1]:
         if module.choices[j].class_path is not None:
             prefix = f"{module.name}__"
             params = sorted((k, repr(v)) for k, v in config.items() if k.startswith(prefix))

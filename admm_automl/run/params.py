@@ -81,6 +81,9 @@ PARAMETERS: tuple[Param, ...] = (
     _p("constraint_mode", "auto", v.options("auto", "admm", "penalty", "filter"),
        flag="--constraint-mode", choices=["auto", "admm", "penalty", "filter"]),
     _p("penalty_weight", 1.0, v.POSITIVE_NUMBER),
+    _p("fairness_mitigation", "auto", v.options("auto"), v.BOOL, flag="--no-fairness-mitigation",
+       action="store_false",
+       help="do not add fairlearn's mitigations to the space for a group-fairness constraint"),
     _p("scoring", None, flag="--scoring",
        help="the metric: a built-in name (roc_auc, log_loss, rmse, ...; `admm-automl list`) or "
        "a scikit-learn scorer name (default: roc_auc for two classes, log_loss for more, rmse)"),

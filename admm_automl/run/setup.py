@@ -288,12 +288,34 @@ class SearchOutcome:
 DEFAULT_MAX_EVALS = 100
 
 
-def task_space(search_space: Any, task: str, n_rows: int) -> Any:
+def task_space(search_space: Any, task: str, n_rows: int, constraints: Any = None,
+               fairness_mitigation: Any = False) -> Any:
     """The space a search of ``task`` on ``n_rows`` rows searches: ``search_space`` (a name, a
-    file or a space) without the algorithms of the other task or too slow for that many rows."""
+    file or a space) without the algorithms of the other task or too slow for that many rows,
+    and with fairlearn's mitigations for the first group-fairness constraint they apply to
+    (``fairness_mitigation`` "auto" or True; :func:`~admm_automl.constraints.mitigation_module`).
+
+    Raises
+    ------
+    InvalidParameterError
+        ``fairness_mitigation=True`` where no constraint can be mitigated.
+    """
+    from ..constraints import make_constraints, mitigation_module
     from ..space import load_space
 
-    return load_space(search_space).for_task(task).for_data(n_rows)
+    space = load_space(search_space).for_task(task).for_data(n_rows)
+    if fairness_mitigation is False or space.modules[-1].wraps:
+        return space
+    found = [m for c in make_constraints(constraints) if (m := mitigation_module(c)) is not None]
+    if task == "classification" and found:
+        return space.wrapped(found[0])
+    if fairness_mitigation is True:
+        raise InvalidParameterError(
+            "fairness_mitigation=True needs a classification task and a group-fairness "
+            "constraint that fairlearn's mitigations equalise (demographic parity, equalized "
+            "odds or equal opportunity; disparate_impact with metric selection_rate, tpr or "
+            "fpr) whose groups are columns of X (group_by): the fitted model reads them there")
+    return space
 
 
 def space_has(search_space: Any, task: str | None, attr: str) -> bool:

@@ -219,7 +219,13 @@ def space_from_dict(node: Any, source: str = "space") -> PipelineSpace:
     modules, skipped = [], []
     for i, m in enumerate(spec["modules"]):
         mpath = f"modules[{i}]"
-        mspec = _check_keys(m, {"name", "choices"}, {"name", "choices"}, mpath)
+        mspec = _check_keys(m, {"name", "choices", "wraps"}, {"name", "choices"}, mpath)
+        wraps = mspec.get("wraps", False)
+        if not isinstance(wraps, bool):
+            raise ConfigError(f"{mpath}.wraps: expected true or false, got {wraps!r}")
+        if wraps and i != len(spec["modules"]) - 1:
+            raise ConfigError(f"{mpath}.wraps: only the last module may wrap the pipeline "
+                              "before it")
         mname = _check_name(mspec["name"], f"{mpath}.name")
         if not isinstance(mspec["choices"], list) or not mspec["choices"]:
             raise ConfigError(f"{mpath}.choices: expected a non-empty list")
@@ -234,7 +240,7 @@ def space_from_dict(node: Any, source: str = "space") -> PipelineSpace:
                 )
         algos, left_out = _drop_unavailable(mname, algos, f"{mpath}.choices")
         skipped += left_out
-        modules.append(Module(mname, algos))
+        modules.append(Module(mname, algos, wraps))
     if len({m.name for m in modules}) != len(modules):
         raise ConfigError(f"modules: duplicate module names in {[m.name for m in modules]!r}")
     initial = _check_keys(spec.get("initial") or {}, set(TASKS), set(), "initial")

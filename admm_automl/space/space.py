@@ -20,7 +20,7 @@ import functools
 import importlib
 import inspect
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -308,10 +308,18 @@ def _has_param(obj: Any, name: str) -> bool:
 
 @dataclass(frozen=True)
 class Module:
-    """A pipeline stage with named algorithm choices."""
+    """A pipeline stage with named algorithm choices.
+
+    ``wraps``: the chosen algorithm is a meta-estimator around the pipeline the modules before it
+    make (given to it as ``estimator``; the preprocessor included), such as a fairness mitigation
+    (:mod:`admm_automl.constraints.mitigation`) or a calibration; its ``none`` choice leaves that
+    pipeline as it is. Only the last module may wrap. A wrapped pipeline is fitted as one step,
+    so it shares no fitted prefix with others (:mod:`admm_automl.evaluation.prefix_cache`).
+    """
 
     name: str
     choices: tuple[Algorithm, ...]
+    wraps: bool = False
 
     def index(self, choice: str) -> int:
         matches = [j for j, algo in enumerate(self.choices) if algo.name == choice]
@@ -343,6 +351,12 @@ class PipelineSpace:
     description: str = ""
     skipped: tuple[tuple[str, str, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        if any(m.wraps for m in self.modules[:-1]):
+            raise InvalidParameterError(
+                f"search space {self.name!r}: only the last module may wrap the pipeline before "
+                f"it; {[m.name for m in self.modules[:-1] if m.wraps]!r} do")
+
     def __repr__(self) -> str:
         sizes = " x ".join(str(len(m.choices)) for m in self.modules)
         return f"PipelineSpace({self.name!r}, {sizes} = {self.n_pipelines} pipelines)"
@@ -359,7 +373,7 @@ class PipelineSpace:
                 raise InvalidParameterError(
                     f"search space {self.name!r} has no {task} algorithm in module {module.name!r}"
                 )
-            modules.append(Module(module.name, kept))
+            modules.append(replace(module, choices=kept))
         initial = {task: self.initial[task]} if task in self.initial else {}
         return PipelineSpace(self.name, tuple(modules), initial, self.description, self.skipped)
 
@@ -391,7 +405,7 @@ class PipelineSpace:
             if not wanted:
                 raise InvalidParameterError(f"module {module.name!r}: give at least one choice")
             keep = {module.index(name) for name in wanted}  # unknown names raise here
-            modules.append(Module(module.name, tuple(
+            modules.append(replace(module, choices=tuple(
                 a for j, a in enumerate(module.choices) if j in keep)))
         kept = {m.name: [a.name for a in m.choices] for m in modules}
         initial = {task: {k: (v if v in kept[k] else kept[k][0]) for k, v in chosen.items()
@@ -401,6 +415,20 @@ class PipelineSpace:
                          for k, v in choices.items())
         return PipelineSpace(f"{self.name}[{label}]", tuple(modules), initial, self.description,
                              self.skipped)
+
+    def wrapped(self, module: Module) -> "PipelineSpace":
+        """This space with ``module`` (one that :attr:`Module.wraps`) appended as its last
+        module; the initial pipeline chooses its first choice (``none``: nothing wrapped)."""
+        if not module.wraps:
+            raise InvalidParameterError(f"module {module.name!r} does not wrap the pipeline")
+        if self.modules[-1].wraps:
+            raise InvalidParameterError(
+                f"search space {self.name!r} already ends with the wrapping module "
+                f"{self.modules[-1].name!r}")
+        initial = {task: {**chosen, module.name: module.choices[0].name}
+                   for task, chosen in self.initial.items()}
+        return PipelineSpace(f"{self.name}+{module.name}", self.modules + (module,), initial,
+                             self.description, self.skipped)
 
     def for_data(self, n_rows: int) -> "PipelineSpace":
         """The sub-space without the algorithms whose ``max_rows`` is below ``n_rows``.
@@ -429,7 +457,8 @@ class PipelineSpace:
                     skipped.append(
                         (module.name, algo.name, f"max_rows={algo.max_rows} < {n_rows} rows")
                     )
-            modules.append(Module(module.name, tuple(a for a, f in zip(module.choices, fits) if f)))
+            modules.append(replace(module, choices=tuple(
+                a for a, f in zip(module.choices, fits) if f)))
         names = {m.name: {a.name for a in m.choices} for m in modules}
         initial = {
             task: {k: v for k, v in chosen.items() if v in names.get(k, ())}
@@ -617,7 +646,8 @@ class PipelineSpace:
         iterations: int | None = None,
     ) -> list[tuple[str, Any]]:
         """``(name, estimator | "passthrough")`` per module for ``(z, θ)`` (and a training length,
-        as :meth:`decode`)."""
+        as :meth:`decode`); a wrapping module's step is its meta-estimator, not yet given the
+        pipeline it wraps (:meth:`to_pipeline` does that)."""
         config = self.decode(z, theta, iterations)
         steps = []
         for module, j in zip(self.modules, z):
@@ -625,6 +655,11 @@ class PipelineSpace:
             params = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
             steps.append((module.name, module.choices[j].build(params, random_state)))
         return steps
+
+    def wraps(self, z: Sequence[int]) -> bool:
+        """Whether the pipeline of ``z`` is wrapped by its last module's choice
+        (:attr:`Module.wraps`): then it is one step, fitted whole, with no prefix to share."""
+        return self.modules[-1].wraps and self.modules[-1].choices[z[-1]].class_path is not None
 
     def to_pipeline(
         self,
@@ -636,10 +671,17 @@ class PipelineSpace:
         iterations: int | None = None,
     ) -> Any:
         """A plain scikit-learn ``Pipeline`` (``preprocessor`` first when given; ``iterations`` as
-        :meth:`decode`)."""
+        :meth:`decode`). Where the last module wraps (:attr:`Module.wraps`), the pipeline of the
+        modules before it (the preprocessor included) is its ``estimator``, and the result a
+        ``Pipeline`` of that one step; its ``none`` choice adds no step."""
         from sklearn.pipeline import Pipeline
 
         steps = self.steps(z, theta, random_state, iterations)
         if preprocessor is not None:
             steps.insert(0, ("preprocess", preprocessor))
-        return Pipeline(steps)
+        if not self.modules[-1].wraps:
+            return Pipeline(steps)
+        (name, wrapper), steps = steps[-1], steps[:-1]
+        if not self.wraps(z):
+            return Pipeline(steps)
+        return Pipeline([(name, wrapper.set_params(estimator=Pipeline(steps)))])

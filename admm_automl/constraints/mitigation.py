@@ -1,0 +1,216 @@
+"""fairlearn's unfairness mitigations as choices of the search space.
+
+A search over plain learners cannot meet a group-fairness constraint that no plain learner meets:
+where the labels themselves differ between groups, every accurate learner predicts the difference.
+fairlearn's mitigations trade score for fairness — post-processing (``ThresholdOptimizer``, one
+decision threshold per group; Hardt, Price and Srebro, NeurIPS 2016) and reductions
+(``ExponentiatedGradient``, a randomised mixture of learners refitted with reweighted rows; Agarwal
+et al., ICML 2018) — so a run with such a constraint gets one more module, ``mitigation``, whose
+choices wrap the pipeline built so far (:attr:`~admm_automl.space.Module.wraps`). The constraint's
+multiplier then steers the search toward a mitigation where the learners alone stay infeasible,
+and away from it where they do not (a mitigation costs score and fit time).
+
+The wrappers read the groups from the raw columns of X, as the constraint does (``group_by`` and
+``bins``), so the fitted model predicts from X alone, as it is deployed. Both mitigations predict
+as fairlearn's do: at random between two thresholds (or learners) for some rows, which is how
+they meet the constraint; ``random_state`` fixes the draws of a call, and ``predict_proba`` gives
+the probabilities they are drawn from.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+
+from ..exceptions import InvalidParameterError
+
+#: the mitigation constraint for each group-fairness quantity, by fairlearn's names:
+#: ``ThresholdOptimizer``'s constraint string and the ``fairlearn.reductions`` moment
+TARGETS = {
+    "demographic_parity": ("demographic_parity", "DemographicParity"),
+    "equalized_odds": ("equalized_odds", "EqualizedOdds"),
+    "true_positive_rate_parity": ("true_positive_rate_parity", "TruePositiveRateParity"),
+    "false_positive_rate_parity": ("false_positive_rate_parity", "FalsePositiveRateParity"),
+}
+
+
+class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+    """What both mitigations share: binary labels encoded as 0/1 for fairlearn and decoded
+    back, groups from the raw columns of X, predictions drawn from :meth:`predict_proba`."""
+
+    estimator: Any
+    group_by: Any
+    bins: Sequence[float] | None
+    constraints: str
+    random_state: int | None
+
+    def _groups(self, X: Any) -> np.ndarray:
+        from .fairness import make_groups
+
+        groups = make_groups(X, list(self.group_by) if isinstance(self.group_by, tuple)
+                             else self.group_by, self.bins, None, "mitigation")
+        # a row outside every bin has no group for the constraint; fairlearn needs a label
+        return np.array(["(none)" if g is None else g for g in groups], dtype=object)
+
+    def fit(self, X: Any, y: Any) -> "_GroupMitigation":
+        if self.constraints not in TARGETS:
+            raise InvalidParameterError(
+                f"{type(self).__name__}: constraints must be one of {sorted(TARGETS)!r}, got "
+                f"{self.constraints!r}")
+        self.classes_, encoded = np.unique(np.asarray(y), return_inverse=True)
+        if len(self.classes_) != 2:
+            raise InvalidParameterError(f"{type(self).__name__} supports binary classification "
+                                        f"only; y has {len(self.classes_)} classes")
+        with warnings.catch_warnings():  # fairlearn's own deprecated pandas calls
+            warnings.filterwarnings("ignore", category=FutureWarning, module="fairlearn")
+            warnings.filterwarnings("ignore", category=DeprecationWarning, module="fairlearn")
+            self.mitigator_ = self._fit(X, encoded, self._groups(X))
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """The probability of each class under the mitigation's randomised decision."""
+        return np.asarray(self._pmf(X), dtype=float)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """One draw per row from :meth:`predict_proba` (seeded by ``random_state``)."""
+        positive = self.predict_proba(X)[:, 1]
+        rng = np.random.default_rng(self.random_state)
+        return self.classes_[(rng.random(len(positive)) < positive).astype(int)]
+
+
+class ThresholdOptimizerClassifier(_GroupMitigation):
+    """fairlearn's ``ThresholdOptimizer`` around ``estimator``: the estimator is fitted, then one
+    threshold (or a random choice between two) per group on its scores maximises ``objective``
+    subject to ``constraints`` holding exactly on the training rows.
+
+    Parameters
+    ----------
+    estimator : classifier
+        What is post-processed (in a search: the pipeline before this step).
+    group_by, bins
+        The sensitive column(s) of X and the edges for a numeric one, as the constraint's.
+    constraints : str
+        One of :data:`TARGETS` (fairlearn's names).
+    objective : {"accuracy_score", "balanced_accuracy_score"}
+        What the thresholds maximise.
+    grid_size : int
+        Thresholds tried per group.
+    random_state : int, optional
+        Seeds the randomised predictions.
+    """
+
+    def __init__(self, estimator: Any = None, *, group_by: Any = None,
+                 bins: Sequence[float] | None = None, constraints: str = "demographic_parity",
+                 objective: str = "accuracy_score", grid_size: int = 1000,
+                 random_state: int | None = None) -> None:
+        self.estimator = estimator
+        self.group_by = group_by
+        self.bins = bins
+        self.constraints = constraints
+        self.objective = objective
+        self.grid_size = grid_size
+        self.random_state = random_state
+
+    def _fit(self, X: Any, y: np.ndarray, groups: np.ndarray) -> Any:
+        from fairlearn.postprocessing import ThresholdOptimizer
+
+        method = "predict_proba" if hasattr(self.estimator, "predict_proba") else "auto"
+        return ThresholdOptimizer(
+            estimator=clone(self.estimator), constraints=TARGETS[self.constraints][0],
+            objective=self.objective, grid_size=self.grid_size, predict_method=method,
+        ).fit(X, y, sensitive_features=groups)
+
+    def _pmf(self, X: Any) -> np.ndarray:
+        return self.mitigator_._pmf_predict(X, sensitive_features=self._groups(X))
+
+
+class ExponentiatedGradientClassifier(_GroupMitigation):
+    """fairlearn's ``ExponentiatedGradient`` reduction around ``estimator``: up to ``max_iter``
+    copies of the estimator fitted on reweighted rows, mixed so that ``constraints`` holds on the
+    training rows within ``eps``.
+
+    The estimator must take ``sample_weight`` in ``fit`` (a pipeline: its last step), as the
+    reduction reweights the rows; one that does not fails the trial with fairlearn's message.
+
+    Parameters
+    ----------
+    estimator : classifier
+        What is reweighted (in a search: the pipeline before this step).
+    group_by, bins
+        The sensitive column(s) of X and the edges for a numeric one, as the constraint's.
+    constraints : str
+        One of :data:`TARGETS` (fairlearn's names).
+    eps : float
+        The constraint violation allowed on the training rows.
+    max_iter : int
+        Rounds of the reduction (each fits one more copy of the estimator).
+    random_state : int, optional
+        Seeds the randomised predictions.
+    """
+
+    def __init__(self, estimator: Any = None, *, group_by: Any = None,
+                 bins: Sequence[float] | None = None, constraints: str = "demographic_parity",
+                 eps: float = 0.01, max_iter: int = 50, random_state: int | None = None) -> None:
+        self.estimator = estimator
+        self.group_by = group_by
+        self.bins = bins
+        self.constraints = constraints
+        self.eps = eps
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def _fit(self, X: Any, y: np.ndarray, groups: np.ndarray) -> Any:
+        import fairlearn.reductions
+
+        estimator = clone(self.estimator)
+        weight = "sample_weight"
+        if hasattr(estimator, "steps"):  # a pipeline routes the weights to its last step
+            weight = f"{estimator.steps[-1][0]}__sample_weight"
+        moment = getattr(fairlearn.reductions, TARGETS[self.constraints][1])()
+        return fairlearn.reductions.ExponentiatedGradient(
+            estimator, moment, eps=self.eps, max_iter=self.max_iter, sample_weight_name=weight,
+        ).fit(X, y, sensitive_features=groups)
+
+    def _pmf(self, X: Any) -> np.ndarray:
+        return self.mitigator_._pmf_predict(X)
+
+
+def mitigation_module(constraint: Any) -> Any:
+    """The ``mitigation`` module for a bound group-fairness ``constraint``: ``none``, fairlearn's
+    threshold optimizer and its exponentiated-gradient reduction toward the constraint's
+    quantity, with the constraint's groups fixed; None where no mitigation targets the
+    constraint's quantity (an AUROC or accuracy spread) or its groups are not columns of X (the
+    deployed model would have no groups to read).
+
+    Tuned: the threshold optimizer's objective (accuracy, or balanced accuracy where a class is
+    rare); the reduction's allowed violation ``eps`` (log-scale from 0.001 to 0.1, fairlearn's
+    0.01 by default) and its rounds ``max_iter`` (5 to 50; 20 by default rather than
+    fairlearn's 50, and 5 as the cheap start, because every round fits the pipeline once more
+    and a search pays for that in its budget).
+    """
+    from ..space import Algorithm, Categorical, Fixed, Float, Int, Module
+
+    target = getattr(constraint, "mitigation_target", None)
+    if target is None or getattr(constraint, "group_by", None) is None:
+        return None
+    group_by = constraint.group_by
+    fixed = (
+        Fixed("group_by", value=tuple(group_by) if isinstance(group_by, list) else group_by),
+        Fixed("bins", value=None if constraint.bins is None else tuple(constraint.bins)),
+        Fixed("constraints", value=target),
+    )
+    return Module("mitigation", (
+        Algorithm("none"),
+        Algorithm("threshold_optimizer", f"{__name__}.ThresholdOptimizerClassifier", fixed + (
+            Categorical("objective", choices=("accuracy_score", "balanced_accuracy_score"),
+                        default="accuracy_score"),
+        ), task="classification"),
+        Algorithm("exponentiated_gradient", f"{__name__}.ExponentiatedGradientClassifier",
+                  fixed + (
+                      Float("eps", low=0.001, high=0.1, log=True, default=0.01),
+                      Int("max_iter", low=5, high=50, log=True, default=20, low_cost=5),
+                  ), task="classification"),
+    ), wraps=True)

@@ -1,0 +1,174 @@
+"""fairlearn's mitigations as choices of the space: the wrappers predict from X alone, a
+wrapping module makes one-step pipelines with no shared prefix, and a constraint that no plain
+learner meets is met through a mitigation."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import fairlearn.metrics as fm
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+
+from admm_automl import ADMMClassifier
+from admm_automl.constraints import (ExponentiatedGradientClassifier,
+                                     ThresholdOptimizerClassifier, make_constraints,
+                                     mitigation_module)
+from admm_automl.evaluation.prefix_cache import prefix_keys
+from admm_automl.exceptions import ConfigError, InvalidParameterError
+from admm_automl.run.setup import task_space
+from admm_automl.space import space_from_dict
+from admm_automl.testing import tiny_space
+
+
+def unfair(n=600, seed=0):
+    """Labels that differ by group (85 % against 15 % positive), so every accurate learner
+    predicts the difference: a demographic parity difference near 0.7."""
+    rng = np.random.default_rng(seed)
+    group = rng.integers(0, 2, n)
+    X = pd.DataFrame({"x": rng.normal(size=n) + group, "noise": rng.normal(size=n),
+                      "sex": np.where(group == 1, "m", "f")})
+    y = np.where(rng.random(n) < np.where(group == 1, 0.85, 0.15), "yes", "no")
+    return X, y
+
+
+def dp(y, predicted, groups):
+    """fairlearn's demographic parity difference of "yes" labels."""
+    return fm.demographic_parity_difference(np.asarray(y) == "yes", np.asarray(predicted) == "yes",
+                                            sensitive_features=groups)
+
+
+def linear():
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    return Pipeline([("prep", make_column_transformer((OneHotEncoder(), ["sex"]),
+                                                      remainder="passthrough")),
+                     ("model", LogisticRegression())])
+
+
+@pytest.mark.parametrize("cls", [ThresholdOptimizerClassifier, ExponentiatedGradientClassifier])
+def test_a_wrapper_reads_the_groups_from_X_and_meets_demographic_parity(cls):
+    X, y = unfair()
+    plain = linear().fit(X, y)
+    before = dp(y, plain.predict(X), X["sex"])
+    model = cls(linear(), group_by="sex", random_state=0).fit(X, y)
+    predicted = model.predict(X)
+    after = dp(y, predicted, X["sex"])
+    assert before > 0.5 and after < 0.1
+    assert set(predicted) <= {"no", "yes"} and list(model.classes_) == ["no", "yes"]
+    proba = model.predict_proba(X)
+    assert proba.shape == (len(X), 2) and np.allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(model.predict(X), predicted)  # seeded draws
+    again = pickle.loads(pickle.dumps(model))
+    assert np.array_equal(again.predict(X), predicted)
+    assert clone(model).get_params()["group_by"] == "sex"
+
+
+def test_a_wrapper_refuses_what_it_cannot_mitigate():
+    X, y = unfair()
+    with pytest.raises(InvalidParameterError, match="binary classification only"):
+        ThresholdOptimizerClassifier(linear(), group_by="sex").fit(X, np.arange(len(X)) % 3)
+    with pytest.raises(InvalidParameterError, match="constraints must be one of"):
+        ThresholdOptimizerClassifier(linear(), group_by="sex", constraints="parity").fit(X, y)
+
+
+def test_the_mitigation_target_of_each_constraint():
+    targets = {
+        "demographic_parity_difference <= 0.1": "demographic_parity",
+        "demographic_parity_ratio >= 0.8": "demographic_parity",
+        "equalized_odds_difference <= 0.1": "equalized_odds",
+        "equal_opportunity_ratio >= 0.8": "true_positive_rate_parity",
+    }
+    for text, target in targets.items():
+        (constraint,) = make_constraints([text])
+        assert constraint.mitigation_target == target
+    for metric, target in [("tpr", "true_positive_rate_parity"), ("roc_auc", None)]:
+        (di,) = make_constraints([{"name": "disparate_impact", "threshold": 0.1,
+                                   "metric": metric}])
+        assert di.mitigation_target == target
+    # groups that are not columns of X: the deployed model could not read them
+    (no_columns,) = make_constraints(["demographic_parity_difference <= 0.1"])
+    assert mitigation_module(no_columns) is None
+    (latency,) = make_constraints(["latency <= 1e-3"])
+    assert mitigation_module(latency) is None
+
+
+def mitigated_space(group_by="sex"):
+    (constraint,) = make_constraints([{"name": "demographic_parity_difference",
+                                       "threshold": 0.1, "group_by": group_by}])
+    return tiny_space().for_task("classification").wrapped(mitigation_module(constraint))
+
+
+def test_a_wrapping_module_makes_one_step_with_no_prefix_and_none_adds_no_step():
+    space = mitigated_space()
+    enc = space.encoding
+    assert [m.name for m in space.modules] == ["scaler", "estimator", "mitigation"]
+    assert space.decode(enc.initial_z, enc.initial_theta)["mitigation"] == "none"
+    names = enc.choice_names[-1]
+    z_none = (1, 1, names.index("none"))
+    z_to = (1, 1, names.index("threshold_optimizer"))
+    plain = space.to_pipeline(z_none, enc.initial_theta, preprocessor="passthrough")
+    assert [name for name, _ in plain.steps] == ["preprocess", "scaler", "estimator"]
+    wrapped = space.to_pipeline(z_to, enc.initial_theta, preprocessor="passthrough",
+                                random_state=3)
+    assert [name for name, _ in wrapped.steps] == ["mitigation"]
+    inner = wrapped[-1].estimator
+    assert [name for name, _ in inner.steps] == ["preprocess", "scaler", "estimator"]
+    assert wrapped[-1].random_state == 3 and wrapped[-1].group_by == "sex"
+    assert prefix_keys(space, z_to, enc.initial_theta, split=0, fidelity=1.0,
+                       random_state=0) == []
+    assert len(prefix_keys(space, z_none, enc.initial_theta, split=0, fidelity=1.0,
+                           random_state=0)) == 2  # preprocess, scaler: before the estimator
+
+
+def test_only_the_last_module_may_wrap():
+    node = {"name": "s", "modules": [
+        {"name": "wrap", "wraps": True, "choices": [{"name": "none"}]},
+        {"name": "estimator", "choices": [
+            {"name": "lr", "class": "sklearn.linear_model.LogisticRegression"}]}]}
+    with pytest.raises(ConfigError, match=r"modules\[0\].wraps: only the last module"):
+        space_from_dict(node)
+    node["modules"][0]["wraps"] = "yes"
+    with pytest.raises(ConfigError, match="expected true or false"):
+        space_from_dict(node)
+    with pytest.raises(InvalidParameterError, match="already ends with the wrapping module"):
+        mitigated_space().wrapped(mitigation_module(make_constraints([
+            {"name": "demographic_parity_difference", "threshold": 0.1, "group_by": "sex"}])[0]))
+
+
+def test_the_run_adds_mitigations_only_where_they_apply():
+    dp = [{"name": "demographic_parity_difference", "threshold": 0.1, "group_by": "sex"}]
+    assert task_space(tiny_space(), "classification", 100, dp, "auto").modules[-1].name == \
+        "mitigation"
+    assert task_space(tiny_space(), "classification", 100, dp, False).modules[-1].name == \
+        "estimator"
+    assert task_space(tiny_space(), "classification", 100, ["latency <= 1"], "auto"
+                      ).modules[-1].name == "estimator"
+    with pytest.raises(InvalidParameterError, match="whose groups are columns of X"):
+        task_space(tiny_space(), "classification", 100,
+                   ["demographic_parity_difference <= 0.1"], True)
+
+
+def test_a_constraint_no_plain_learner_meets_is_met_through_a_mitigation():
+    X, y = unfair(n=800)
+    train, test = np.arange(600), np.arange(600, 800)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ADMMClassifier(
+            search_space=tiny_space(), theta_solver="random", z_solver="random",
+            executor="serial", max_evals=16, random_state=0, ensemble_size=0, cv=None,
+            constraints=[{"name": "demographic_parity_difference", "threshold": 0.1,
+                          "group_by": "sex"}]).fit(X.iloc[train], y[train])
+    history = model.history_[model.history_["status"] == "ok"]
+    plain = history["param:mitigation"] == "none"
+    value = history["constraint:demographic_parity_difference"]
+    assert plain.sum() >= 3 and (~plain).sum() >= 3
+    assert value[plain].min() > 0.3  # no plain learner comes near the constraint
+    assert model.feasible_ and model.best_params_["mitigation"] != "none"
+    assert dp(y[test], model.predict(X.iloc[test]), X["sex"].iloc[test]) <= 0.15
