@@ -101,8 +101,9 @@ class ADMM(BaseEstimator):
         the space gets a last module ``mitigation``: none, fairlearn's ``ThresholdOptimizer``
         or its ``ExponentiatedGradient`` reduction around the pipeline
         (:mod:`admm_automl.constraints.mitigation`), so that the search can meet a constraint
-        no plain learner meets. ``"auto"`` adds it where it applies; True also, and raises
-        where it does not; False never.
+        no plain learner meets. ``"auto"`` adds it where it applies (not with a θ-solver that
+        chooses training lengths, such as ``"bapi"``: a wrapped learner cannot be trained
+        further); True also, and raises where it does not; False never.
     scoring : str or callable, optional
         Loss: None (1 − AUROC binary, log-loss multiclass, RMSE regression), a built-in name
         (bounded scores are used as 1 − score), a scikit-learn scorer name or a callable.
@@ -289,7 +290,7 @@ class ADMM(BaseEstimator):
             with watching(self.verbose, self.progress, metric) as listeners:
                 tell(listeners, stage="preparing the data and the search space")
                 space = task_space(self.search_space, task, len(y), self.constraints,
-                                   self.fairness_mitigation)
+                                   self.fairness_mitigation, self.theta_solver)
                 settings = params.settings_from(self.get_params(deep=False))
                 outcome = run_search(X, y_search, settings, space=space, task=task,
                                      target_type=target_type,

@@ -289,11 +289,13 @@ DEFAULT_MAX_EVALS = 100
 
 
 def task_space(search_space: Any, task: str, n_rows: int, constraints: Any = None,
-               fairness_mitigation: Any = False) -> Any:
+               fairness_mitigation: Any = False, theta_solver: Any = None) -> Any:
     """The space a search of ``task`` on ``n_rows`` rows searches: ``search_space`` (a name, a
     file or a space) without the algorithms of the other task or too slow for that many rows,
     and with fairlearn's mitigations for the first group-fairness constraint they apply to
-    (``fairness_mitigation`` "auto" or True; :func:`~admm_automl.constraints.mitigation_module`).
+    (``fairness_mitigation`` "auto" or True; :func:`~admm_automl.constraints.mitigation_module`),
+    unless ``theta_solver`` trains learners for chosen lengths (BAPI): a wrapped learner cannot
+    be continued.
 
     Raises
     ------
@@ -306,15 +308,20 @@ def task_space(search_space: Any, task: str, n_rows: int, constraints: Any = Non
     space = load_space(search_space).for_task(task).for_data(n_rows)
     if fairness_mitigation is False or space.modules[-1].wraps:
         return space
+    from ..solvers import THETA_SOLVERS
+
     found = [m for c in make_constraints(constraints) if (m := mitigation_module(c)) is not None]
-    if task == "classification" and found:
+    by_length = theta_solver is not None and getattr(THETA_SOLVERS.create(theta_solver),
+                                                     "needs_training_length", False)
+    if task == "classification" and found and not by_length:
         return space.wrapped(found[0])
     if fairness_mitigation is True:
         raise InvalidParameterError(
-            "fairness_mitigation=True needs a classification task and a group-fairness "
-            "constraint that fairlearn's mitigations equalise (demographic parity, equalized "
-            "odds or equal opportunity; disparate_impact with metric selection_rate, tpr or "
-            "fpr) whose groups are columns of X (group_by): the fitted model reads them there")
+            "fairness_mitigation=True needs a classification task, a θ-solver that does not "
+            "choose training lengths, and a group-fairness constraint that fairlearn's "
+            "mitigations equalise (demographic parity, equalized odds or equal opportunity; "
+            "disparate_impact with metric selection_rate, tpr or fpr) whose groups are columns "
+            "of X (group_by): the fitted model reads them there")
     return space
 
 

@@ -150,6 +150,9 @@ def test_the_run_adds_mitigations_only_where_they_apply():
         "estimator"
     assert task_space(tiny_space(), "classification", 100, ["latency <= 1"], "auto"
                       ).modules[-1].name == "estimator"
+    # a wrapped learner cannot be trained further by a θ-solver that chooses training lengths
+    assert task_space(tiny_space(), "classification", 100, dp, "auto", "bapi"
+                      ).modules[-1].name == "estimator"
     with pytest.raises(InvalidParameterError, match="whose groups are columns of X"):
         task_space(tiny_space(), "classification", 100,
                    ["demographic_parity_difference <= 0.1"], True)
