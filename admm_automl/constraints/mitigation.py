@@ -7,8 +7,8 @@ decision threshold per group; Hardt, Price and Srebro, NeurIPS 2016) and reducti
 (``ExponentiatedGradient``, a randomised mixture of learners refitted with reweighted rows; Agarwal
 et al., ICML 2018) — so a run with such a constraint gets one more module, ``mitigation``, whose
 choices wrap the pipeline built so far (:attr:`~admm_automl.space.Module.wraps`). The constraint's
-multiplier then steers the search toward a mitigation where the learners alone stay infeasible,
-and away from it where they do not (a mitigation costs score and fit time).
+multiplier then steers the search toward a mitigation where the learners alone stay infeasible;
+where they are feasible, a mitigation has only its cost in score and fit time to show.
 
 The wrappers read the groups from the raw columns of X, as the constraint does (``group_by`` and
 ``bins``), so the fitted model predicts from X alone, as it is deployed. Both mitigations predict
@@ -179,7 +179,7 @@ class ExponentiatedGradientClassifier(_GroupMitigation):
 
 
 def mitigation_module(constraint: Any) -> Any:
-    """The ``mitigation`` module for a bound group-fairness ``constraint``: ``none``, fairlearn's
+    """The ``mitigation`` module for a group-fairness ``constraint``: ``none``, fairlearn's
     threshold optimizer and its exponentiated-gradient reduction toward the constraint's
     quantity, with the constraint's groups fixed; None where no mitigation targets the
     constraint's quantity (an AUROC or accuracy spread) or its groups are not columns of X (the
