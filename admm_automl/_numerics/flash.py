@@ -636,16 +636,26 @@ def fit_path_models(
     alpha: float = DEFAULT_RIDGE_ALPHA,
     transform: str = DEFAULT_COST_TRANSFORM,
     fit_intercept: bool = DEFAULT_FIT_INTERCEPT,
+    censored: np.ndarray | None = None,
 ) -> PathModels:
     """Fit both ridge models on the observed paths (choice vectors, shape (n, K), repeats
     allowed): the performance model on :func:`fill_failed` ``(values)``, the cost model on
-    ``transform_cost(seconds, transform)``."""
+    ``transform_cost(seconds, transform)``.
+
+    ``censored`` (bool, shape (n,)) marks rows whose value is unknown rather than bad (a run
+    stopped by its time limit): they stay in the cost model, which learns from their time that
+    the path is slow, and are left out of the performance model and of m⁺. If every row is
+    censored, none is (the performance model needs one row).
+    """
     sizes = check_n_choices(n_choices)
     X = encode_paths(np.atleast_2d(np.asarray(paths)), sizes)
     y = fill_failed(values)
-    perf = fit_ridge(X, y, alpha, fit_intercept=fit_intercept)
+    keep = np.ones(len(y), dtype=bool) if censored is None else ~np.asarray(censored, bool)
+    if not keep.any():
+        keep[:] = True
+    perf = fit_ridge(X[keep], y[keep], alpha, fit_intercept=fit_intercept)
     cost = fit_cost_model(X, seconds, alpha, transform=transform, fit_intercept=fit_intercept)
-    return PathModels(perf, cost, float(y.min()), sizes)
+    return PathModels(perf, cost, float(y[keep].min()), sizes)
 
 
 # ---------------------------------------------------------------------------------------------

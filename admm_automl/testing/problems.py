@@ -208,16 +208,20 @@ class ToyEngine:
     ``(z, θ, fidelity, phase)``.
 
     ``fidelity_bias`` adds ``bias × (1 − fidelity)`` to the loss of partial-data evaluations;
-    ``duration`` is reported per evaluation and, with a ``clock`` (an object with a ``now``
-    attribute), advances it.
+    ``duration`` (seconds, or a function of the configuration) is reported per evaluation and,
+    with a ``clock`` (an object with a ``now`` attribute), advances it. An evaluation longer than
+    ``timeout`` is stopped there, as the real engine's per-trial limit does: status ``TIMEOUT``,
+    the failure loss 1.0, ``duration=timeout``.
     """
 
     def __init__(self, space: Any, loss: Callable[[dict], float], *, fidelity_bias: float = 0.0,
-                 duration: float = 0.0, clock: Any = None) -> None:
+                 duration: "float | Callable[[dict], float]" = 0.0, clock: Any = None,
+                 timeout: float | None = None) -> None:
         self.space = space
         self.loss = loss
         self.fidelity_bias = fidelity_bias
         self.duration = duration
+        self.timeout = timeout
         self.clock = clock
         self.calls: list[tuple] = []
         self.tags_seen: list[dict] = []
@@ -235,12 +239,19 @@ class ToyEngine:
                 out.append(replace(self.cache[key], cached=True))
                 continue
             self.calls.append((r.z, np.array(r.theta), r.fidelity, (tags or {}).get("phase")))
+            config = self.space.decode(r.z, r.theta)
+            seconds = self.duration(config) if callable(self.duration) else self.duration
+            timed_out = self.timeout is not None and seconds > self.timeout
+            seconds = min(seconds, self.timeout) if timed_out else seconds
             if self.clock is not None:
-                self.clock.now += self.duration
-            loss = self.loss(self.space.decode(r.z, r.theta))
-            obs = Observation(loss=loss + self.fidelity_bias * (1.0 - r.fidelity),
-                              fidelity=r.fidelity, duration=self.duration,
-                              eval_id=len(self.calls) - 1)
+                self.clock.now += seconds
+            if timed_out:
+                obs = Observation(loss=1.0, status=Status.TIMEOUT, fidelity=r.fidelity,
+                                  duration=seconds, eval_id=len(self.calls) - 1)
+            else:
+                loss = self.loss(config) + self.fidelity_bias * (1.0 - r.fidelity)
+                obs = Observation(loss=loss, fidelity=r.fidelity, duration=seconds,
+                                  eval_id=len(self.calls) - 1)
             self.cache[key] = obs
             out.append(obs)
         return out

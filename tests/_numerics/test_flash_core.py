@@ -286,6 +286,20 @@ def test_path_models_fit_both_models_on_the_same_observations():
     assert sub.top_paths.tolist() == [[1, 2]]  # lowest mean (13.8) and cost: highest EIPS
 
 
+def test_censored_rows_teach_the_cost_model_only():
+    """A censored row (a time-out) is left out of the performance model and m⁺ and kept in the
+    cost model; if every row is censored, none is."""
+    zs = F.decode_paths(TOY_P, TOY)
+    whole = F.fit_path_models(zs, TOY_M, TOY_TAU, TOY)
+    last = np.arange(len(TOY_M)) == len(TOY_M) - 1
+    censored = F.fit_path_models(zs, TOY_M, TOY_TAU, TOY, censored=last)
+    np.testing.assert_allclose(censored.perf.coef, F.fit_ridge(TOY_P[~last], TOY_M[~last]).coef)
+    np.testing.assert_allclose(censored.cost.coef, whole.cost.coef)
+    assert censored.best == TOY_M[~last].min()
+    every = F.fit_path_models(zs, TOY_M, TOY_TAU, TOY, censored=np.ones(len(TOY_M), bool))
+    np.testing.assert_allclose(every.perf.coef, whole.perf.coef)
+
+
 def test_ridge_variant_a_is_scikit_learns_ridge():
     """Variant A is sklearn's Ridge(alpha) (the released code's model) on any data."""
     from sklearn.linear_model import Ridge

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...records import Observation, Suggestion
+from ...records import Observation, Status, Suggestion
 from ..base import BaseZSolver, random_z
 from ..registry import Z_SOLVERS
 from ..._numerics import flash as F
@@ -30,16 +30,22 @@ def usable(obs: Observation) -> bool:
 def fit_models(
     pairs: Sequence[tuple[tuple[int, ...], Observation]],
     value: Callable[[tuple[int, ...], Observation], float],
-    n_choices: Sequence[int], *, alpha: float, transform: str,
+    n_choices: Sequence[int], *, alpha: float, transform: str, cost_scale: float = 1.0,
+    censor_timeouts: bool = False,
 ) -> F.PathModels:
     """Both of FLASH's ridge models on ``(z, observation)`` pairs (the :func:`usable` ones, of
     which there must be at least one): ``value(z, observation)`` is the performance target,
-    :func:`observation_seconds` the cost."""
+    :func:`observation_seconds` times ``cost_scale`` the cost. With ``censor_timeouts``, a run
+    its time limit stopped informs the cost model only (``censored`` of
+    :func:`~admm_automl._numerics.flash.fit_path_models`); otherwise it enters both with the
+    failure loss, the paper's rule."""
     data = [(tuple(int(j) for j in z), obs) for z, obs in pairs if usable(obs)]
+    censored = (np.array([obs.status is Status.TIMEOUT for _, obs in data])
+                if censor_timeouts else None)
     return F.fit_path_models(
         np.array([z for z, _ in data]), np.array([value(z, obs) for z, obs in data], dtype=float),
-        np.array([observation_seconds(obs) for _, obs in data]), n_choices, alpha=alpha,
-        transform=transform,
+        cost_scale * np.array([observation_seconds(obs) for _, obs in data]), n_choices,
+        alpha=alpha, transform=transform, censored=censored,
     )
 
 
