@@ -167,6 +167,56 @@ def test_an_evaluation_longer_than_the_init_share_ends_init_and_prune(make_engin
     assert opt.subgraph_ is not None
 
 
+def slow_b(config):
+    """Model b, the best, takes 2 s, and 8 s (past a 4.5 s limit) when its lr < 0.01; the others
+    0.03 s: the random forests of the FLASH campaign at 180 s, in miniature."""
+    if config["model"] != "b":
+        return 0.03
+    return 8.0 if config["model__lr"] < 0.01 else 2.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_learner_whose_slow_draws_time_out_is_not_pruned_for_it(make_engine, make_optimizer,
+                                                                  fake_clock, seed):
+    """Time-outs inform the cost model only: the best model, timed out on a third of its random
+    draws, stays in G′; with the authors' rule (a time-out is the worst loss) and costs in
+    seconds it is pruned on every seed."""
+    def kept_b(params):
+        clock = type(fake_clock)()
+        engine = make_engine(BIG, duration=slow_b, clock=clock, timeout=4.5)
+        opt = flash(make_optimizer, engine, params, max_evals=None, time_budget=180.0,
+                    clock=clock, seed=seed)
+        opt.run()
+        assert any(o.status.value == "timeout" for o in engine.cache.values())
+        return 1 in opt.subgraph_.kept()[1]
+
+    assert kept_b({})
+    assert not kept_b({"cost_unit": "seconds", "censor_timeouts": False})
+
+
+def test_costs_are_damped_as_in_the_paper_at_any_budget():
+    """cost_unit="budget" measures τ in the paper's seconds (× 36 000 / budget): at 180 s a path
+    90 times slower divides EI by ~3, as at 10 hours; in plain seconds by ~35."""
+    from admm_automl.records import Observation, Status
+    from admm_automl.solvers.z.flash import fit_models
+
+    pairs = [((0,), Observation(0.2, fit_time=0.05)), ((1,), Observation(0.1, fit_time=4.5)),
+             ((1,), Observation(1.0, status=Status.TIMEOUT, duration=4.5))] * 3
+
+    def damping(scale):
+        models = fit_models(pairs, lambda z, o: o.loss, (2,), alpha=1e-6, transform="log1p",
+                            cost_scale=scale, censor_timeouts=True)
+        slow, fast = models.cost.mean(F.encode_paths(np.array([[1], [0]]), (2,)))
+        return slow / fast, models
+
+    assert damping(36_000 / 180)[0] == pytest.approx(np.log1p(900) / np.log1p(10), rel=1e-3)
+    assert damping(1.0)[0] == pytest.approx(np.log1p(4.5) / np.log1p(0.05), rel=1e-3)
+    models = damping(1.0)[1]  # the time-outs are censored: the slow path's mean is 0.1
+    assert models.best == 0.1
+    assert models.perf.predict(F.encode_paths(np.array([[1]]), (2,)))[0][0] == pytest.approx(
+        0.1, abs=1e-3)
+
+
 def test_without_pruning_tune_searches_the_whole_space_right_after_init(make_engine,
                                                                          make_optimizer):
     """The paper's Fig. 5b ablation: no EIPS evaluations, G′ keeps every algorithm."""
@@ -200,6 +250,8 @@ def test_sample_prior_draws_only_the_path_hyperparameters():
     ({"design": "sobol"}, "design must be one of 'd-optimal', 'random', got 'sobol'"),
     ({"warm_start": "yes"}, "warm_start must be a bool, got 'yes'"),
     ({"prune": 0}, "prune must be a bool, got 0"),
+    ({"censor_timeouts": 1}, "censor_timeouts must be a bool, got 1"),
+    ({"cost_unit": "hours"}, "cost_unit must be one of 'budget', 'seconds', got 'hours'"),
     ({"init_share": 0}, r"init_share must be a number in \(0, 1\], got 0"),
     ({"prune_share": 1.5}, r"prune_share must be a number in \(0, 1\], got 1.5"),
     ({"init_share": 0.6, "prune_share": 0.5}, "init_share \\+ prune_share must be at most 1"),
