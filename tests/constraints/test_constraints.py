@@ -211,6 +211,43 @@ def test_latency_with_an_injected_timer_is_exact():
     assert short.measure(model, X.iloc[:20], Y[:20], np.arange(20)) == pytest.approx(0.2 / 20)
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"),
+                    reason="needs CPU affinity (Linux)")
+def test_latency_on_the_cpu_clock_holds_on_a_busy_core():
+    """A CPU-bound neighbour on the same core stretches a wall-clock reading by about half its
+    share; the default CPU-clock reading stays near the quiet one."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from sklearn.neighbors import KNeighborsClassifier
+
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(3000, 20))
+    model = KNeighborsClassifier(algorithm="brute").fit(data, rng.integers(2, size=3000))
+    rows = np.arange(400)
+    cpu = PredictionLatency(threshold=1.0, batch_size=400, repeats=15)
+    wall = PredictionLatency(threshold=1.0, batch_size=400, repeats=15, clock="wall")
+    before = os.sched_getaffinity(0)
+    core = min(before)
+    os.sched_setaffinity(0, {core})
+    hog = None
+    try:
+        quiet = cpu.measure(model, data, None, rows)
+        hog = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, "
+                                f"{{{core}}})\nwhile True: pass"])
+        time.sleep(0.5)
+        busy_cpu, busy_wall = (c.measure(model, data, None, rows) for c in (cpu, wall))
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+        os.sched_setaffinity(0, before)
+    assert busy_wall > 1.4 * busy_cpu  # the neighbour held the core part of the time
+    assert busy_cpu < 1.75 * quiet  # CPU time moves a little with the cache and the clock rate
+
+
 def test_disparate_impact_equals_a_hand_computation():
     from sklearn.linear_model import LogisticRegression
 
@@ -369,6 +406,8 @@ def test_penalty_mode_adds_the_weighted_violation_to_the_z_step():
         (["latency <= -1"], InvalidParameterError, "negative threshold"),
         (["fpr <= 1.5"], InvalidParameterError, r"rate threshold must lie in \[0, 1\]"),
         ([{"name": "latency"}], InvalidParameterError, "needs a 'threshold'"),
+        ([{"name": "latency", "threshold": 1e-4, "clock": "gpu"}], InvalidParameterError,
+         "latency: clock must be one of 'cpu', 'wall', got 'gpu'"),
         (["fpr <= 0.1", "fpr <= 0.2"], InvalidParameterError, "same quantity"),
         ([{"name": "disparate_impact", "threshold": 0.1, "group_by": "agee"}], DataError,
          "group_by column 'agee' is not in X"),
