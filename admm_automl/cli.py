@@ -162,7 +162,8 @@ def _fit(args: argparse.Namespace) -> int:
     if getattr(model, "constraints", None):
         from .run.results import describe_constraints
 
-        verdict = "met" if model.feasible_ else "NOT met (least violating pipeline)"
+        verdict = ("NOT met (least violating pipeline)" if not model.feasible_
+                   else "met by the ensemble" if model.ensemble_ is not None else "met")
         say(f"Constraints {verdict}, on the validation data:")
         for line in describe_constraints(model):
             say(f"  {line}")

@@ -187,6 +187,10 @@ class ADMM(BaseEstimator):
     ensemble_, ensemble_weights_, ensemble_loss_ : VotingClassifier or VotingRegressor, dict, float
         The refitted ensemble ``predict`` uses (None if none), its members' weights by
         ``eval_id``, its validation loss.
+    ensemble_constraints_ : dict
+        Each constraint's validation value measured on the ensemble itself (its latency is the
+        ensemble's ``predict``, its size the ensemble's), by key; empty without an ensemble or
+        constraints. An ensemble is kept only if these meet every constraint.
     best_pipeline_ : sklearn.pipeline.Pipeline
         The best configuration refitted on all of X, y (a plain scikit-learn object); on the
         label indices of ``classes_`` if its learner refuses the labels (XGBoost).
@@ -204,7 +208,8 @@ class ADMM(BaseEstimator):
     admm_trace_ : pandas.DataFrame
         One row per iteration: best loss, evaluations, time; for ADMM ρ, ‖θ̃d − δ‖, ‖λ‖, u, μ.
     feasible_ : bool
-        Whether ``best_pipeline_`` met every constraint on the validation data.
+        Whether the model ``predict`` uses met every constraint on the validation data
+        (``best_pipeline_``'s evaluation, or ``ensemble_constraints_``).
     constraint_mode_ : str
         How the search treated the constraints (``"auto"`` resolved).
     constraints_ : list of BaseConstraint

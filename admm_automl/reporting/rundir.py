@@ -117,7 +117,8 @@ def run_summary(model: Any) -> dict[str, Any]:
 
 def ensemble_summary(model: Any) -> dict[str, Any] | None:
     """The ensemble ``predict`` uses (None when the best pipeline alone is used): its members
-    (evaluation id, pipeline, weight as a fraction) and its validation loss."""
+    (evaluation id, pipeline, weight as a fraction), its validation loss and its constraint
+    values, measured on the ensemble itself."""
     weights = getattr(model, "ensemble_weights_", None) or {}
     if getattr(model, "ensemble_", None) is None or not weights:
         return None
@@ -125,6 +126,8 @@ def ensemble_summary(model: Any) -> dict[str, Any] | None:
     total = sum(weights.values())
     return {
         "validation_loss": float(model.ensemble_loss_),
+        "constraints": {k: float(v) for k, v in
+                        (getattr(model, "ensemble_constraints_", None) or {}).items()},
         "members": [{"eval_id": int(i), "pipeline": str(history.loc[i, "pipeline"]),
                      "weight": count / total}
                     for i, count in sorted(weights.items(), key=lambda kv: -kv[1])],

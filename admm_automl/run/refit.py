@@ -31,7 +31,8 @@ def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[s
                  ensemble_size: int, deadline: Any) -> dict[str, Any]:
     """``best_pipeline_`` (and ``refit_time_``) and, when one is built (:mod:`.ensemble`, with
     members whose refits fit in what is left of ``deadline``), ``ensemble_``, refitted on all of
-    (X, y) under the trials' thread limit, with its weights and validation loss."""
+    (X, y) under the trials' thread limit, with its weights, validation loss and constraint
+    values (measured on the ensemble itself, as a trial measures a pipeline)."""
     ctx = outcome.task.context
     with refit_threads(outcome.refit_threads):
         best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
@@ -41,4 +42,5 @@ def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[s
         ensemble = None if choice is None else fit_ensemble(choice, X, y, ctx.y, {best_id: best})
     return {"best_pipeline_": best, "refit_time_": seconds, "ensemble_": ensemble,
             "ensemble_weights_": {} if choice is None else choice.weights,
-            "ensemble_loss_": float("nan") if choice is None else choice.loss}
+            "ensemble_loss_": float("nan") if choice is None else choice.loss,
+            "ensemble_constraints_": {} if choice is None else dict(choice.constraints)}

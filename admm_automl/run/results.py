@@ -196,10 +196,16 @@ def metric_score(model: Any, X: Any, y: Any, *, scoring: Any, task: str,
 
 
 def describe_constraints(model: Any) -> list[str]:
-    """One line per constraint of a fitted estimator about the pipeline it returned: the bound,
-    the validation value, and met or by how much not (:meth:`Constraints.describe`)."""
-    history = model.history_
-    best = history.loc[history["eval_id"] == model.best_eval_id_].iloc[0]
-    values = {c.key: best.get(f"constraint:{c.key}") for c in model.constraints_}
-    return Constraints(model.constraints_).describe(Observation(loss=float(best["loss"]),
-                                                                constraints=values))
+    """One line per constraint of a fitted estimator about the model ``predict`` uses: the
+    bound, the validation value, and met or by how much not (:meth:`Constraints.describe`). The
+    values are the ensemble's own when one is used (``ensemble_constraints_``), else those of the
+    best pipeline's evaluation."""
+    ensemble = getattr(model, "ensemble_constraints_", None)
+    if getattr(model, "ensemble_", None) is not None and ensemble:
+        obs = Observation(loss=float(model.ensemble_loss_), constraints=dict(ensemble))
+    else:
+        history = model.history_
+        best = history.loc[history["eval_id"] == model.best_eval_id_].iloc[0]
+        obs = Observation(loss=float(best["loss"]), constraints={
+            c.key: best.get(f"constraint:{c.key}") for c in model.constraints_})
+    return Constraints(model.constraints_).describe(obs)

@@ -448,7 +448,7 @@ def test_constraints_from_yaml_and_cli(tmp_path, capsys):
     assert [str(c) for c in make_constraints(est.constraints)] == ["model_size <= 50000", "fpr <= 0.2"]
     assert main(["fit", "--config", str(config)]) == 0
     out = capsys.readouterr().out
-    assert "Constraints met, on the validation data:" in out
+    assert "Constraints met by the ensemble, on the validation data:" in out
     assert re.search(r"  model_size <= 50000: [0-9.e+]+, met\n", out) and "fpr <= 0.2: " in out
     assert main(["fit", "--dataset", "breast_cancer", "--max-evals", "5",
                  "--constraint", "latncy <= 1"]) == 2

@@ -11,6 +11,7 @@ from sklearn.datasets import make_classification
 
 from admm_automl import ADMM, ADMMClassifier
 from admm_automl.constraints.bounds import ModelSize
+from admm_automl.constraints.latency import PredictionLatency
 from admm_automl.run.ensemble import ensemble_selection, prediction_loss
 from admm_automl.evaluation.splits import CV_MAX_ROWS, resolve_cv
 from admm_automl.exceptions import EvaluationFailedWarning, InvalidParameterError
@@ -347,6 +348,37 @@ def test_constrained_ensemble_is_feasible_or_falls_back_to_the_best_feasible_pip
     else:  # tight: every ensemble of two or more members is larger: the best pipeline is kept
         assert sizes[1] > limit and model.ensemble_ is None
         assert model.best_params_ == ensembled.best_params_
+
+
+class RecordingLatency(PredictionLatency):
+    """The latency constraint, remembering what it measured (serial runs measure in-process)."""
+
+    seen: list = []
+
+    def measure(self, pipeline, X, y, rows):
+        value = super().measure(pipeline, X, y, rows)
+        RecordingLatency.seen.append((type(pipeline).__name__, value))
+        return value
+
+
+def test_the_latency_of_the_ensemble_predict_uses_is_measured_and_reported(breast_cancer):
+    """With an ensemble, the latency reported (attribute, the per-constraint lines, summary.json)
+    is a measurement of the voting ensemble itself, not of its best member."""
+    from admm_automl.reporting.rundir import ensemble_summary
+    from admm_automl.run.results import describe_constraints
+
+    X, y = breast_cancer
+    RecordingLatency.seen.clear()
+    model = ADMMClassifier(search_space=DIVERSE, max_evals=14, ensemble_size=10,
+                           constraints=[RecordingLatency(threshold=1.0)], **SERIAL).fit(X, y)
+    assert model.ensemble_ is not None and model.feasible_
+    voting = [v for name, v in RecordingLatency.seen if name == "VotingClassifier"]
+    assert len(voting) == 1  # one holdout split: the ensemble was measured once
+    assert model.ensemble_constraints_ == {"latency": voting[0]}
+    assert describe_constraints(model) == [f"latency <= 1: {voting[0]:.4g}, met"]
+    assert ensemble_summary(model)["constraints"] == {"latency": voting[0]}
+    best = model.history_.set_index("eval_id").loc[model.best_eval_id_, "constraint:latency"]
+    assert best != voting[0]
 
 
 def test_no_ensemble_when_nothing_meets_the_constraints(breast_cancer):
