@@ -102,6 +102,21 @@ def test_failed_evaluations_enter_the_models_as_the_worst_value_with_their_time(
                                            duration=9.0)) == 1.5
 
 
+def test_timed_out_evaluations_teach_the_cost_model_only():
+    """Module 0's choice 3 is the best; two runs of (3, 2) timed out. Censored, the pick is the
+    unobserved (3, 1), which the additive model predicts best from (3, 0); scored as the worst
+    loss (censor_timeouts=False), choice 3 is avoided."""
+    run = [((z0, z1), Observation(loss=additive_loss((z0, z1)), fit_time=0.5))
+           for z0 in range(3) for z1 in range(3)]
+    run += [((3, 0), Observation(loss=additive_loss((3, 0)), fit_time=0.5))] * 2
+    run += [((3, 2), Observation(loss=1.0, status=Status.TIMEOUT, duration=0.6))] * 2
+    censored = FlashZSolver(xi=0.0).setup(problem(lambda: run)[0], np.random.default_rng(5))
+    assert censored.ask().config == (3, 1)
+    worst = FlashZSolver(xi=0.0, censor_timeouts=False).setup(problem(lambda: run)[0],
+                                                            np.random.default_rng(5))
+    assert worst.ask().config[0] != 3
+
+
 def test_partial_interrupted_and_cached_evaluations_are_left_out():
     run = [((0, 0), Observation(loss=0.1, fidelity=0.5)),
            ((1, 0), Observation(loss=0.1, budget_stop=True)),
@@ -116,6 +131,7 @@ def test_partial_interrupted_and_cached_evaluations_are_left_out():
     ({"xi": -1.0}, "xi must be a finite number >= 0"),
     ({"ridge_alpha": 0.0}, "ridge_alpha must be a finite number > 0, got 0.0"),
     ({"cost_transform": "sqrt"}, "cost_transform must be one of"),
+    ({"censor_timeouts": "no"}, "censor_timeouts must be a bool, got 'no'"),
 ])
 def test_bad_parameters_get_clear_errors(params, message):
     with pytest.raises(InvalidParameterError, match=message):

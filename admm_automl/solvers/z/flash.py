@@ -7,6 +7,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ...exceptions import InvalidParameterError
 from ...records import Observation, Status, Suggestion
 from ..base import BaseZSolver, random_z
 from ..registry import Z_SOLVERS
@@ -74,7 +75,8 @@ class FlashZSolver(BaseZSolver):
       the cached result). When all have been asked, a random path is asked (a free cache hit).
     * Failed evaluations enter both models: with the run's failure loss as value (the metric's
       worst, as the paper's 100 % error) and their measured time as cost
-      (:func:`observation_seconds`).
+      (:func:`observation_seconds`); a timed-out one enters the cost model only
+      (``censor_timeouts``).
 
     Parameters
     ----------
@@ -90,6 +92,10 @@ class FlashZSolver(BaseZSolver):
     cost_transform : {"log1p", "log", "identity"}, default="log1p"
         Target of the cost model: log(1 + τ) (positive for sub-second runs; the paper's log τ is
         ``"log"``; see :func:`~admm_automl._numerics.flash.transform_cost`).
+    censor_timeouts : bool, default=True
+        A run its per-trial time limit stopped teaches the cost model only (its loss is not
+        known); False scores it as the worst loss, the authors' rule for every failed run
+        (see :class:`~admm_automl.methods.flash.FlashSettings` for why).
     max_enumerate : int, default=100000
         Score every path up to this many; larger spaces use a stratified sample.
     n_candidates : int, default=5000
@@ -110,6 +116,7 @@ class FlashZSolver(BaseZSolver):
         xi: float = F.DEFAULT_XI,
         ridge_alpha: float = F.DEFAULT_RIDGE_ALPHA,
         cost_transform: str = F.DEFAULT_COST_TRANSFORM,
+        censor_timeouts: bool = True,
         max_enumerate: int = F.DEFAULT_MAX_ENUMERATE,
         n_candidates: int = F.DEFAULT_N_CANDIDATES,
     ) -> None:
@@ -117,6 +124,7 @@ class FlashZSolver(BaseZSolver):
         self.xi = xi
         self.ridge_alpha = ridge_alpha
         self.cost_transform = cost_transform
+        self.censor_timeouts = censor_timeouts
         self.max_enumerate = max_enumerate
         self.n_candidates = n_candidates
 
@@ -126,6 +134,9 @@ class FlashZSolver(BaseZSolver):
         self.xi_ = F.check_xi(self.xi)
         self.ridge_alpha_ = F.check_ridge_alpha(self.ridge_alpha)
         self.cost_transform_ = F.check_cost_transform(self.cost_transform)
+        if not isinstance(self.censor_timeouts, (bool, np.bool_)):
+            raise InvalidParameterError(
+                f"censor_timeouts must be a bool, got {self.censor_timeouts!r}")
         self.paths_ = F.candidate_paths(n_choices, self.rng_, max_enumerate=self.max_enumerate,
                                         n_candidates=self.n_candidates)
         self.path_tuples_ = [tuple(p) for p in self.paths_.tolist()]
@@ -161,6 +172,7 @@ class FlashZSolver(BaseZSolver):
                                                observed=observed)
             return tuple(int(j) for j in free[design.indices[0]]), None
         models = fit_models(data, self.problem_.augment, n_choices, alpha=self.ridge_alpha_,
-                            transform=self.cost_transform_)
+                            transform=self.cost_transform_,
+                            censor_timeouts=self.censor_timeouts)
         best = F.rank_with_random_ties(models.log_eips(free, self.xi_), self.rng_)[0]
         return tuple(int(j) for j in free[best]), None
