@@ -1,11 +1,12 @@
 # One-command set-up: a virtual environment with the package, its test tools, the benchmark's
-# peers (Optuna, FLAML), plotting and Dask (the Dask executor's tests run on a loopback cluster).
+# peers (Optuna, FLAML), plotting and Dask (the Dask executor's tests run on a loopback cluster),
+# and Sphinx for the documentation site (`make docs`).
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint smoke chromium clean
+.PHONY: install demo test test-fast lint docs smoke chromium clean
 
 # The shared benchmark data (read in place, never copied); the smoke runs fall back to
 # scikit-learn's bundled data or skip the scripts that need it when it is missing.
@@ -14,7 +15,7 @@ DATA_DIR ?= ../shared/data
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,experiments]'
+	$(BIN)/python -m pip install --quiet -e '.[test,experiments,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,6 +35,12 @@ test-fast: $(STAMP)
 # The layers of the package (pyproject.toml's import-linter contracts): no cycles, no upward import.
 lint: $(STAMP)
 	$(BIN)/lint-imports
+
+# The documentation site (Sphinx: the API reference from the docstrings, docs/*.md, a page per
+# paper) in docs/_build/html; any warning fails it. The API stubs are generated afresh each time.
+docs: $(STAMP)
+	rm -rf docs/api/generated
+	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 # Every experiment script at a tiny budget, so none of them rots (results go to temporary folders).
 smoke: $(STAMP)
@@ -68,4 +75,4 @@ chromium:
 	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache docs/_build docs/api/generated

@@ -56,7 +56,7 @@ def _grid_flow2(flow2: type, keys: list[str], grids: list[np.ndarray]) -> type:
     log(1 + 1/x)/log(hi/lo) at the incumbent x for a log-scaled one, times √d) and falls back to
     1e-4 for continuous ones. θ-min relaxes every discrete coordinate to a continuous one in
     [0, 1], which would leave the fallback and keep a thread from ever converging (Wang et al.,
-    ICLR 2021 leave the relaxed case open; see spec §7.5): here the bound is the same rule on the
+    ICLR 2021 leave the relaxed case open): here the bound is the same rule on the
     δ-step's grid — the unit distance from the incumbent's grid value to the next one (the previous
     one at the top), the smallest over the discrete coordinates, times √d. Continuous-only
     problems keep FLAML's 1e-4. The grids live on the class because FLAML creates every new thread
@@ -108,7 +108,7 @@ class FlamlThetaSolver(BaseThetaSolver):
     been told, a new problem (``update_problem``: new duals) rebuilds the searcher from the
     re-scored history; what does not depend on the objective — BlendSearch's admissible region
     F.R, which only grows — is carried over. ``keeps_state`` is set, so the ADMM loop keeps one
-    solver per z (one searcher state per z, as spec §7.4 asks).
+    solver per z (one searcher state per z: a z revisited resumes its own search).
 
     **Cost.** ``cost="time"`` (the default, the paper's choice) charges each trial its measured
     fit + predict time (training plus validation), in milliseconds; a cache hit costs nothing.
