@@ -208,7 +208,8 @@ class ToyEngine:
     ``(z, θ, fidelity, phase)``.
 
     ``fidelity_bias`` adds ``bias × (1 − fidelity)`` to the loss of partial-data evaluations;
-    ``duration`` (seconds, or a function of the configuration) is reported per evaluation and,
+    ``duration`` (seconds, or a function of the configuration) is reported per evaluation (as its
+    duration and, for a success, its fit time) and,
     with a ``clock`` (an object with a ``now`` attribute), advances it. An evaluation longer than
     ``timeout`` is stopped there, as the real engine's per-trial limit does: status ``TIMEOUT``,
     the failure loss 1.0, ``duration=timeout``.
@@ -250,8 +251,8 @@ class ToyEngine:
                                   duration=seconds, eval_id=len(self.calls) - 1)
             else:
                 loss = self.loss(config) + self.fidelity_bias * (1.0 - r.fidelity)
-                obs = Observation(loss=loss, fidelity=r.fidelity, duration=seconds,
-                                  eval_id=len(self.calls) - 1)
+                obs = Observation(loss=loss, fidelity=r.fidelity, fit_time=seconds,
+                                  duration=seconds, eval_id=len(self.calls) - 1)
             self.cache[key] = obs
             out.append(obs)
         return out

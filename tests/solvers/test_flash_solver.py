@@ -100,6 +100,8 @@ def test_failed_evaluations_enter_the_models_as_the_worst_value_with_their_time(
     assert observation_seconds(run[-2][1]) == 1.0  # ended by the executor: its wall time
     assert observation_seconds(Observation(loss=0, fit_time=1.0, predict_time=0.5,
                                            duration=9.0)) == 1.5
+    # a success that reports no time (an analytic function) costs 0, not its noisy wall time
+    assert observation_seconds(Observation(loss=0, duration=0.003)) == 0.0
 
 
 def test_timed_out_evaluations_teach_the_cost_model_only():

@@ -15,11 +15,15 @@ from ..._numerics import flash as F
 
 
 def observation_seconds(obs: Observation) -> float:
-    """The cost of one evaluation in seconds: its fit and predict time, or its wall time when the
-    executor ended it before it reported any (a timeout, a memory error, a lost worker) — the
-    paper keeps the measured time of a failed run."""
+    """The cost of one evaluation in seconds: its fit and predict time, or, for an evaluation that
+    did not succeed and reported none (a timeout, a memory error, a lost worker), its wall time —
+    the paper keeps the measured time of a failed run. A successful evaluation that reports 0 s
+    (an analytic benchmark function) costs 0: its wall time would make the models, and so the
+    run, depend on the machine's timing."""
     seconds = obs.fit_time + obs.predict_time
-    return float(seconds if seconds > 0 else max(obs.duration, 0.0))
+    if seconds > 0 or obs.status is Status.OK:
+        return float(seconds)
+    return float(max(obs.duration, 0.0))
 
 
 def usable(obs: Observation) -> bool:
