@@ -61,6 +61,12 @@ class BaseConstraint(ParamsMixin):
         """The constraint's value for a fitted pipeline on validation rows ``rows`` (X, y)."""
         raise NotImplementedError
 
+    def measure_point(self, pipeline: Any, X: Any, y: np.ndarray,
+                      rows: np.ndarray) -> tuple[float, float | None]:
+        """``(value, point)``: :meth:`measure`'s value and, for a constraint whose value is a
+        confidence bound, the point value on these rows (None for the others)."""
+        return float(self.measure(pipeline, X, y, rows)), None
+
     def feasible(self, value: float | None) -> bool:
         if value is None or not math.isfinite(value):
             return False
@@ -68,6 +74,21 @@ class BaseConstraint(ParamsMixin):
 
     def __str__(self) -> str:
         return f"{self.key} {self.sense} {self.threshold:g}"
+
+
+#: the suffix of the key under which a bounded constraint's point value is recorded
+POINT = ":point"
+
+
+def measure_all(measures: dict[str, BaseConstraint], pipeline: Any, X: Any, y: np.ndarray,
+                rows: np.ndarray, into: dict[str, list[float]]) -> None:
+    """Append every constraint's value on ``rows`` to ``into[name]``, and a bounded one's point
+    value to ``into[name + POINT]`` (what the run reports beside the bound)."""
+    for name, constraint in measures.items():
+        value, point = constraint.measure_point(pipeline, X, y, rows)
+        into.setdefault(name, []).append(float(value))
+        if point is not None:
+            into.setdefault(name + POINT, []).append(float(point))
 
 
 class CallableConstraint(BaseConstraint):

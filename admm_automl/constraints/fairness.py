@@ -218,6 +218,9 @@ class _FairlearnMetric(_GroupConstraint):
                 f"{self.name}: n_bootstrap must be an integer >= 10, got {n!r}")
 
     def measure(self, pipeline, X, y, rows) -> float:
+        return self.measure_point(pipeline, X, y, rows)[0]
+
+    def measure_point(self, pipeline, X, y, rows) -> tuple[float, float | None]:
         import fairlearn.metrics
 
         y_true, groups, keep = self._rows(y, rows)
@@ -225,8 +228,8 @@ class _FairlearnMetric(_GroupConstraint):
         value = float(getattr(fairlearn.metrics, self.name)(y_true, y_pred,
                                                             sensitive_features=groups))
         if self.confidence is None:
-            return value
-        return self.bound(value, y_true, y_pred, groups)
+            return value, None
+        return self.bound(value, y_true, y_pred, groups), value
 
     def bound(self, value: float, y_true: np.ndarray, y_pred: np.ndarray,
               groups: np.ndarray) -> float:

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from ..constraints.base import measure_all
 from .kept import KeptStore
 
 #: the learning curve is scored every ⌈t_max / CURVE_POINTS⌉ iterations (and at t)
@@ -165,7 +166,7 @@ def run_iterative_trial(
     scorer = ctx.metric.make_scorer(ctx.labels)
     result: dict[str, Any] = {"status": "ok", "error": None, "fit_time": 0.0, "predict_time": 0.0}
     curves, starts = [], []
-    measured: dict[str, list[float]] = {name: [] for name in ctx.measures}
+    measured: dict[str, list[float]] = {}
     for index, split in enumerate(ctx.splits):
         rows = split.train_rows(fidelity)
         X_train, y_train = take_rows(ctx.X, rows), ctx.y[rows]
@@ -202,10 +203,7 @@ def run_iterative_trial(
                 tic = time.perf_counter()
                 curve.append((stop, ctx.metric.loss(scorer, pipeline, X_valid, y_valid)))
                 result["predict_time"] += time.perf_counter() - tic
-            for name, constraint in ctx.measures.items():
-                measured[name].append(
-                    float(constraint.measure(pipeline, X_valid, y_valid, split.valid))
-                )
+            measure_all(ctx.measures, pipeline, X_valid, y_valid, split.valid, measured)
         store.put(key, iterations, pipeline)
         curves.append(dict(curve))
         starts.append(start_t)

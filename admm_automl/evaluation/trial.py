@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..constraints.base import measure_all
 from ..space import PipelineSpace
 from .data import take_rows
 from .kept import DEFAULT_CACHE_MB, KeptStore
@@ -109,7 +110,7 @@ def run_trial(
 
     result: dict[str, Any] = {"status": "ok", "error": None, "fit_time": 0.0, "predict_time": 0.0}
     losses: list[float] = []
-    measured: dict[str, list[float]] = {name: [] for name in ctx.measures}
+    measured: dict[str, list[float]] = {}
     cache = ctx.prefix_cache()
     before = cache.stats()
     predictions: list[Any] = []
@@ -143,10 +144,7 @@ def run_trial(
                     raise ValueError("the pipeline produced non-finite values (NaN or infinity) "
                                      f"when predicting the validation data ({err})") from err
                 result["predict_time"] += time.perf_counter() - start
-                for name, constraint in ctx.measures.items():
-                    measured[name].append(
-                        float(constraint.measure(pipeline, X_valid, y_valid, split.valid))
-                    )
+                measure_all(ctx.measures, pipeline, X_valid, y_valid, split.valid, measured)
                 if ctx.keep_predictions:
                     predictions.append(validation_predictions(pipeline[-1], fitted.valid))
         loss = float(np.mean(losses))

@@ -29,6 +29,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..constraints.base import POINT
 from ..exceptions import InvalidParameterError
 from ..records import Observation
 
@@ -128,18 +129,27 @@ class Constraints:
     def describe(self, obs: Observation) -> list[str]:
         """One line per constraint for a person: its bound, the observation's value, and whether
         it is met or by how much it is not (relative to the threshold), e.g.
-        ``"latency <= 2e-05: 3.1e-05, NOT met (55 % over)"``."""
+        ``"latency <= 2e-05: 3.1e-05, NOT met (55 % over)"``; a value that is a confidence bound
+        is shown with the point value on the validation rows,
+        ``"demographic_parity_difference <= 0.1: 0.083 (90 % bound; 0.052 on the validation
+        rows), met"``."""
         lines = []
         for c, key, h in zip(self.items, self.keys, self.h(obs)):
             value = _as_float(obs.constraints.get(key))
+            point = _as_float(obs.constraints.get(key + POINT))
             head = f"{key} {c.sense} {float(c.threshold):g}: "
             if not math.isfinite(value):
                 lines.append(head + "not measured (the evaluation failed)")
-            elif h <= 0:
-                lines.append(head + f"{value:.4g}, met")
+                continue
+            shown = f"{value:.4g}"
+            if math.isfinite(point):
+                shown += (f" ({float(getattr(c, 'confidence', 0) or 0):.0%} bound; {point:.4g} "
+                          "on the validation rows)")
+            if h <= 0:
+                lines.append(head + f"{shown}, met")
             else:
                 side = "over" if c.sense == "<=" else "under"
-                lines.append(head + f"{value:.4g}, NOT met ({100 * h:.3g} % {side})")
+                lines.append(head + f"{shown}, NOT met ({100 * h:.3g} % {side})")
         return lines
 
     # -------------------------------------------------------------------- sub-problem terms

@@ -28,6 +28,7 @@ from typing import Any, Callable
 import yaml
 
 from . import plots
+from ..constraints.base import POINT
 from ..evaluation.metrics import shown
 from ..exceptions import InvalidParameterError
 from .rundir import RunData, as_run
@@ -53,14 +54,16 @@ def _ranked(run: RunData):
 def leaderboard(run: Any, n: int = 10):
     """The ``n`` best pipelines of a run (a fitted estimator or a run directory) as a DataFrame,
     as AutoGluon's ``leaderboard()``: ``eval_id``, ``pipeline``, ``loss``, ``score``
-    (``offset − loss``), each constraint's value and ``feasible``, ``fit_time``,
+    (``offset − loss``), each constraint's value (and, for a confidence bound, its point value
+    on the validation rows, ``<key>:point``) and ``feasible``, ``fit_time``,
     ``predict_time``, ``ensemble_weight`` (its share of the ensemble ``predict`` uses, 0 if not a
     member) and ``hyperparameters`` (a dict of the chosen algorithms' values)."""
     run = as_run(run)
     h = _ranked(run).head(n)
     offset = run.metric[1]
     columns = ["eval_id", "pipeline", "loss"]
-    columns += [f"constraint:{c['key']}" for c in run.constraints if f"constraint:{c['key']}" in h]
+    columns += [f"constraint:{c['key']}{suffix}" for c in run.constraints for suffix in ("", POINT)
+                if f"constraint:{c['key']}{suffix}" in h]
     columns += [c for c in ("feasible", "fit_time", "predict_time") if c in h]
     board = h[columns].reset_index(drop=True)
     board.insert(3, "score", offset - board["loss"].astype(float))

@@ -39,6 +39,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 
+from ..constraints.base import measure_all
 from ..evaluation.data import take_rows
 from ..records import Observation
 from ..journal import observation_of
@@ -225,15 +226,13 @@ def _voting(ctx: Any, space: Any, records: dict[int, Any], weights: dict[int, in
 def measure_constraints(ctx: Any, model: Any) -> dict[str, float]:
     """Every constraint of ``ctx`` measured on ``model`` as a trial measures a pipeline: fitted on
     each split's training rows, measured on its validation rows, averaged over the splits."""
-    measured: dict[str, list[float]] = {name: [] for name in ctx.measures}
+    measured: dict[str, list[float]] = {}
     for split in ctx.splits:
         fitted = clone(model)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fitted.fit(take_rows(ctx.X, split.train), ctx.y[split.train])
             X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
-            for name, constraint in ctx.measures.items():
-                measured[name].append(float(constraint.measure(fitted, X_valid, y_valid,
-                                                               split.valid)))
+            measure_all(ctx.measures, fitted, X_valid, y_valid, split.valid, measured)
     return {name: float(np.mean(values)) for name, values in measured.items()}
 

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..constraints.base import POINT
 from ..methods._lagrangian import Constraints, optimal_slack
 from ..exceptions import (ConstraintViolationWarning, EvaluationFailedWarning, SearchError,
                           SubsampleOnlyWarning)
@@ -207,5 +208,6 @@ def describe_constraints(model: Any) -> list[str]:
         history = model.history_
         best = history.loc[history["eval_id"] == model.best_eval_id_].iloc[0]
         obs = Observation(loss=float(best["loss"]), constraints={
-            c.key: best.get(f"constraint:{c.key}") for c in model.constraints_})
+            key: best.get(f"constraint:{key}") for c in model.constraints_
+            for key in (c.key, c.key + POINT)})
     return Constraints(model.constraints_).describe(obs)

@@ -177,3 +177,44 @@ def test_measure_with_confidence_is_the_bound_of_the_validation_value():
         c.bind(X, y, groups=None, splits=split, task="classification")
         values.append(c.measure(model, X.iloc[rows], y[rows], rows))
     assert values[1] > values[0]
+
+
+def test_a_bounded_constraint_reports_its_point_value_beside_the_bound():
+    """With ``confidence`` the search constrains the bound, and the run keeps the point value on
+    the validation rows too: measure_point gives both, history_ has both columns, and the
+    per-constraint line of the returned model shows both."""
+    from admm_automl.run.results import describe_constraints
+
+    X, y = data()
+    model = fitted(X, y)
+    rows = np.arange(400, 600)
+    split = [Split(np.arange(400), rows, np.arange(400))]
+    plain, bounded = (CONSTRAINTS.create({"name": "demographic_parity_difference",
+                                          "params": {"group_by": "sex", "confidence": c}})
+                      for c in (None, 0.9))
+    for c in (plain, bounded):
+        c.bind(X, y, groups=None, splits=split, task="classification")
+    value = plain.measure(model, X.iloc[rows], y[rows], rows)
+    assert plain.measure_point(model, X.iloc[rows], y[rows], rows) == (value, None)
+    bound, point = bounded.measure_point(model, X.iloc[rows], y[rows], rows)
+    assert point == value and bound > value
+    assert bound == bounded.measure(model, X.iloc[rows], y[rows], rows)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = ADMMClassifier(
+            search_space=tiny_space(), theta_solver="random", z_solver="random",
+            executor="serial", max_evals=6, random_state=0, ensemble_size=0,
+            fairness_mitigation=False, constraints=[{
+                "name": "demographic_parity_difference", "threshold": 1.0, "group_by": "sex",
+                "confidence": 0.9}]).fit(X, y)
+    history = search.history_.set_index("eval_id")
+    bounds = history["constraint:demographic_parity_difference"]
+    points = history["constraint:demographic_parity_difference:point"]
+    assert (bounds >= points).all() and (bounds > points).any()
+    board = search.leaderboard(n=3)
+    assert {"constraint:demographic_parity_difference",
+            "constraint:demographic_parity_difference:point"} <= set(board.columns)
+    (line,) = describe_constraints(search)
+    assert line == (f"demographic_parity_difference <= 1: {bounds[search.best_eval_id_]:.4g} "
+                    f"(90% bound; {points[search.best_eval_id_]:.4g} on the validation rows), met")
