@@ -108,6 +108,7 @@ class _Block:
     rows: list[list[str]] | None = None  # a table's rows, the first is its header
     png: bytes = b""
     name: str = ""
+    sortable: bool = False  # a table whose columns sort on a click (HTML)
 
 
 def _fmt(value: Any) -> str:
@@ -234,6 +235,18 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
                             "how far they miss the constraints" if keys else
                             "By validation loss") + f"; {legend}; times in seconds."),
                _Block("table", rows=_table(board))]
+    n_all = len(_ranked(run))
+    if n_all > len(board):  # every successful evaluation (the failures follow, by reason)
+        every = leaderboard(run, n_all)
+        every.insert(0, "rank", every.index)
+        if offset:
+            every = every.rename(columns={"score": label})
+        else:
+            every = every.drop(columns="score")
+        blocks += [_Block("h2", f"Every successful evaluation ({len(every)})"),
+                   _Block("p", "Ranked as the leaderboard; in the web page a click on a column's "
+                               "header sorts by it (a second click the other way)."),
+                   _Block("table", rows=_table(every), sortable=True)]
     bad = failures(run)
     blocks.append(_Block("h2", f"Failures ({int(bad['count'].sum()) if len(bad) else 0})"))
     if bad.empty:
@@ -275,6 +288,25 @@ img { max-width: 100%; }
 """
 
 
+#: sorts a ``table.sortable`` by the clicked column: numbers as numbers, the rest as text
+_SORT_JS = """
+document.querySelectorAll('table.sortable th').forEach(th => {
+  th.style.cursor = 'pointer';
+  th.addEventListener('click', () => {
+    const body = th.closest('table').tBodies[0], i = th.cellIndex;
+    const dir = th.dataset.dir === 'asc' ? -1 : 1;
+    const key = row => { const t = row.cells[i].textContent, x = Number(t);
+                         return t !== '' && !isNaN(x) ? [0, x] : [1, t]; };
+    const rows = Array.from(body.rows).sort((a, b) => {
+      const [p, x] = key(a), [q, y] = key(b);
+      return (p - q || (x < y ? -1 : x > y ? 1 : 0)) * dir; });
+    th.dataset.dir = dir === 1 ? 'asc' : 'desc';
+    rows.forEach(row => body.appendChild(row));
+  });
+});
+"""
+
+
 def _html(blocks: list[_Block]) -> str:
     e = html.escape
     out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
@@ -291,11 +323,14 @@ def _html(blocks: list[_Block]) -> str:
             cells = "".join(f"<th>{e(c)}</th>" for c in head)
             thead = f"<thead><tr>{cells}</tr></thead>" if any(head) else ""
             body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
-            out.append(f"<table>{thead}<tbody>{body}</tbody></table>")
+            kind = " class='sortable'" if b.sortable else ""
+            out.append(f"<table{kind}>{thead}<tbody>{body}</tbody></table>")
         elif b.kind == "figure":
             data = base64.b64encode(b.png).decode("ascii")
             out.append(f"<figure><img alt='{e(b.name)}' src='data:image/png;base64,{data}'>"
                        f"<figcaption>{e(b.text)}</figcaption></figure>")
+    if any(b.sortable for b in blocks):
+        out.append(f"<script>{_SORT_JS}</script>")
     out.append("</body></html>")
     return "\n".join(out)
 

@@ -130,6 +130,12 @@ def test_report_content_matches_history(run, reports):
     first = re.search(r"^\| 1 \| (\d+) \| ([^|]+) \| ([0-9.e-]+) \|", md, re.M)
     assert first and int(first.group(1)) == model.best_eval_id_
     assert float(first.group(3)) == pytest.approx(model.best_loss_, rel=1e-3)
+    # every successful evaluation in one table the page sorts by a click (the leaderboard's order)
+    ok = int((h["status"] == "ok").sum())
+    table = re.search(r"<table class='sortable'>(.*?)</table>", html, re.S)
+    assert table and table.group(1).count("<tr>") == ok + 1  # the header and one row each
+    assert "<script>" in html and "table.sortable th" in html
+    assert f"## Every successful evaluation ({ok})" in md
     # failures with their error text
     bad = failures(model)
     assert bad["count"].sum() == (h["status"] != "ok").sum() == model.n_failed_
