@@ -58,6 +58,11 @@ class Suggestion:
     cheap: bool = False
 
 
+#: the suffix of the constraint key under which a value that is a confidence bound has its point
+#: value recorded (``"demographic_parity_difference:point"``)
+POINT = ":point"
+
+
 @dataclass(frozen=True)
 class Observation:
     """The raw result of one evaluation (never penalised: the ADMM terms are added by ``augment``).

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._params import ParamsMixin
 from ..exceptions import InvalidParameterError
+from ..records import POINT
 
 
 class BaseConstraint(ParamsMixin):
@@ -74,10 +75,6 @@ class BaseConstraint(ParamsMixin):
 
     def __str__(self) -> str:
         return f"{self.key} {self.sense} {self.threshold:g}"
-
-
-#: the suffix of the key under which a bounded constraint's point value is recorded
-POINT = ":point"
 
 
 def measure_all(measures: dict[str, BaseConstraint], pipeline: Any, X: Any, y: np.ndarray,

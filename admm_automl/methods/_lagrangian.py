@@ -29,9 +29,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..constraints.base import POINT
 from ..exceptions import InvalidParameterError
-from ..records import Observation
+from ..records import POINT, Observation
 
 #: h of a constraint that could not be measured (failed pipeline, non-finite value)
 MISSING_VIOLATION = 1.0

@@ -28,7 +28,7 @@ from typing import Any, Callable
 import yaml
 
 from . import plots
-from ..constraints.base import POINT
+from ..records import POINT
 from ..evaluation.metrics import shown
 from ..exceptions import InvalidParameterError
 from .rundir import RunData, as_run

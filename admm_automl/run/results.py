@@ -8,12 +8,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..constraints.base import POINT
 from ..methods._lagrangian import Constraints, optimal_slack
 from ..exceptions import (ConstraintViolationWarning, EvaluationFailedWarning, SearchError,
                           SubsampleOnlyWarning)
 from ..journal import observation_of
-from ..records import Observation
+from ..records import POINT, Observation
 
 
 def _cell(value: Any) -> Any:
