@@ -221,15 +221,17 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
                           if f"mu:{k}" in run.trace)
             blocks.append(_Block("p", f"One ADMM iteration: ‖λ‖ = {last['lambda_norm']:.3g}, "
                                       f"‖θ̃d − δ‖ = {last['primal_residual']:.3g}{mus}."))
-    board = leaderboard(run, n_best)
-    board.insert(0, "rank", board.index)
     label = shown(name, offset, 0.0)[0]
-    if offset:  # a score beside the loss; a metric without one (RMSE) is read as the loss
-        board = board.rename(columns={"score": label})
-        legend = f"{label} = {offset:g} − loss"
-    else:
-        board = board.drop(columns="score")
-        legend = f"loss = {label}"
+    # a score beside the loss; a metric without one (RMSE) is read as the loss
+    legend = f"{label} = {offset:g} − loss" if offset else f"loss = {label}"
+
+    def ranked(n: int):
+        """The ``n`` best pipelines as the report shows them: ranked, the score by its name."""
+        board = leaderboard(run, n)
+        board.insert(0, "rank", board.index)
+        return board.rename(columns={"score": label}) if offset else board.drop(columns="score")
+
+    board = ranked(n_best)
     blocks += [_Block("h2", f"Leaderboard: the {len(board)} best pipelines"),
                _Block("p", ("Feasible pipelines first, by validation loss, then the others by "
                             "how far they miss the constraints" if keys else
@@ -237,12 +239,7 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
                _Block("table", rows=_table(board))]
     n_all = len(_ranked(run))
     if n_all > len(board):  # every successful evaluation (the failures follow, by reason)
-        every = leaderboard(run, n_all)
-        every.insert(0, "rank", every.index)
-        if offset:
-            every = every.rename(columns={"score": label})
-        else:
-            every = every.drop(columns="score")
+        every = ranked(n_all)
         blocks += [_Block("h2", f"Every successful evaluation ({len(every)})"),
                    _Block("p", "Ranked as the leaderboard; in the web page a click on a column's "
                                "header sorts by it (a second click the other way)."),
