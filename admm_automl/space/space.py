@@ -25,7 +25,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..exceptions import InvalidParameterError, did_you_mean, unknown_name_message
+from ..exceptions import (InvalidParameterError, MissingDependencyError, did_you_mean,
+                          unknown_name_message)
 from .encoding import Encoding
 from .hyperparameters import Categorical, Fixed, Hyperparameter, Int
 
@@ -388,6 +389,8 @@ class PipelineSpace:
         InvalidParameterError
             On an unknown module or choice (the message lists the valid ones), or a module
             given no choice.
+        MissingDependencyError
+            On a choice the space declares but left out because its package is not installed.
         """
         known = {m.name: m for m in self.modules}
         for name in choices:
@@ -404,6 +407,11 @@ class PipelineSpace:
             wanted = [wanted] if isinstance(wanted, str) else list(wanted)
             if not wanted:
                 raise InvalidParameterError(f"module {module.name!r}: give at least one choice")
+            for mod, choice, reason in self.skipped:
+                if mod == module.name and choice in wanted:
+                    raise MissingDependencyError(
+                        f"module {mod!r}: choice {choice!r} {reason} (pip install it; "
+                        "'admm-automl[boost]' brings the built-in spaces' LightGBM and XGBoost)")
             keep = {module.index(name) for name in wanted}  # unknown names raise here
             modules.append(replace(module, choices=tuple(
                 a for j, a in enumerate(module.choices) if j in keep)))

@@ -16,7 +16,7 @@ import pytest
 
 from admm_automl._yaml import read_yaml
 from admm_automl.cli import main
-from admm_automl.exceptions import ConfigError, InvalidParameterError
+from admm_automl.exceptions import ConfigError, InvalidParameterError, MissingDependencyError
 from admm_automl.space import (
     Algorithm,
     Categorical,
@@ -405,6 +405,10 @@ def test_missing_package_leaves_the_algorithm_out(missing, caplog):
     assert space.for_task("classification").skipped == space.skipped
     with pytest.raises(InvalidParameterError, match=r"Unknown choice 'lightgbm'"):
         space.for_task("classification").encode({"estimator": "lightgbm"})
+    # asked for by name (FLAML's estimator_list), it names the missing package, not a typo
+    with pytest.raises(MissingDependencyError, match=r"choice 'lightgbm' requires lightgbm, not "
+                                                     r"installed \(pip install it"):
+        space.for_task("classification").restrict(estimator=["svm", "lightgbm"])
 
 
 def test_installed_package_keeps_the_algorithm(space):
