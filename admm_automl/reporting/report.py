@@ -368,7 +368,6 @@ def write_report(run: Any, path: "str | Path | None" = None, *, n_best: int = 10
 
     Raises :class:`~admm_automl.exceptions.MissingDependencyError` without matplotlib.
     """
-    plots.require_matplotlib()
     if path is None:
         if isinstance(run, (str, Path)):
             path = Path(run)
@@ -379,7 +378,8 @@ def write_report(run: Any, path: "str | Path | None" = None, *, n_best: int = 10
         path = path / "report.html"
     if path.suffix.lower() not in (".html", ".htm"):
         raise InvalidParameterError(f"the report is an .html file; got {str(path)!r}")
-    run = as_run(run)
+    run = as_run(run)  # a directory that is not a run is named before a missing matplotlib
+    plots.require_matplotlib()
     path.parent.mkdir(parents=True, exist_ok=True)
     blocks = _blocks(run, n_best)
     path.write_text(_html(blocks), encoding="utf-8")

@@ -42,6 +42,8 @@ def test_default_space_is_the_estimators_default():
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_shipped_portfolio_loads_and_every_configuration_is_valid(task):
+    pytest.importorskip("lightgbm", reason="the portfolio names LightGBM ([boost] extra)")
+    pytest.importorskip("xgboost", reason="the portfolio names XGBoost ([boost] extra)")
     node = builtin_portfolio("default")
     assert node["space"] == "default"
     space = load_space("default").for_task(task)
@@ -149,6 +151,7 @@ def test_the_time_budget_decides_cv_above_the_row_limit(budget, folds, tmp_path)
     header = json.loads((tmp_path / "journal.jsonl").read_text().splitlines()[0])
     assert header["run"]["splits"]["cv"] == folds
 
+@pytest.mark.serial  # timed against a budget: `make test` runs it alone
 @pytest.mark.slow
 def test_automatic_timeout_stops_a_slow_trial_and_the_run_goes_on(breast_cancer):
     X, y = breast_cancer
@@ -258,6 +261,7 @@ def test_refit_estimate_scales_the_mean_fit_per_split_to_all_rows():
     assert refit_seconds_estimate({"fit_time": 0.0, "n_train": None}, 1000, 1) == 0.0
 
 
+@pytest.mark.serial  # timed against a budget: `make test` runs it alone
 @pytest.mark.slow
 def test_a_time_budget_covers_the_refit(breast_cancer):
     import time

@@ -257,6 +257,9 @@ def test_builtin_cost_related_integers_start_at_their_cheapest(name):
 
 
 def test_builtin_low_cost_values_spot_checks():
+    pytest.importorskip("lightgbm", reason="the default space's LightGBM ([boost] extra)")
+    pytest.importorskip("xgboost", reason="the default space's XGBoost ([boost] extra)")
+
     def hp(space, algo_name, hp_name, task="classification"):
         est = load_space(space).for_task(task).modules[-1]
         return next(h for h in est.choices[est.index(algo_name)].hyperparameters if h.name == hp_name)
