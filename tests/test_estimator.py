@@ -257,6 +257,7 @@ def test_all_pipelines_failing_is_an_error():
             ADMMClassifier(**{**FAST, "search_space": space}).fit(X, Y)
 
 
+@pytest.mark.serial  # timed against a budget: `make test` runs it alone
 @pytest.mark.slow
 def test_time_budget_is_honoured():
     import time

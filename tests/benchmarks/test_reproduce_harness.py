@@ -122,6 +122,7 @@ def test_a_claims_own_checkpoints_are_its_columns_and_its_rules(tmp_path):
     assert "| method | 0.5T | 1T | rank at T |" in text and "0.1T" not in text
 
 
+@pytest.mark.serial  # a 3 s time budget: beside another test worker it may end with no pipeline
 def test_held_out_rows_score_each_checkpoints_incumbent(tmp_path):
     """With test_size, the search never sees the held-out rows, and after the run the incumbent
     of each checkpoint is refitted on the search rows and scored on them."""

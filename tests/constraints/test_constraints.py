@@ -211,6 +211,7 @@ def test_latency_with_an_injected_timer_is_exact():
     assert short.measure(model, X.iloc[:20], Y[:20], np.arange(20)) == pytest.approx(0.2 / 20)
 
 
+@pytest.mark.serial  # timed against a budget: `make test` runs it alone
 @pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"),
                     reason="needs CPU affinity (Linux)")
 def test_latency_on_the_cpu_clock_holds_on_a_busy_core():

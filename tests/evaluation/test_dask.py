@@ -49,6 +49,11 @@ from admm_automl.testing import tiny_space  # noqa: E402
 from fault_probe import OK, RAISE, SEGFAULT, ProbeTask, job  # noqa: E402
 
 X, Y = load_breast_cancer(return_X_y=True)
+
+# timing-sensitive (deadlines, killed workers): `make test` runs them alone, after the rest
+pytestmark = pytest.mark.serial
+
+
 SPACE = tiny_space({
     "gnb": {"class": "sklearn.naive_bayes.GaussianNB"},
     "raiser": {"class": "admm_automl.testing.RaisingClassifier"},

@@ -31,6 +31,10 @@ from admm_automl.exceptions import WorkerError
 from admm_automl.journal import Journal
 from fault_probe import OK, RAISE, SEGFAULT, THREADS, ProbeTask, job
 
+# timing-sensitive (deadlines, killed workers): `make test` runs them alone, after the rest
+pytestmark = pytest.mark.serial
+
+
 SIGKILLED = "died during this trial: killed by signal 9 (SIGKILL)"
 
 

@@ -8,12 +8,13 @@ import multiprocessing
 import warnings
 
 import pytest
-from rich.console import Console
 
 from admm_automl import ADMM
 from admm_automl.methods._driver import RunListener
 from admm_automl.methods.registry import METHODS
 from admm_automl.reporting.progress import ProgressDisplay, display_wanted, watching
+
+Console = pytest.importorskip("rich.console", reason="the live display needs rich").Console
 
 
 class Recording(RunListener):
