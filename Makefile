@@ -32,15 +32,17 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m serial
 
 # The bare core in a fresh venv, as `pip install admm-automl` without extras installs it: the
-# fast tests, of which those that need an extra are reported as skipped, naming it
-# (tests/conftest.py); about 2 minutes to install and 3 to test.
+# fast tests (the timing ones are about the engine, not the install), of which those that need an
+# extra are reported as skipped, naming it (tests/conftest.py); about 2 minutes to install and 2
+# to test.
 CORE_VENV ?= .venv-core
 test-core:
 	rm -rf $(CORE_VENV)
 	$(PYTHON) -m venv $(CORE_VENV)
 	$(CORE_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(CORE_VENV)/bin/python -m pip install --quiet . pytest pytest-timeout
-	ADMM_AUTOML_CORE_ONLY=1 $(CORE_VENV)/bin/pytest -m "not slow" -p no:cacheprovider
+	$(CORE_VENV)/bin/python -m pip install --quiet . pytest pytest-timeout pytest-xdist
+	ADMM_AUTOML_CORE_ONLY=1 $(CORE_VENV)/bin/pytest -n $(TEST_WORKERS) -m "not slow and not serial" \
+		-p no:cacheprovider
 
 # Everything but the tests marked slow, those above ~5 s each (about 3 minutes).
 test-fast: $(STAMP)
