@@ -8,12 +8,11 @@ import subprocess
 import sys
 import textwrap
 
-EXTRAS = ("flaml", "optuna", "rich", "matplotlib", "lightgbm", "xgboost", "dask", "distributed",
-          "smac", "ConfigSpace")
+from admm_automl.testing import EXTRA_PACKAGES
 
 SCRIPT = textwrap.dedent(f"""
     import importlib.util, sys, warnings
-    hidden = {EXTRAS!r}
+    hidden = {EXTRA_PACKAGES!r}
     real = importlib.util.find_spec
     importlib.util.find_spec = (
         lambda name, *a: None if name.split(".")[0] in hidden else real(name, *a))

@@ -30,6 +30,8 @@
 * :mod:`.estimators` — misbehaving estimators (raising, NaN, sleeping, busy in C, memory hog)
   and a scaler that counts its fits.
 * :mod:`.spaces` — small pipeline spaces.
+* :data:`EXTRA_PACKAGES` — the importable packages of the optional extras (``pip install
+  admm-automl[...]``), for tests that hide them or skip on their absence.
 """
 
 from .estimators import (
@@ -67,9 +69,16 @@ from .solver_checks import (
 )
 from .spaces import SYNTHETIC, synthetic_loss, tiny_space, wide_loss, wide_space
 
+#: The top-level modules that the extras of pyproject.toml install and the core does not: FLAML,
+#: Optuna, rich, matplotlib, LightGBM, XGBoost, Dask (and distributed), SMAC3 (and ConfigSpace).
+#: The core must import and search without any of them.
+EXTRA_PACKAGES = ("flaml", "optuna", "rich", "matplotlib", "lightgbm", "xgboost", "dask",
+                  "distributed", "smac", "ConfigSpace")
+
 __all__ = [
     "BAD_KINDS",
     "CAPABILITIES",
+    "EXTRA_PACKAGES",
     "SYNTHETIC",
     "THETA_CAPABILITY_CHECKS",
     "THETA_CHECKS",
