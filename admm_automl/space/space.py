@@ -407,12 +407,7 @@ class PipelineSpace:
             wanted = [wanted] if isinstance(wanted, str) else list(wanted)
             if not wanted:
                 raise InvalidParameterError(f"module {module.name!r}: give at least one choice")
-            for mod, choice, reason in self.skipped:
-                if mod == module.name and choice in wanted:
-                    raise MissingDependencyError(
-                        f"module {mod!r}: choice {choice!r} {reason} (pip install it; "
-                        "'admm-automl[boost]' brings the built-in spaces' LightGBM and XGBoost)")
-            keep = {module.index(name) for name in wanted}  # unknown names raise here
+            keep = {self._choice_index(module, name) for name in wanted}
             modules.append(replace(module, choices=tuple(
                 a for j, a in enumerate(module.choices) if j in keep)))
         kept = {m.name: [a.name for a in m.choices] for m in modules}
@@ -423,6 +418,22 @@ class PipelineSpace:
                          for k, v in choices.items())
         return PipelineSpace(f"{self.name}[{label}]", tuple(modules), initial, self.description,
                              self.skipped)
+
+    def _choice_index(self, module: Module, choice: str) -> int:
+        """``module.index(choice)``, except that a choice this space left out (:attr:`skipped`)
+        is named with its reason instead of as a typo: MissingDependencyError when its package
+        is not installed, InvalidParameterError when the data are too large for it."""
+        if all(a.name != choice for a in module.choices):
+            for mod, name, reason in self.skipped:
+                if (mod, name) != (module.name, choice):
+                    continue
+                message = f"module {mod!r}: choice {choice!r} was left out of this space: {reason}"
+                if reason.startswith("requires "):  # the loader's reason for a missing package
+                    hint = ("; pip install admm-automl[boost] brings LightGBM and XGBoost"
+                            if choice in ("lightgbm", "xgboost") else "")
+                    raise MissingDependencyError(f"{message} (pip install it{hint})")
+                raise InvalidParameterError(message)
+        return module.index(choice)
 
     def wrapped(self, module: Module) -> "PipelineSpace":
         """This space with ``module`` (one that :attr:`Module.wraps`) appended as its last
@@ -611,7 +622,7 @@ class PipelineSpace:
             raise InvalidParameterError(f"unknown configuration keys {sorted(unknown)!r}")
         z = []
         for i, module in enumerate(self.modules):
-            j = module.index(config[module.name]) if module.name in config else 0
+            j = self._choice_index(module, config[module.name]) if module.name in config else 0
             z.append(j)
             algo = module.choices[j]
             slot = enc.slots[i][j]

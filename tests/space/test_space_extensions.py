@@ -406,12 +406,18 @@ def test_missing_package_leaves_the_algorithm_out(missing, caplog):
     assert space.skipped == (("estimator", "lightgbm", "requires lightgbm, not installed"),)
     assert "left out estimator:lightgbm (requires lightgbm, not installed)" in caplog.text
     assert space.for_task("classification").skipped == space.skipped
-    with pytest.raises(InvalidParameterError, match=r"Unknown choice 'lightgbm'"):
-        space.for_task("classification").encode({"estimator": "lightgbm"})
-    # asked for by name (FLAML's estimator_list), it names the missing package, not a typo
-    with pytest.raises(MissingDependencyError, match=r"choice 'lightgbm' requires lightgbm, not "
-                                                     r"installed \(pip install it"):
-        space.for_task("classification").restrict(estimator=["svm", "lightgbm"])
+    # asked for by name (FLAML's estimator_list, a warm start), it names the missing package, not
+    # a typo; a real typo is still one
+    clf = space.for_task("classification")
+    missing_lightgbm = (r"choice 'lightgbm' was left out of this space: requires lightgbm, not "
+                        r"installed \(pip install it; pip install admm-automl\[boost\]")
+    with pytest.raises(MissingDependencyError, match=missing_lightgbm):
+        clf.restrict(estimator=["svm", "lightgbm"])
+    with pytest.raises(MissingDependencyError, match=missing_lightgbm):
+        clf.encode({"estimator": "lightgbm"})
+    with pytest.raises(InvalidParameterError, match=r"Unknown choice 'lightgbn'") as typo:
+        clf.encode({"estimator": "lightgbn"})
+    assert not isinstance(typo.value, MissingDependencyError)
 
 
 def test_installed_package_keeps_the_algorithm(space):
@@ -486,6 +492,10 @@ def test_for_data_drops_algorithms_over_their_limit(space):
     big = clf.for_data(501)
     assert [a.name for a in big.modules[1].choices] == ["forest", "lightgbm"]
     assert big.skipped == (("estimator", "svm", "max_rows=500 < 501 rows"),)
+    with pytest.raises(InvalidParameterError, match=r"choice 'svm' was left out of this space: "
+                                                    r"max_rows=500 < 501 rows") as left_out:
+        big.restrict(estimator="svm")
+    assert not isinstance(left_out.value, MissingDependencyError)
     assert big.initial == clf.initial and big.encoding.initial_z == (0, 0)
     assert big.modules[0] == clf.modules[0]
     assert big.encoding.theta_dim == clf.encoding.theta_dim - 1  # the SVM's C is gone
