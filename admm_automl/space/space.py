@@ -337,6 +337,14 @@ class Module:
         )
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    """``a == b``, with lists and tuples alike: a configuration read back from a journal (JSON)
+    holds a list where the space holds a tuple, e.g. a fixed ``bins=(0, 26, 120)``."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    return a == b
+
+
 @dataclass(frozen=True, eq=False)
 class PipelineSpace:
     """An ordered sequence of modules; the search space of one AutoML run.
@@ -641,7 +649,7 @@ class PipelineSpace:
                         length is not None and hp_name == length.parameter and _is_int(value)
                         and 1 <= value <= length.t_max
                     )
-                    if fixed[hp_name].value != value and not a_length:
+                    if not _same_value(fixed[hp_name].value, value) and not a_length:
                         raise InvalidParameterError(
                             f"{algo.name!r} in module {module.name!r}: hyperparameter "
                             f"{hp_name!r} is fixed to {fixed[hp_name].value!r}, got {value!r}"

@@ -4,6 +4,7 @@ learner meets is met through a mitigation."""
 
 from __future__ import annotations
 
+import json
 import pickle
 import warnings
 
@@ -125,6 +126,25 @@ def test_a_wrapping_module_makes_one_step_with_no_prefix_and_none_adds_no_step()
                        random_state=0) == []
     assert len(prefix_keys(space, z_none, enc.initial_theta, split=0, fidelity=1.0,
                            random_state=0)) == 2  # preprocess, scaler: before the estimator
+
+
+def test_a_mitigated_configuration_read_back_from_the_journal_encodes_again():
+    """JSON turns the fixed ``bins`` tuple into a list; the configuration a journal holds (the
+    best pipeline to refit, a resumed run's history) must still encode to the same point."""
+    (constraint,) = make_constraints([{"name": "demographic_parity_difference",
+                                       "threshold": 0.1, "group_by": "age",
+                                       "bins": [0, 26, 120]}])
+    space = tiny_space().for_task("classification").wrapped(mitigation_module(constraint))
+    enc = space.encoding
+    z = (1, 1, enc.choice_names[-1].index("threshold_optimizer"))
+    config = space.decode(z, enc.initial_theta)
+    assert config["mitigation__bins"] == (0, 26, 120)
+    read_back = json.loads(json.dumps(config))
+    assert read_back["mitigation__bins"] == [0, 26, 120]
+    z_again, theta = space.encode(read_back)
+    assert z_again == z and space.decode(z_again, theta) == config
+    with pytest.raises(InvalidParameterError, match="'bins' is fixed to"):
+        space.encode({**read_back, "mitigation__bins": [0, 30, 120]})
 
 
 def test_only_the_last_module_may_wrap():
