@@ -309,17 +309,15 @@ def run_estimator(method: str, task: str, thresholds: dict, X: Any, y: np.ndarra
 
 def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
             seed: int) -> dict[str, Any]:
-    """``Optuna-TPE``: Optuna's constrained TPE through the package's evaluation engine (the
-    module docstring)."""
-    import optuna
-
-    from admm_automl.benchmarks.peers import _optuna_point
+    """``Optuna-TPE``: Optuna's constrained TPE (the package's Optuna peer given the constraints)
+    through the package's evaluation engine, set up as the estimator sets up a run (the module
+    docstring)."""
+    from admm_automl.benchmarks.peers import run_optuna
     from admm_automl.evaluation.kept import kept_budget_mb
     from admm_automl.evaluation.prefix_cache import DEFAULT_CACHE_MB
     from admm_automl.evaluation.splits import resolve_cv
-    from admm_automl.exceptions import BudgetExhausted
     from admm_automl.journal import observation_of
-    from admm_automl.methods._driver import Budget, Recorder
+    from admm_automl.methods._driver import Budget
     from admm_automl.methods._lagrangian import Constraints
     from admm_automl.run.deadline import Deadline, refit_reserve
     from admm_automl.run.library import PredictionLibrary
@@ -342,29 +340,11 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     objective = open_objective(ctx, executor=single_threaded_executor("process"),
                                worst_loss=prepared.worst_loss, start_time=deadline.start,
                                policy=deadline.trial_policy(None), observers=[library])
-    recorder = Recorder(space.encoding, objective,
-                        Budget(None, budget, start_time=deadline.start,
-                               reserve=lambda: refit_reserve(library, budget, False)),
-                        constraints)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler = optuna.samplers.TPESampler(
-            seed=seed, constraints_func=lambda trial: trial.user_attrs["violations"])
-    study = optuna.create_study(direction="minimize", sampler=sampler)
     try:
-        while True:
-            trial = study.ask()
-            try:
-                (obs,) = recorder.evaluate([(*_optuna_point(trial, space), 1.0)], "optuna-tpe")
-            except BudgetExhausted:
-                break
-            # relative violations, <= 0 when met (1 when not measured: a failed pipeline)
-            trial.set_user_attr("violations", [float(v) for v in constraints.h(obs)])
-            if math.isfinite(obs.loss):
-                study.tell(trial, obs.loss)
-            else:
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        n_evals, _ = run_optuna(
+            space, objective, Budget(None, budget, start_time=deadline.start,
+                                     reserve=lambda: refit_reserve(library, budget, False)),
+            seed=seed, option="tpe", constraints=prepared.constraints)
     finally:
         objective.close()
     records = [r for r in objective.journal.records
@@ -379,7 +359,7 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
                               [constraints.feasible(o) for o in observations])
     return {"model": pipeline, "validation": {"roc_auc": 1.0 - obs.loss, **obs.constraints},
             "validation_feasible": constraints.feasible(obs), "first_feasible_time": t,
-            "found_feasible": found, "n_evals": int(recorder.n_evals),
+            "found_feasible": found, "n_evals": int(n_evals),
             "description": str(best["config"])}
 
 

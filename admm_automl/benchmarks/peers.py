@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -39,19 +39,29 @@ class _Evaluator:
     tags); remembers when the budget has ended so the peer's own loop can be stopped."""
 
     def __init__(self, space: PipelineSpace, engine: Callable[..., Any], budget: Budget,
-                 phase: str) -> None:
-        self.recorder = Recorder(space.encoding, engine, budget, Constraints())
+                 phase: str, constraints: Constraints | None = None) -> None:
+        self.constraints = constraints if constraints is not None else Constraints()
+        self.recorder = Recorder(space.encoding, engine, budget, self.constraints)
         self.phase = phase
         self.stopped = False
         self.stop_reason = "time_budget"
+        self.last: Any = None  # the last Observation (None when the budget stopped it)
 
     def __call__(self, z: tuple[int, ...], theta: np.ndarray) -> float:
+        self.last = None
         try:
-            (obs,) = self.recorder.evaluate([(z, theta, 1.0)], self.phase)
+            (self.last,) = self.recorder.evaluate([(z, theta, 1.0)], self.phase)
         except BudgetExhausted as stop:
             self.stopped, self.stop_reason = True, str(stop)
             return math.inf
-        return obs.loss
+        return self.last.loss
+
+    def violations(self) -> list[float]:
+        """The relative constraint violations of the last evaluation (<= 0 where met; 1 where
+        not measured: a failed pipeline, or one the budget stopped)."""
+        if self.last is None:
+            return [1.0] * len(self.constraints)
+        return [float(v) for v in self.constraints.h(self.last)]
 
     def done(self) -> bool:
         budget, n = self.recorder.budget, self.recorder.n_evals
@@ -106,11 +116,19 @@ def _optuna_point(trial: Any, space: PipelineSpace) -> tuple[tuple[int, ...], np
 
 def run_optuna(
     space: PipelineSpace, engine: Callable[..., Any], budget: Budget, *, seed: int,
-    option: str = "tpe",
+    option: str = "tpe", constraints: Sequence[Any] = (),
 ) -> tuple[int, str]:
     """Optuna's TPE (default settings), random or GP sampler until the budget runs out; returns
     the number of new evaluations and the stop reason. The GP sampler needs torch, which is no
-    dependency of this package (``pip install torch``)."""
+    dependency of this package (``pip install torch``).
+
+    With ``constraints`` (objects with ``key``, ``threshold`` and ``sense``, as the run set-up's
+    ``prepared.constraints``), the sampler is Optuna's constrained one: each trial reports its
+    relative violations through ``constraints_func`` (Optuna's TPE and GP samplers model feasible
+    trials as the good ones and infeasible ones by their total violation; the random sampler takes
+    no constraints), and the recorder ranks observations feasible first, as the ``filter``
+    constraint mode does. A failed pipeline reports a violation of 1 for every constraint.
+    """
     sampler = option
     try:
         import optuna
@@ -128,11 +146,18 @@ def run_optuna(
             raise MissingDependencyError("Optuna's GP sampler needs torch: pip install torch") from None
     make = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler,
             "gp": optuna.samplers.GPSampler}[sampler]
-    study = optuna.create_study(direction="minimize", sampler=make(seed=seed))
-    evaluator = _Evaluator(space, engine, budget, f"optuna-{sampler}")
+    options: dict[str, Any] = {"seed": seed}
+    if constraints and sampler != "random":
+        options["constraints_func"] = lambda trial: trial.user_attrs["violations"]
+    with warnings.catch_warnings():  # constraints_func is "experimental" in Optuna 3 and 4
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study = optuna.create_study(direction="minimize", sampler=make(**options))
+    evaluator = _Evaluator(space, engine, budget, f"optuna-{sampler}",
+                           Constraints(constraints, mode="filter"))
 
     def objective(trial: Any) -> float:
         loss = evaluator(*_optuna_point(trial, space))
+        trial.set_user_attr("violations", evaluator.violations())
         if evaluator.done():
             trial.study.stop()
         return loss

@@ -328,3 +328,46 @@ def test_smac3_hyperband_runs_its_rungs_through_the_shared_engine(tmp_path):
     assert summary["n_evals"] == 40
     assert {r["iterations"] for r in records} == {4, 11, 33, 100}
     assert any(r["continued_from"] is not None for r in records if r["iterations"] > 4)
+
+
+# ------------------------------------------------------------------------- constrained Optuna
+def test_optuna_peer_given_constraints_steers_tpe_to_feasible_pipelines():
+    """The Optuna peer with constraints is Optuna's constrained TPE: every trial reports its
+    relative violations, and the sampler learns to avoid the infeasible region that holds the
+    lowest losses (model ``b``), where the unconstrained TPE of the same seed is drawn to it."""
+    pytest.importorskip("optuna")
+    from dataclasses import dataclass, replace
+
+    from admm_automl.benchmarks.peers import run_optuna
+    from admm_automl.methods._driver import Budget
+    from admm_automl.testing import SYNTHETIC, ToyEngine, synthetic_loss
+
+    @dataclass
+    class Size:  # a pipeline with model b is "too large"
+        key: str = "size"
+        threshold: float = 1.0
+        sense: str = "<="
+
+    space = SYNTHETIC.for_task("classification")
+
+    def engine():
+        toy = ToyEngine(space, synthetic_loss)
+        chosen = []
+
+        def evaluate(requests, time_left=None, tags=None):
+            out = []
+            for r, obs in zip(requests, toy(requests, time_left, tags)):
+                model = space.decode(r.z, r.theta)["model"]
+                chosen.append(model)
+                out.append(replace(obs, constraints={"size": 2.0 if model == "b" else 0.5}))
+            return out
+        return evaluate, chosen
+
+    picks = {}
+    for label, constraints in (("constrained", [Size()]), ("plain", [])):
+        evaluate, chosen = engine()
+        n, reason = run_optuna(space, evaluate, Budget(60, None), seed=0, option="tpe",
+                               constraints=constraints)
+        assert (n, reason) == (60, "max_evals")
+        picks[label] = chosen[30:].count("b")
+    assert picks["constrained"] <= 6 and picks["plain"] >= 20, picks  # of 30; uniform: 10
