@@ -65,7 +65,6 @@ smoke: $(STAMP)
 	$(BIN)/python experiments/theta_solvers.py --seeds 1 --budget 8 --real-budget 4 \
 		--methods bo,skopt,rbfopt,random --problems branin,hartmann6
 	$(BIN)/python experiments/probes.py --smoke
-	$(BIN)/python experiments/flash.py --smoke --data-dir $(DATA_DIR)
 	tmp=$$(mktemp -d) && $(BIN)/python experiments/dask_throughput.py --smoke --out $$tmp && rm -rf $$tmp
 	$(BIN)/python experiments/overhead.py --smoke
 	$(BIN)/python experiments/time_budget.py --smoke
