@@ -13,6 +13,7 @@ Optuna and FLAML are the extras ``[optuna]`` and ``[flaml]`` (FLAML's searchers 
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import warnings
@@ -148,6 +149,10 @@ def run_optuna(
             "gp": optuna.samplers.GPSampler}[sampler]
     options: dict[str, Any] = {"seed": seed}
     if constraints and sampler != "random":
+        if "constraints_func" not in inspect.signature(make).parameters:
+            raise InvalidParameterError(
+                f"Optuna {optuna.__version__}'s {make.__name__} takes no constraints (its GP "
+                "sampler does from Optuna 4.2); use the tpe sampler")
         options["constraints_func"] = lambda trial: trial.user_attrs["violations"]
     with warnings.catch_warnings():  # constraints_func is "experimental" in Optuna 3 and 4
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
