@@ -681,6 +681,28 @@ def test_iterative_space_structure():
         assert fixed["tol"] is None  # a fit from scratch runs exactly max_iter epochs
 
 
+@pytest.mark.parametrize("estimator", ["mlp", "sgd"])
+def test_iterative_learners_fitted_from_scratch_train_exactly_t_max_epochs(estimator):
+    """Random search and BO fit these learners with fit(): scikit-learn's own convergence stop
+    (the MLP's n_iter_no_change on the training loss, SGD's tol) must not end them before t_max,
+    or the baselines that train to t_max would train less and cost less than BAPI's."""
+    from sklearn.datasets import make_classification
+
+    space = load_space("iterative").for_task("classification").restrict(estimator=estimator)
+    enc = space.encoding
+    theta = enc.initial_theta.copy()
+    if estimator == "mlp":  # a fast learner on easy data: its training loss stalls by epoch ~35
+        z, theta = space.encode({"scaler": "standard_scaler", "estimator": "mlp",
+                                 "estimator__learning_rate_init": 0.1})
+    else:
+        z = enc.initial_z
+    X, y = make_classification(1000, 5, n_informative=2, n_redundant=0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning at max_iter: expected
+        pipe = space.to_pipeline(z, theta, preprocessor="passthrough", random_state=0).fit(X, y)
+    assert pipe[-1].n_iter_ == 100
+
+
 def test_builtin_yaml_files_are_not_mutated_by_loading():
     from importlib import resources
 
