@@ -6,7 +6,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-core test-fast lint docs smoke chromium clean
+.PHONY: install demo test test-core test-fast lint docs smoke chromium autogluon clean
 
 # The shared benchmark data (read in place, never copied); the smoke runs fall back to
 # scikit-learn's bundled data or skip the scripts that need it when it is missing.
@@ -85,10 +85,19 @@ smoke: $(STAMP)
 	else echo "smoke: $(DATA_DIR) not found: the scripts that need it are skipped" && \
 		$(BIN)/python experiments/vs_automl.py --smoke; fi
 
+# AutoGluon-Tabular, a peer of experiments/vs_automl.py, in its own environment: it pins pandas
+# below 2.4, which .venv is past. No torch (its neural networks are left out).
+AUTOGLUON_VENV ?= .venv-autogluon
+autogluon:
+	$(PYTHON) -m venv $(AUTOGLUON_VENV)
+	$(AUTOGLUON_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AUTOGLUON_VENV)/bin/python -m pip install --quiet \
+		'autogluon.tabular[lightgbm,catboost,xgboost]>=1.4,<1.7'
+
 # Debian's headless Chromium, for the screenshot test of the HTML run report (skipped without it).
 # Needs root (or sudo).
 chromium:
 	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 
 clean:
-	rm -rf $(VENV) $(CORE_VENV) *.egg-info .pytest_cache docs/_build docs/api/generated
+	rm -rf $(VENV) $(CORE_VENV) $(AUTOGLUON_VENV) *.egg-info .pytest_cache docs/_build docs/api/generated

@@ -20,6 +20,17 @@ package's imputation and one-hot encoding; ``TPOT`` is TPOT 1.1's ``TPOTClassifi
 ``TPOTRegressor`` with ``max_time_mins = B / 60`` and its defaults, when ``import tpot`` works: it
 is not a dependency (it brings Dask and more); ``pip install tpot 'setuptools<81'`` adds it (its
 ``stopit`` dependency imports ``pkg_resources``, which newer setuptools no longer ship).
+``AutoGluon`` and ``AutoGluon-best`` are AutoGluon-Tabular's ``TabularPredictor(label=...,
+eval_metric=...).fit(train, time_limit=B, presets=..., num_cpus=1, num_gpus=0)`` with its default
+preset (``medium_quality``) and with ``best_quality`` (bagged k-fold models stacked in layers): the
+preset a user who wants the best model is told to pick. AutoGluon pins pandas below 2.4, which
+this package's environment is past, so it runs in its own virtual environment (``make
+autogluon``: ``.venv-autogluon`` with ``autogluon.tabular[lightgbm,catboost,xgboost]``, no torch;
+``AUTOGLUON_PYTHON`` names another interpreter): the split goes to it as CSV files, it returns the
+test predictions, and they are scored here by the same code as every method's. Its metric is the
+test metric for binary (AUROC: what a user scored on AUROC tells it; its own default is accuracy)
+and its defaults otherwise (accuracy; RMSE, which ranks models as R² does); its fit time is
+measured around ``fit`` in its process, as the others' are in theirs.
 auto-sklearn's current release (0.15) does not install here: it builds scikit-learn < 0.25 from
 source, which fails.
 
@@ -60,13 +71,25 @@ RESULTS = REPO / "experiments" / "results" / "vs_automl"
 LODO_FILE = REPO / "experiments" / "portfolio_lodo.yaml"
 #: scikit-learn's bundled tasks with their natural test metric
 BUNDLED = {"digits": "accuracy", "diabetes": "r2"}
-METHODS = ("ADMM", "ADMM+ens", "FLAML", "RF", "TPOT")
+METHODS = ("ADMM", "ADMM+ens", "FLAML", "AutoGluon", "AutoGluon-best", "RF", "TPOT")
+#: AutoGluon-Tabular's presets per method
+AUTOGLUON_PRESETS = {"AutoGluon": "medium_quality", "AutoGluon-best": "best_quality"}
+#: AutoGluon's own environment (`make autogluon`)
+AUTOGLUON_PYTHON = Path(os.environ.get("AUTOGLUON_PYTHON",
+                                       REPO / ".venv-autogluon" / "bin" / "python"))
 #: scores closer than this are a tie
 TIE = 1e-3
 
 
 def available_methods() -> list[str]:
-    return [m for m in METHODS if m != "TPOT" or importlib.util.find_spec("tpot") is not None]
+    """The methods whose library is installed (TPOT in this environment, AutoGluon in its own)."""
+    def available(method: str) -> bool:
+        if method == "TPOT":
+            return importlib.util.find_spec("tpot") is not None
+        if method in AUTOGLUON_PRESETS:
+            return AUTOGLUON_PYTHON.is_file()
+        return True
+    return [m for m in METHODS if available(m)]
 
 
 def load_split(name: str, data_dir: str | None):
@@ -116,9 +139,82 @@ def make_model(method: str, dataset: str, task: str, budget: float):
 
         cls = TPOTClassifier if task == "classification" else TPOTRegressor
         return cls(max_time_mins=budget / 60, n_jobs=1, random_state=0, verbose=0), {}
-    if method == "RF":
+    if method in ("RF", *AUTOGLUON_PRESETS):
         return None, {}
     raise ValueError(f"unknown method {method!r}; known: {METHODS}")
+
+
+class Replayed:
+    """The test-set predictions of a model fitted in another process (AutoGluon's), with the
+    ``predict`` / ``predict_proba`` / ``classes_`` that :func:`test_score` reads."""
+
+    def __init__(self, answer: dict, y_train) -> None:
+        by_text = {str(label): label for label in np.unique(y_train)}
+        self.classes_ = np.array([by_text.get(c, c) for c in answer.get("classes") or []])
+        self.proba = np.asarray(answer["proba"]) if answer.get("proba") is not None else None
+        self.labels = answer["predict"]
+
+    def predict_proba(self, X):
+        return self.proba
+
+    def predict(self, X):
+        if len(self.classes_):
+            by_text = {str(c): c for c in self.classes_}
+            return np.array([by_text[str(v)] for v in self.labels])
+        return np.asarray(self.labels, dtype=float)
+
+
+def fit_autogluon(method: str, X_train, y_train, X_test, task: str, metric: str,
+                  budget: float) -> tuple[Replayed, float, str]:
+    """``(predictions, fit seconds, best model)`` of AutoGluon run in its own environment on the
+    split (as CSV: its pandas cannot read this environment's pickles)."""
+    import subprocess
+
+    if not AUTOGLUON_PYTHON.is_file():
+        raise SystemExit(f"{method}: no AutoGluon environment at {AUTOGLUON_PYTHON}; run "
+                         "`make autogluon` or set AUTOGLUON_PYTHON")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        X_train.assign(target=np.asarray(y_train)).to_csv(folder / "train.csv", index=False)
+        X_test.to_csv(folder / "test.csv", index=False)
+        problem = {"classification": "binary" if metric == "roc_auc" else "multiclass",
+                   "regression": "regression"}[task]
+        subprocess.run([str(AUTOGLUON_PYTHON), __file__, "autogluon-child", "--folder", tmp,
+                        "--budget", str(budget), "--preset", AUTOGLUON_PRESETS[method],
+                        "--problem", problem], check=True)
+        answer = json.loads((folder / "answer.json").read_text())
+    if "error" in answer:
+        return None, answer["fit_time"], answer["error"]
+    return Replayed(answer, y_train), answer["fit_time"], answer["best"]
+
+
+def autogluon_child(folder: Path, budget: float, preset: str, problem: str) -> None:
+    """In AutoGluon's environment: fit on ``train.csv``, predict ``test.csv``, write
+    ``answer.json``. Imports nothing of this package."""
+    import pandas as pd
+    from autogluon.tabular import TabularPredictor
+
+    train = pd.read_csv(folder / "train.csv")
+    test = pd.read_csv(folder / "test.csv")
+    predictor = TabularPredictor(label="target", problem_type=problem,
+                                 eval_metric="roc_auc" if problem == "binary" else None,
+                                 path=str(folder / "model"), verbosity=0)
+    start = time.monotonic()
+    try:
+        predictor.fit(train, time_limit=budget, presets=preset, num_cpus=1, num_gpus=0)
+    except Exception as error:  # e.g. best_quality at a short budget: no model fitted in time
+        (folder / "answer.json").write_text(json.dumps(
+            {"fit_time": time.monotonic() - start, "error": f"{type(error).__name__}: {error}"}))
+        return
+    fit_time = time.monotonic() - start
+    answer = {"fit_time": fit_time, "best": str(predictor.model_best),
+              "predict": [v.item() if hasattr(v, "item") else v
+                          for v in predictor.predict(test).tolist()]}
+    if problem != "regression":
+        proba = predictor.predict_proba(test)
+        answer["classes"] = [str(c) for c in proba.columns]
+        answer["proba"] = proba.to_numpy().tolist()
+    (folder / "answer.json").write_text(json.dumps(answer))
 
 
 def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out: Path) -> dict:
@@ -127,6 +223,16 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
     warnings.simplefilter("ignore")
     X_train, X_test, y_train, y_test, task, metric = load_split(dataset, data_dir)
     model, fit_kwargs = make_model(method, dataset, task, budget)
+    if method in AUTOGLUON_PRESETS:
+        model, fit_time, best = fit_autogluon(method, X_train, y_train, X_test, task, metric,
+                                              budget)
+        score = None if model is None else test_score(model, X_test, y_test, y_train, metric)
+        return write_result(out, {"dataset": dataset, "method": method, "budget": budget,
+                                  "metric": metric, "score": score, "fit_time": fit_time,
+                                  "rows": int(len(y_train) + len(y_test)),
+                                  "best": best if model is not None else None,
+                                  "error": None if model is not None else best,
+                                  "ensemble": None})
     if model is None:  # the default random forest behind the package's preprocessing
         from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
         from sklearn.pipeline import make_pipeline
@@ -150,10 +256,14 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
                               or getattr(model, "best_estimator", None)),
                   "ensemble": ({str(k): v for k, v in model.ensemble_weights_.items()}
                                if name == "ADMM+ens" else None)}
-        path = out.with_name(f"{name}.json")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=1))
+        write_result(out.with_name(f"{name}.json"), result)
     return json.loads(out.read_text())
+
+
+def write_result(path: Path, result: dict) -> dict:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1))
+    return result
 
 
 def test_score(model, X_test, y_test, y_train, metric: str) -> float:
@@ -206,32 +316,42 @@ def table(root: Path) -> str:
         methods = [m for m in METHODS if any(m in by for by in rows.values())]
         lines.append(f"\nbudget {budget_dir.name} s — test score (AUROC; digits accuracy; "
                      "diabetes R²)")
-        lines.append(f"{'dataset':<20}" + "".join(f"{m:>10}" for m in methods))
+        lines.append(f"{'dataset':<20}" + "".join(f"{m:>15}" for m in methods))
+        def cell(by: dict, m: str) -> str:
+            if m not in by:
+                return f"{'-':>15}"
+            return f"{'failed':>15}" if by[m]["score"] is None else f"{by[m]['score']:>15.4f}"
+
         for dataset, by in rows.items():
-            lines.append(f"{dataset:<20}" + "".join(
-                f"{by[m]['score']:>10.4f}" if m in by else f"{'-':>10}" for m in methods))
+            lines.append(f"{dataset:<20}" + "".join(cell(by, m) for m in methods))
         lines.append(f"{'mean wall s (fit)':<20}" + "".join(
-            f"{np.mean([by[m]['fit_time'] for by in rows.values() if m in by]):>10.1f}"
+            f"{np.mean([by[m]['fit_time'] for by in rows.values() if m in by]):>15.1f}"
             for m in methods))
         pairs_of_methods = [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:]
                             if a.startswith("ADMM")]
         for reference, other in pairs_of_methods:
             for label, keep in (("shared", lambda d: d not in BUNDLED), ("all", lambda d: True)):
-                pairs = [(by[reference]["score"], by[other]["score"]) for d, by in rows.items()
-                         if keep(d) and reference in by and other in by]
-                if not pairs:
+                both = [(by[reference]["score"], by[other]["score"]) for d, by in rows.items()
+                        if keep(d) and reference in by and other in by]
+                pairs = [(a, b) for a, b in both if a is not None and b is not None]
+                if not both:
                     continue
-                diff = np.array([a - b for a, b in pairs])
+                diff = np.array([a - b for a, b in pairs] or [np.nan])
+                failed = {name: sum(p[k] is None for p in both)
+                          for k, name in enumerate((reference, other))}
                 lines.append(
                     f"{reference} vs {other} ({label}, {len(pairs)} datasets): "
                     f"{int((diff > TIE).sum())} wins / {int((abs(diff) <= TIE).sum())} ties / "
-                    f"{int((diff < -TIE).sum())} losses, mean difference {diff.mean():+.4f}")
+                    f"{int((diff < -TIE).sum())} losses, mean difference {diff.mean():+.4f}"
+                    + "".join(f"; {name} returned no model on {n}"
+                              for name, n in failed.items() if n))
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", nargs="?", choices=("run", "run-one", "table"), default="run")
+    parser.add_argument("command", nargs="?", default="run",
+                        choices=("run", "run-one", "table", "autogluon-child"))
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--datasets", nargs="*", help="default: every shared dataset + bundled")
     parser.add_argument("--dataset", help="run-one: the dataset")
@@ -244,7 +364,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--smoke", action="store_true",
                         help="two small datasets at 20 s, results in a temporary folder")
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    parser.add_argument("--preset", help=argparse.SUPPRESS)
+    parser.add_argument("--problem", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.command == "autogluon-child":
+        autogluon_child(Path(args.folder), args.budget, args.preset, args.problem)
+        return
     if args.command == "run-one":
         r = run_one(args.dataset, args.method, args.budget, args.data_dir,
                     result_path(Path(args.root), args.budget, args.dataset, args.method))
