@@ -78,7 +78,6 @@ smoke: $(STAMP)
 		$(BIN)/python experiments/algorithm_selection.py --smoke --data-dir $(DATA_DIR) --out $$tmp/as && \
 		$(BIN)/python experiments/constraints.py --smoke --data-dir $(DATA_DIR) --out $$tmp/c && \
 		$(BIN)/python experiments/constrained.py --smoke --data-dir $(DATA_DIR) --out $$tmp/cs && \
-		$(BIN)/python experiments/blendsearch.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/portfolio.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/vs_automl.py --smoke --data-dir $(DATA_DIR) && \
 		rm -rf $$tmp; \
