@@ -199,6 +199,11 @@ class ADMM(BaseEstimator):
     best_iterations_ : int or None
         The training length it was evaluated at, when the search chose one (``theta_solver="bapi"``
         on learners that declare ``iterations``); it is in ``best_params_`` and the refit uses it.
+    best_rounds_ : int or None
+        The boosting rounds its evaluation kept by early stopping on the validation rows (the
+        mean over the folds, rounded), when its learner declares ``stopping`` (the default
+        space's HistGradientBoosting, LightGBM and XGBoost); ``best_params_`` holds the searched
+        cap, the refit trains this many rounds.
     best_loss_, best_score_ : float
         Its validation loss and score (``offset − loss``; higher is better).
     history_ : pandas.DataFrame

@@ -252,6 +252,8 @@ def make_record(eval_id: int, key: str, request: Any, result: dict[str, Any], *,
         record["iterations"] = request.iterations
         record["curve"] = result.get("curve", [])
         record["continued_from"] = result.get("continued_from", 0)
+    if result.get("rounds"):  # early stopping's rounds, one per split (evaluation.stopping)
+        record["rounds"] = [int(r) for r in result["rounds"]]
     if result.get("traceback"):
         record["traceback"] = result["traceback"]
     if result.get("prefix_cache"):  # what the worker's prefix cache saved for this trial
@@ -278,4 +280,5 @@ def observation_of(record: dict[str, Any], *, cached: bool = False) -> Observati
         iterations=record.get("iterations"),
         curve=tuple((int(t), float(v)) for t, v in record.get("curve") or ()),
         continued_from=int(record.get("continued_from") or 0),
+        rounds=tuple(int(r) for r in record.get("rounds") or ()),
     )

@@ -78,6 +78,9 @@ class Observation:
     up to ``iterations`` (the last entry is ``loss``); ``continued_from`` is the length a held,
     partly trained model was continued from (0: trained from scratch), so ``fit_time`` covers only
     ``iterations − continued_from`` iterations.
+
+    ``rounds``: the boosting rounds early stopping kept on each split's validation rows, when the
+    pipeline's estimator stops early (:mod:`admm_automl.evaluation.stopping`); empty otherwise.
     """
 
     loss: float
@@ -94,6 +97,15 @@ class Observation:
     iterations: int | None = None
     curve: tuple[tuple[int, float], ...] = ()
     continued_from: int = 0
+    rounds: tuple[int, ...] = ()
+
+    @property
+    def refit_rounds(self) -> int | None:
+        """The rounds a refit on all rows trains: the splits' early-stopped rounds, their mean
+        rounded (None without early stopping)."""
+        if not self.rounds:
+            return None
+        return max(1, int(round(sum(self.rounds) / len(self.rounds))))
 
     @property
     def ok(self) -> bool:

@@ -354,7 +354,8 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     observations = [observation_of(r) for r in records]
     best, obs = min(zip(records, observations), key=lambda item: constraints.rank(item[1]))
     z, theta = space.encode(best["config"])
-    pipeline, _ = refit(space, ctx, z, space.encoding.project(theta), X, y)
+    pipeline, _ = refit(space, ctx, z, space.encoding.project(theta), X, y,
+                        rounds=obs.refit_rounds)
     t, found = first_feasible([r["time"] for r in records],
                               [constraints.feasible(o) for o in observations])
     return {"model": pipeline, "validation": {"roc_auc": 1.0 - obs.loss, **obs.constraints},

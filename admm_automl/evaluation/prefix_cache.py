@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..exceptions import InvalidParameterError
 from .kept import DEFAULT_CACHE_MB, KeptStore, nbytes
@@ -190,6 +190,8 @@ class CachedFit:
         Prefix steps not fitted thanks to the pool.
     seconds_saved : float
         The time those steps took when they were fitted.
+    rounds : int or None
+        What ``fit_estimator`` returned (the rounds early stopping kept), None without one.
     """
 
     pipeline: Any
@@ -197,10 +199,12 @@ class CachedFit:
     hit: bool
     fits_saved: int
     seconds_saved: float
+    rounds: int | None = None
 
 
 def fit_pipeline(pipeline: Any, keys: Sequence[str], X_train: Any, y_train: Any, X_valid: Any,
-                 cache: PrefixCache) -> CachedFit:
+                 cache: PrefixCache, *,
+                 fit_estimator: Callable[[Any, Any, Any, Any], int] | None = None) -> CachedFit:
     """Fit ``pipeline`` (unfitted) on the training rows, reusing the longest prefix in ``cache``.
 
     The steps after the cached prefix are fitted as :meth:`sklearn.pipeline.Pipeline.fit` fits
@@ -209,6 +213,10 @@ def fit_pipeline(pipeline: Any, keys: Sequence[str], X_train: Any, y_train: Any,
     fitted pipeline, its predictions and every loss computed from them are identical to fitting
     the whole pipeline. ``keys`` are the prefixes' keys, one per step before the last
     (:func:`prefix_keys`).
+
+    ``fit_estimator(estimator, X, y, X_valid)``, when given, fits the final estimator instead of
+    its ``fit``, with the prefix's output on the training and validation rows (early stopping on
+    the validation rows, :func:`~.stopping.fit_stopped`); what it returns is ``rounds``.
 
     Raises
     ------
@@ -250,6 +258,10 @@ def fit_pipeline(pipeline: Any, keys: Sequence[str], X_train: Any, y_train: Any,
             size = nbytes(train) + nbytes(valid) + sum(nbytes(s) for _, s in fitted)
             cache.put(keys[k], _Entry(tuple(fitted), train, valid, seconds, fits, size))
     name, estimator = steps[-1]
-    estimator.fit(train, y_train)
+    rounds = None
+    if fit_estimator is None:
+        estimator.fit(train, y_train)
+    else:
+        rounds = fit_estimator(estimator, train, y_train, valid)
     return CachedFit(Pipeline(fitted + [(name, estimator)]), valid, found is not None,
-                     saved_fits, saved_seconds)
+                     saved_fits, saved_seconds, rounds)

@@ -33,6 +33,7 @@ from .kept import DEFAULT_CACHE_MB, KeptStore
 from .metrics import Metric
 from .prefix_cache import PrefixCache, fit_pipeline, prefix_keys
 from .splits import Split
+from .stopping import fit_stopped
 
 
 @dataclass
@@ -104,7 +105,9 @@ def run_trial(
 
     The steps before the estimator go through this process's pool of fitted prefixes
     (:mod:`.prefix_cache`): a pipeline whose prefix was fitted before fits only the rest, with
-    identical results; what the pool saved is reported in ``result["prefix_cache"]``.
+    identical results; what the pool saved is reported in ``result["prefix_cache"]``. An
+    estimator that declares ``stopping`` stops its rounds early on each split's validation rows
+    (:mod:`.stopping`); the rounds it kept are ``result["rounds"]``, one per split.
     """
     from sklearn.base import clone
 
@@ -114,6 +117,8 @@ def run_trial(
     cache = ctx.prefix_cache()
     before = cache.stats()
     predictions: list[Any] = []
+    rounds: list[int] = []
+    stopping = ctx.space.stopping(z)
     try:
         scorer = ctx.metric.make_scorer(ctx.labels)
         for i, split in enumerate(ctx.splits):
@@ -128,12 +133,17 @@ def run_trial(
                                preprocessor=ctx.preprocessor is not None)
             rows = split.train_rows(fidelity)
             X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
+            stop = None if stopping is None else (
+                lambda est, X, y, X_val, y_val=y_valid: fit_stopped(est, stopping[1], X, y, X_val,
+                                                                    y_val))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 start = time.perf_counter()
                 fitted = fit_pipeline(pipeline, keys, take_rows(ctx.X, rows), ctx.y[rows],
-                                      X_valid, cache)
+                                      X_valid, cache, fit_estimator=stop)
                 pipeline = fitted.pipeline
+                if fitted.rounds is not None:
+                    rounds.append(fitted.rounds)
                 result["fit_time"] += time.perf_counter() - start
                 start = time.perf_counter()
                 try:  # the estimator on the prefix's output: as the pipeline on the raw rows
@@ -148,6 +158,8 @@ def run_trial(
                 if ctx.keep_predictions:
                     predictions.append(validation_predictions(pipeline[-1], fitted.valid))
         loss = float(np.mean(losses))
+        if rounds:
+            result["rounds"] = rounds
         if predictions and all(p is not None for p in predictions):
             result["predictions"] = np.concatenate(predictions)
         if not math.isfinite(loss):

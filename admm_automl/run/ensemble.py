@@ -216,7 +216,8 @@ def _voting(ctx: Any, space: Any, records: dict[int, Any], weights: dict[int, in
         z, theta = space.encode(records[eval_id]["config"])
         members.append((f"eval{eval_id}", space.to_pipeline(
             z, space.encoding.project(theta), preprocessor=clone(ctx.preprocessor),
-            random_state=ctx.random_state)))
+            random_state=ctx.random_state,
+            rounds=observation_of(records[eval_id]).refit_rounds)))
     w = [float(c) for c in weights.values()]
     if ctx.labels is not None:
         return VotingClassifier(members, voting="soft", weights=w)

@@ -14,14 +14,15 @@ from .inputs import fit_on_labels
 
 
 def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
-          y: Any, iterations: int | None = None) -> tuple[Any, float]:
+          y: Any, iterations: int | None = None, rounds: int | None = None) -> tuple[Any, float]:
     """The pipeline of ``(z, θ)`` fitted on all of (X, y) with the run's preprocessing and model
     seed (by :func:`fit_on_labels`), and the seconds it took; trained for ``iterations`` when the
-    best evaluation had a training length."""
+    best evaluation had a training length, for ``rounds`` when its estimator stopped early."""
     from sklearn.base import clone
 
     pipeline = space.to_pipeline(z, theta, preprocessor=clone(context.preprocessor),
-                                 random_state=context.random_state, iterations=iterations)
+                                 random_state=context.random_state, iterations=iterations,
+                                 rounds=rounds)
     start = time.perf_counter()
     fit_on_labels(pipeline, X, y, context.y)
     return pipeline, time.perf_counter() - start
@@ -36,7 +37,8 @@ def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[s
     ctx = outcome.task.context
     with refit_threads(outcome.refit_threads):
         best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
-                              iterations=fitted["best_iterations_"])
+                              iterations=fitted["best_iterations_"],
+                              rounds=fitted["best_rounds_"])
         best_id = fitted["best_eval_id_"]
         choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left())
         ensemble = None if choice is None else fit_ensemble(choice, X, y, ctx.y, {best_id: best})

@@ -174,6 +174,7 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "best_theta_": theta,
         "best_params_": space.decode(z, theta, obs.iterations),
         "best_iterations_": obs.iterations,
+        "best_rounds_": obs.refit_rounds,
         "best_loss_": obs.loss,
         "best_score_": metric.offset - obs.loss,
     }

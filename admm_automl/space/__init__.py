@@ -3,7 +3,7 @@
 from .encoding import Encoding
 from .hyperparameters import Categorical, Fixed, Float, Hyperparameter, Int
 from .loader import list_spaces, load_space, space_from_dict
-from .space import PASSTHROUGH, Algorithm, Iterations, Module, PipelineSpace
+from .space import PASSTHROUGH, Algorithm, Iterations, Module, PipelineSpace, Stopping
 
 __all__ = [
     "PASSTHROUGH",
@@ -17,6 +17,7 @@ __all__ = [
     "Iterations",
     "Module",
     "PipelineSpace",
+    "Stopping",
     "list_spaces",
     "load_space",
     "space_from_dict",

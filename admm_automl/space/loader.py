@@ -22,6 +22,7 @@ from .space import (
     Iterations,
     Module,
     PipelineSpace,
+    Stopping,
     iteration_parameter,
 )
 
@@ -36,8 +37,10 @@ _HP_KEYS = {
     "fixed": {"type", "value", "condition"},
 }
 _ALIASES = {"log-float": ("float", True), "log-int": ("int", True)}
-_ALGORITHM_KEYS = {"name", "class", "task", "hyperparameters", "iterations", "requires", "max_rows"}
+_ALGORITHM_KEYS = {"name", "class", "task", "hyperparameters", "iterations", "requires", "max_rows",
+                   "stopping"}
 _ITERATIONS_KEYS = {"parameter", "t_min", "t_max", "method"}
+_STOPPING_KEYS = {"parameter", "method"}
 
 
 def module_available(name: str) -> bool:
@@ -124,6 +127,16 @@ def _iterations(node: Any, algorithm: str, hps: tuple[Hyperparameter, ...], path
         raise ConfigError(f"{path}: {err}") from None
 
 
+def _stopping(node: Any, algorithm: str, hps: tuple[Hyperparameter, ...], path: str) -> Stopping:
+    """``stopping:`` of an algorithm: the number-of-rounds parameter and the library's method."""
+    spec = _check_keys(node, _STOPPING_KEYS, _STOPPING_KEYS, path)
+    try:
+        iteration_parameter(algorithm, hps, spec["parameter"])
+        return Stopping(spec["parameter"], spec["method"])
+    except InvalidParameterError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
 def _requires(node: Any, path: str) -> tuple[str, ...]:
     if not isinstance(node, list) or not node:
         raise ConfigError(f"{path}: expected a non-empty list of import names, e.g. [lightgbm]")
@@ -168,6 +181,8 @@ def _algorithm(node: Any, path: str) -> Algorithm:
     iterations = None
     if "iterations" in spec:
         iterations = _iterations(spec["iterations"], name, hps, f"{path}.iterations")
+    stopping = (_stopping(spec["stopping"], name, hps, f"{path}.stopping")
+                if "stopping" in spec else None)
     requires = _requires(spec["requires"], f"{path}.requires") if "requires" in spec else ()
     max_rows = spec.get("max_rows")
     if max_rows is not None and (
@@ -177,7 +192,7 @@ def _algorithm(node: Any, path: str) -> Algorithm:
     try:
         return Algorithm(
             name, spec["class"], hps, task,
-            iterations=iterations, requires=requires, max_rows=max_rows,
+            iterations=iterations, requires=requires, max_rows=max_rows, stopping=stopping,
         )
     except InvalidParameterError as err:
         raise ConfigError(f"{path}.iterations: {err}") from None

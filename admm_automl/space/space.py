@@ -34,6 +34,8 @@ PASSTHROUGH = "none"
 TASKS = ("classification", "regression")
 #: how a partly trained model is trained further (see :class:`Iterations`)
 CONTINUATIONS = ("warm_start", "partial_fit")
+#: the boosting libraries whose number of rounds a trial can stop early (see :class:`Stopping`)
+STOPPING_METHODS = ("hist_gradient_boosting", "lightgbm", "xgboost")
 
 
 #: what a path in a space (or a configuration) may name, and what is asked of it before anything
@@ -187,6 +189,41 @@ def iteration_parameter(
 
 
 @dataclass(frozen=True)
+class Stopping:
+    """Early stopping of a boosted learner on each trial's own validation rows.
+
+    The searched value of ``parameter`` (``n_estimators``, ``max_iter``) is the cap; a trial stops
+    adding rounds once the loss on its validation rows has not improved for a while
+    (:mod:`admm_automl.evaluation.stopping` says how long, and which loss), and the number of
+    rounds it kept is recorded with the evaluation and used when the pipeline is refitted on all
+    rows. The peers do the same: AutoGluon early-stops its boosted models on its validation data,
+    and FLAML and AutoGluon alike let the data decide the number of rounds rather than searching
+    it blindly; a boosted trial at a large cap then costs what its useful rounds cost.
+
+    Parameters
+    ----------
+    parameter
+        The integer hyperparameter (tunable ``int`` or ``fixed``, unconditional) that sets the number
+        of boosting rounds.
+    method
+        The library's own way to stop (:data:`STOPPING_METHODS`): ``"hist_gradient_boosting"``
+        (scikit-learn's ``early_stopping`` with ``X_val``), ``"lightgbm"`` (its
+        ``early_stopping`` callback on ``eval_set``), ``"xgboost"`` (``early_stopping_rounds`` on
+        ``eval_set``).
+    """
+
+    parameter: str
+    method: str
+
+    def __post_init__(self) -> None:
+        if self.method not in STOPPING_METHODS:
+            raise InvalidParameterError(
+                f"method {self.method!r} is not one of {', '.join(STOPPING_METHODS)}."
+                + did_you_mean(str(self.method), STOPPING_METHODS)
+            )
+
+
+@dataclass(frozen=True)
 class Algorithm:
     """One choice of a module: a scikit-learn class and its hyperparameters.
 
@@ -207,6 +244,9 @@ class Algorithm:
     max_rows
         The largest number of training rows the algorithm is worth fitting on (``None``: no limit);
         see :meth:`PipelineSpace.for_data`.
+    stopping
+        Early stopping of its number of rounds on each trial's validation rows (``None``: the
+        rounds are fitted as configured); only on a pipeline's last (estimator) module.
     """
 
     name: str
@@ -216,6 +256,7 @@ class Algorithm:
     iterations: Iterations | None = field(default=None, kw_only=True)
     requires: tuple[str, ...] = field(default=(), kw_only=True)
     max_rows: int | None = field(default=None, kw_only=True)
+    stopping: Stopping | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and (not _is_int(self.max_rows) or self.max_rows < 1):
@@ -224,6 +265,8 @@ class Algorithm:
             )
         if self.iterations is not None:
             self._check_iterations(self.iterations)
+        if self.stopping is not None:
+            iteration_parameter(self.name, self.hyperparameters, self.stopping.parameter)
 
     def _check_iterations(self, it: Iterations) -> None:
         """The training-length parameter's domain holds t_max (a fixed one equals it)."""
@@ -365,6 +408,13 @@ class PipelineSpace:
             raise InvalidParameterError(
                 f"search space {self.name!r}: only the last module may wrap the pipeline before "
                 f"it; {[m.name for m in self.modules[:-1] if m.wraps]!r} do")
+        estimators = [m for m in self.modules if not m.wraps][-1:]
+        early = [f"{m.name}.{a.name}" for m in self.modules if m not in estimators
+                 for a in m.choices if a.stopping is not None]
+        if early:
+            raise InvalidParameterError(
+                f"search space {self.name!r}: only the estimator (the last module that does not "
+                f"wrap) can stop its rounds early; {early!r} declare `stopping`")
 
     def __repr__(self) -> str:
         sizes = " x ".join(str(len(m.choices)) for m in self.modules)
@@ -521,6 +571,17 @@ class PipelineSpace:
             (m.name, a) for m in self.modules for a in m.choices if a.iterations is not None
         )
 
+    def stopping(self, z: Sequence[int]) -> tuple[str, Stopping] | None:
+        """``(module name, Stopping)`` of the estimator of ``z`` when it stops its rounds early on
+        a trial's validation rows; None when it does not, or when the last module wraps the
+        pipeline (a meta-estimator is fitted whole, with no validation rows to give it)."""
+        if self.wraps(z):
+            return None
+        z = self.encoding.check_z(z)
+        i, module = [(i, m) for i, m in enumerate(self.modules) if not m.wraps][-1]
+        stopping = module.choices[z[i]].stopping
+        return None if stopping is None else (module.name, stopping)
+
     def iterations(self, z: Sequence[int]) -> dict[str, Iterations]:
         """Module name -> :class:`Iterations` of the chosen algorithms of ``z`` that declare one."""
         z = self.encoding.check_z(z)
@@ -670,12 +731,24 @@ class PipelineSpace:
     # ------------------------------------------------------------------ scikit-learn
     def steps(
         self, z: Sequence[int], theta: np.ndarray, random_state: int | None = None,
-        iterations: int | None = None,
+        iterations: int | None = None, rounds: int | None = None,
     ) -> list[tuple[str, Any]]:
         """``(name, estimator | "passthrough")`` per module for ``(z, θ)`` (and a training length,
         as :meth:`decode`); a wrapping module's step is its meta-estimator, not yet given the
-        pipeline it wraps (:meth:`to_pipeline` does that)."""
+        pipeline it wraps (:meth:`to_pipeline` does that). ``rounds`` sets the estimator's
+        number of rounds to what early stopping chose (:meth:`stopping`): the refit of an
+        early-stopped evaluation."""
         config = self.decode(z, theta, iterations)
+        if rounds is not None:
+            stopping = self.stopping(z)
+            if stopping is None:
+                raise InvalidParameterError(
+                    f"rounds={rounds!r} was given for a pipeline whose estimator does not stop "
+                    "early (its choice declares no `stopping`)")
+            if not _is_int(rounds) or rounds < 1:
+                raise InvalidParameterError(f"rounds must be a positive integer, got {rounds!r}")
+            module, stop = stopping
+            config[f"{module}__{stop.parameter}"] = int(rounds)
         steps = []
         for module, j in zip(self.modules, z):
             prefix = f"{module.name}__"
@@ -696,14 +769,15 @@ class PipelineSpace:
         preprocessor: Any = None,
         random_state: int | None = None,
         iterations: int | None = None,
+        rounds: int | None = None,
     ) -> Any:
         """A plain scikit-learn ``Pipeline`` (``preprocessor`` first when given; ``iterations`` as
-        :meth:`decode`). Where the last module wraps (:attr:`Module.wraps`), the pipeline of the
+        :meth:`decode`, ``rounds`` as :meth:`steps`). Where the last module wraps (:attr:`Module.wraps`), the pipeline of the
         modules before it (the preprocessor included) is its ``estimator``, and the result a
         ``Pipeline`` of that one step; its ``none`` choice adds no step."""
         from sklearn.pipeline import Pipeline
 
-        steps = self.steps(z, theta, random_state, iterations)
+        steps = self.steps(z, theta, random_state, iterations, rounds)
         if preprocessor is not None:
             steps.insert(0, ("preprocess", preprocessor))
         if not self.modules[-1].wraps:

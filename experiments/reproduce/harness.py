@@ -183,10 +183,11 @@ def held_out_losses(job: Job, records: Sequence[Mapping[str, Any]], summary: Map
                 space: Any, data_dir: str | None) -> dict[str, float]:
     """The test loss of the incumbent at each checkpoint: its configuration from the journal,
     refitted on all search rows (the always-applied preprocessing first, the run's seed as the
-    models' seed) and scored on the held-out rows, as a user's final model would be."""
+    models' seed, the rounds early stopping kept) and scored on the held-out rows, as a user's final model would be."""
     from admm_automl.datasets import load_dataset
     from admm_automl.evaluation.data import make_preprocessor
     from admm_automl.evaluation.metrics import get_metric
+    from admm_automl.journal import observation_of
 
     claim = job.claim
     X, y, X_test, y_test = search_rows(claim, *load_dataset(job.problem, data_dir), job.seed)
@@ -205,7 +206,8 @@ def held_out_losses(job: Job, records: Sequence[Mapping[str, Any]], summary: Map
         if best["eval_id"] not in losses:
             z, theta = space.encode(best["config"])
             pipeline = space.to_pipeline(z, theta, preprocessor=make_preprocessor(X),
-                                         random_state=job.seed)
+                                         random_state=job.seed,
+                                         rounds=observation_of(best).refit_rounds)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 pipeline.fit(X, y)

@@ -1,0 +1,148 @@
+"""Early stopping of boosted learners on each trial's validation rows (evaluation.stopping): the
+rounds a trial keeps are the rounds its scored model uses, they are recorded per split, and they
+reach the refit and the ensemble's members."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from admm_automl import ADMMClassifier
+from admm_automl.exceptions import ConfigError, InvalidParameterError
+from admm_automl.evaluation.metrics import get_metric
+from admm_automl.evaluation.splits import make_splits
+from admm_automl.evaluation.stopping import patience
+from admm_automl.evaluation.trial import TrialContext, run_trial
+from admm_automl.journal import make_record, observation_of
+from admm_automl.records import Request
+from admm_automl.space import load_space
+from admm_automl.space.loader import space_from_dict
+
+DEFAULT = load_space("default")
+#: (choice, its rounds parameter): every boosted learner of the default space
+BOOSTED = [("hist_gradient_boosting", "max_iter"), ("lightgbm", "n_estimators"),
+           ("xgboost", "n_estimators")]
+
+
+@pytest.fixture(scope="module")
+def context(breast_cancer):
+    X, y = breast_cancer
+    space = DEFAULT.for_task("classification")
+    splits = make_splits(y, classification=True, cv=3, validation_size=0.2, seed=0)
+    return TrialContext(space, X, y, splits, get_metric("log_loss", "classification", "binary"),
+                        None, 0, labels=np.unique(y), cache_size=0)
+
+
+def _config(choice: str, parameter: str, cap: int) -> dict:
+    # a high learning rate overfits within a few dozen rounds: early stopping must cut the cap
+    return {"scaler": "none", "estimator": choice, f"estimator__{parameter}": cap,
+            "estimator__learning_rate": 0.5}
+
+
+@pytest.mark.parametrize("choice,parameter", BOOSTED)
+def test_a_trial_stops_early_per_fold_and_its_rounds_rebuild_the_scored_model(
+        context, choice, parameter):
+    from sklearn.base import clone
+
+    space = context.space
+    z, theta = space.encode(_config(choice, parameter, 1000))
+    result = run_trial(context, z, theta, 1.0)
+    assert result["status"] == "ok", result.get("error")
+    rounds = result["rounds"]
+    assert len(rounds) == 3  # one per fold, each stopped on its own validation rows
+    assert all(1 <= r < 1000 - patience(1000) for r in rounds)
+    # the first fold's model rebuilt with those rounds and no stopping predicts as the trial's did
+    split = context.splits[0]
+    trial_model = space.to_pipeline(z, theta, random_state=0)
+    fitted = clone(trial_model)
+    from admm_automl.evaluation.stopping import fit_stopped
+
+    fit_stopped(fitted[-1], space.stopping(z)[1], context.X[split.train], context.y[split.train],
+                context.X[split.valid], context.y[split.valid])
+    rebuilt = space.to_pipeline(z, theta, random_state=0, rounds=rounds[0])
+    assert rebuilt[-1].get_params()[parameter] == rounds[0]
+    rebuilt.fit(context.X[split.train], context.y[split.train])
+    np.testing.assert_allclose(rebuilt.predict_proba(context.X[split.valid]),
+                               fitted[-1].predict_proba(context.X[split.valid]), atol=1e-6)
+
+
+def test_a_learner_without_stopping_fits_its_configured_rounds(context):
+    z, theta = context.space.encode({"scaler": "none", "estimator": "random_forest",
+                                     "estimator__n_estimators": 8})
+    result = run_trial(context, z, theta, 1.0)
+    assert result["status"] == "ok" and "rounds" not in result
+    with pytest.raises(InvalidParameterError, match="does not stop early"):
+        context.space.to_pipeline(z, theta, rounds=5)
+
+
+def test_the_journal_keeps_each_folds_rounds_and_the_refit_takes_their_rounded_mean():
+    request = Request((0, 0), np.zeros(1))
+    record = make_record(0, "k", request, {"status": "ok", "loss": 0.1, "rounds": [10, 13, 14]},
+                         config={}, pipeline="p", worst_loss=1.0, time=0.0, tags={},
+                         stopped=False)
+    assert record["rounds"] == [10, 13, 14]
+    observation = observation_of(record)
+    assert observation.rounds == (10, 13, 14) and observation.refit_rounds == 12
+    plain = make_record(1, "k", request, {"status": "ok", "loss": 0.1}, config={}, pipeline="p",
+                        worst_loss=1.0, time=0.0, tags={}, stopped=False)
+    assert "rounds" not in plain and observation_of(plain).refit_rounds is None
+
+
+def test_patience_is_a_tenth_of_the_cap_within_10_and_50():
+    assert [patience(c) for c in (4, 100, 250, 1000, 32768)] == [10, 10, 25, 50, 50]
+
+
+def test_the_space_refuses_stopping_it_cannot_honour():
+    def space(stopping, module="estimator"):
+        algo = {"name": "hgb", "class": "sklearn.ensemble.HistGradientBoostingClassifier",
+                "hyperparameters": {"max_iter": {"type": "int", "low": 10, "high": 100,
+                                                 "default": 50},
+                                    "learning_rate": {"type": "float", "low": 0.01,
+                                                      "high": 1.0, "default": 0.1}},
+                "stopping": stopping}
+        plain = {"name": "lr", "class": "sklearn.linear_model.LogisticRegression"}
+        modules = [{"name": "first", "choices": [algo if module == "first" else plain]},
+                   {"name": "estimator", "choices": [algo if module == "estimator" else plain]}]
+        return space_from_dict({"name": "s", "modules": modules})
+
+    assert space({"parameter": "max_iter", "method": "hist_gradient_boosting"})
+    with pytest.raises(ConfigError, match="method 'lightgbn' is not one of .*lightgbm"):
+        space({"parameter": "max_iter", "method": "lightgbn"})
+    with pytest.raises(ConfigError, match="must be an int"):
+        space({"parameter": "learning_rate", "method": "hist_gradient_boosting"})
+    with pytest.raises(ConfigError, match="parameter"):
+        space({"method": "hist_gradient_boosting"})
+    with pytest.raises(InvalidParameterError, match=r"only the estimator.*first\.hgb"):
+        space({"parameter": "max_iter", "method": "hist_gradient_boosting"}, module="first")
+
+
+def test_a_method_of_another_library_fails_the_trial_with_a_clear_error(breast_cancer):
+    X, y = breast_cancer
+    space = space_from_dict({"name": "s", "modules": [{"name": "estimator", "choices": [{
+        "name": "forest", "class": "sklearn.ensemble.RandomForestClassifier",
+        "hyperparameters": {"n_estimators": {"type": "int", "low": 4, "high": 50, "default": 8}},
+        "stopping": {"parameter": "n_estimators", "method": "hist_gradient_boosting"}}]}]})
+    splits = make_splits(y, classification=True, cv=None, validation_size=0.2, seed=0)
+    ctx = TrialContext(space, X, y, splits, get_metric("accuracy", "classification", "binary"),
+                       None, 0, labels=np.unique(y))
+    result = run_trial(ctx, (0,), space.encoding.initial_theta, 1.0)
+    assert result["status"] == "failed"
+    assert "RandomForestClassifier" in result["error"] and "HistGradientBoosting" in result["error"]
+
+
+@pytest.mark.slow
+def test_early_stopped_rounds_reach_the_refit_and_the_ensemble(breast_cancer):
+    X, y = breast_cancer
+    space = DEFAULT.for_task("classification").restrict(scaler="none", estimator="lightgbm")
+    model = ADMMClassifier(search_space=space, max_evals=8, executor="serial", random_state=0,
+                           portfolio=None, ensemble_size=8, cv=3).fit(X, y)
+    history = model.history_.set_index("eval_id")
+    refit = lambda eval_id: max(1, round(np.mean(history.loc[eval_id, "rounds"])))  # noqa: E731
+    assert model.best_rounds_ == refit(model.best_eval_id_)
+    assert model.best_pipeline_[-1].n_estimators == model.best_rounds_
+    assert model.best_params_["estimator__n_estimators"] >= model.best_rounds_  # the cap
+    members = [(int(name[len("eval"):]), pipeline) for name, pipeline in
+               model.ensemble_.estimators if name != f"eval{model.best_eval_id_}"]
+    assert members  # the ensemble has members besides the best pipeline
+    for eval_id, member in members:
+        assert member[-1].n_estimators == refit(eval_id)
