@@ -80,6 +80,7 @@ smoke: $(STAMP)
 		$(BIN)/python experiments/constrained.py --smoke --data-dir $(DATA_DIR) --out $$tmp/cs && \
 		$(BIN)/python experiments/portfolio.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/vs_automl.py --smoke --data-dir $(DATA_DIR) && \
+		$(BIN)/python experiments/early_stopping.py --smoke --data-dir $(DATA_DIR) && \
 		rm -rf $$tmp; \
 	else echo "smoke: $(DATA_DIR) not found: the scripts that need it are skipped" && \
 		$(BIN)/python experiments/vs_automl.py --smoke; fi
