@@ -46,8 +46,8 @@ def patience(cap: int) -> int:
     return int(min(50, max(10, round(0.1 * cap))))
 
 
-def fit_stopped(estimator: Any, stopping: Stopping, X: Any, y: Any, X_valid: Any,
-                y_valid: Any) -> int:
+def fit_stopped(estimator: Any, X: Any, y: Any, X_valid: Any, y_valid: Any, *,
+                stopping: Stopping) -> int:
     """Fit ``estimator`` on (X, y), stopping its rounds early on (X_valid, y_valid) by its
     library's own mechanism (``stopping.method``); the number of rounds its predictions use.
 

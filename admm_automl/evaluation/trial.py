@@ -22,6 +22,7 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -133,9 +134,8 @@ def run_trial(
                                preprocessor=ctx.preprocessor is not None)
             rows = split.train_rows(fidelity)
             X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
-            stop = None if stopping is None else (
-                lambda est, X, y, X_val, y_val=y_valid: fit_stopped(est, stopping[1], X, y, X_val,
-                                                                    y_val))
+            stop = (None if stopping is None
+                    else partial(fit_stopped, y_valid=y_valid, stopping=stopping[1]))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 start = time.perf_counter()

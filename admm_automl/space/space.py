@@ -196,9 +196,9 @@ class Stopping:
     adding rounds once the loss on its validation rows has not improved for a while
     (:mod:`admm_automl.evaluation.stopping` says how long, and which loss), and the number of
     rounds it kept is recorded with the evaluation and used when the pipeline is refitted on all
-    rows. The peers do the same: AutoGluon early-stops its boosted models on its validation data,
-    and FLAML and AutoGluon alike let the data decide the number of rounds rather than searching
-    it blindly; a boosted trial at a large cap then costs what its useful rounds cost.
+    rows. AutoGluon does the same with its boosted models (a large cap, the rounds decided on its
+    validation data); here a boosted trial at a large cap then costs what its useful rounds cost,
+    and a searched cap that is too large is no longer a bad configuration.
 
     Parameters
     ----------

@@ -44,6 +44,8 @@ def test_a_trial_stops_early_per_fold_and_its_rounds_rebuild_the_scored_model(
         context, choice, parameter):
     from sklearn.base import clone
 
+    from admm_automl.evaluation.stopping import fit_stopped
+
     space = context.space
     z, theta = space.encode(_config(choice, parameter, 1000))
     result = run_trial(context, z, theta, 1.0)
@@ -55,10 +57,8 @@ def test_a_trial_stops_early_per_fold_and_its_rounds_rebuild_the_scored_model(
     split = context.splits[0]
     trial_model = space.to_pipeline(z, theta, random_state=0)
     fitted = clone(trial_model)
-    from admm_automl.evaluation.stopping import fit_stopped
-
-    fit_stopped(fitted[-1], space.stopping(z)[1], context.X[split.train], context.y[split.train],
-                context.X[split.valid], context.y[split.valid])
+    fit_stopped(fitted[-1], context.X[split.train], context.y[split.train],
+                context.X[split.valid], context.y[split.valid], stopping=space.stopping(z)[1])
     rebuilt = space.to_pipeline(z, theta, random_state=0, rounds=rounds[0])
     assert rebuilt[-1].get_params()[parameter] == rounds[0]
     rebuilt.fit(context.X[split.train], context.y[split.train])
