@@ -478,11 +478,14 @@ def report(runs: Runs) -> str:
             "constrained": "best feasible validation loss"}[claim.kind]
     fractions = (1.0,) if claim.kind != "incumbent" else claim.checkpoints
     head = " | ".join(f"{f:g}T" for f in fractions)
+    timed = claim.budget is not None
     lines += [f"Median (25–75 %) of the {what} over the pairs; mean rank at T with a 95 % "
               "bootstrap interval; n = median evaluations per run, full-data n = median of those "
-              "on all training rows (the only candidates for the incumbent).", "",
-              f"| method | {head} | rank at T | n | full-data n |",
-              "|---|" + "---|" * (len(fractions) + 3)]
+              "on all training rows (the only candidates for the incumbent)"
+              + ("; in trials = median share of T spent inside evaluations (the rest is the "
+                 "method's own planning, the set-up and the engine)" if timed else "") + ".", "",
+              f"| method | {head} | rank at T | n | full-data n |" + (" in trials |" if timed else ""),
+              "|---|" + "---|" * (len(fractions) + 3 + timed)]
     names, final = runs.matrix(1.0)
     mean, low, high = stats.rank_intervals(final)
     columns = {f: runs.matrix(f)[1] for f in fractions}
@@ -495,8 +498,14 @@ def report(runs: Runs) -> str:
         n = np.median([runs.summaries[p, name][s].get("n_evals", 0) for p, s in pairs])
         full = np.median([len(_scores(runs.records.get((p, name), {}).get(s, [])))
                           for p, s in pairs])
+        busy = ""
+        if timed:
+            share = np.median([_busy(runs.records.get((p, name), {}).get(s, []))
+                               for p, s in pairs]) / limit
+            busy = f" {share:.0%} |"
         lines.append(f"| {name} | " + " | ".join(cells)
-                     + f" | {mean[i]:.2f} [{low[i]:.2f}, {high[i]:.2f}] | {n:.0f} | {full:.0f} |")
+                     + f" | {mean[i]:.2f} [{low[i]:.2f}, {high[i]:.2f}] | {n:.0f} | {full:.0f} |"
+                     + busy)
     lines += ["", "| comparison at T | wins | losses | one-sided p (lower) |", "|---|---|---|---|"]
     me = final[:, names.index(claim.method)]
     for other in claim.against:
@@ -533,6 +542,11 @@ def held_out_table(runs: Runs) -> str:
                          f"{_fmt(_quantile(v, 75), 3)})")
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
+
+
+def _busy(records: Sequence[Mapping[str, Any]]) -> float:
+    """The seconds a run spent inside its evaluations (their summed durations)."""
+    return float(sum(float(r.get("duration") or 0.0) for r in records))
 
 
 def _has_partial_training(runs: Runs) -> bool:
