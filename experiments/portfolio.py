@@ -28,9 +28,16 @@ that saw its test dataset; the portfolio built on all datasets goes into the pac
 Only classification is learned (the shared datasets are binary classification); the regression
 list stays empty, so regression runs start from the initial pipeline as before.
 
-Usage (one core; run it niced on a shared machine)::
+**Resumable, in parts.** Each dataset's search and each (dataset, candidate) loss are written to
+the work folder as they finish (``--work``, default ``experiments/results/portfolio/<scale>``:
+``search/<dataset>.json``, ``matrix/<dataset>.jsonl`` with one line per candidate, keyed by its
+configuration); a run that is stopped starts again where it was, and a candidate added later is
+evaluated alone. ``--parallel N`` runs N datasets at once, one single-core process each (phase 1,
+then phase 2, whose candidates are phase 1's). The time reported is the sum over the parts.
 
-    nice -n 10 python experiments/portfolio.py --data-dir ../shared/data            # full scale
+Usage (one core per process; run it niced on a shared machine)::
+
+    nice -n 10 python experiments/portfolio.py --data-dir ../shared/data --parallel 2  # full scale
     nice -n 10 python experiments/portfolio.py --data-dir ../shared/data --max-rows 500 \\
         --search-evals 16 --per-dataset 1 --timeout 10                            # modest scale
     python experiments/portfolio.py --smoke --data-dir ../shared/data              # CI: seconds
@@ -57,6 +64,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "experiments" / "results" / "portfolio"
 PACKAGE_PORTFOLIO = REPO / "admm_automl" / "space" / "portfolios" / "default.yaml"
 LODO_FILE = REPO / "experiments" / "portfolio_lodo.yaml"
 SPACE = "default"
@@ -119,9 +127,10 @@ def search_candidates(X, y, evals: int, per_dataset: int, timeout: float) -> lis
     return [params for _, params in ranked[:per_dataset]]
 
 
-def loss_column(X, y, configs: list[dict], timeout: float) -> np.ndarray:
-    """The validation loss of every configuration on (X, y), by the engine of a run, set up by
-    :mod:`admm_automl.run` (split and models' seed 0, one single-threaded worker process)."""
+def loss_column(X, y, configs: list[dict], timeout: float):
+    """The validation loss of each configuration on (X, y), yielded as ``(index, loss, seconds)``
+    as each finishes, by the engine of a run, set up by :mod:`admm_automl.run` (split and models'
+    seed 0, one single-threaded worker process)."""
     from admm_automl.evaluation.splits import resolve_cv
     from admm_automl.records import Request
     from admm_automl.run.setup import (benchmark_seeds, open_objective, prepare_task, run_header,
@@ -136,18 +145,18 @@ def loss_column(X, y, configs: list[dict], timeout: float) -> np.ndarray:
     objective = open_objective(task.context, executor=single_threaded_executor("process"),
                                worst_loss=task.worst_loss, trial_timeout=timeout,
                                header=run_header(task, cv=cv, validation_size=holdout))
-    losses = np.full(len(configs), task.worst_loss)
     try:
         for i, config in enumerate(configs):
+            t0 = time.monotonic()
             try:
                 z, theta = space.encode(config)
             except Exception:  # an algorithm this data size leaves out
+                yield i, float(task.worst_loss), 0.0
                 continue
             (obs,) = objective([Request(z, space.encoding.project(theta), 1.0)])
-            losses[i] = obs.loss
+            yield i, float(obs.loss), time.monotonic() - t0
     finally:
         objective.close()
-    return losses
 
 
 def normalise(losses: np.ndarray) -> np.ndarray:
@@ -208,6 +217,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The options; ``--smoke`` shrinks them (two datasets, 200 rows, 3-evaluation searches) and
     sends the outputs to a temporary folder. ``datasets`` is always filled in."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", nargs="?", default="run", choices=("run", "search", "matrix"),
+                        help="run: both phases and the portfolios (default); search / matrix: "
+                             "one phase on the --datasets given, in this process")
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--datasets", nargs="*", help="default: every dataset in --data-dir")
     parser.add_argument("--max-rows", type=int, default=2000,
@@ -219,6 +231,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=30.0,
                         help="seconds per evaluation of the searches and the matrix (default 30)")
     parser.add_argument("--size", type=int, default=8, help="portfolio size (default 8)")
+    parser.add_argument("--work", default=None,
+                        help="folder of the finished parts (default: experiments/results/"
+                             "portfolio/<scale>); a run resumes from it")
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="datasets at a time, one single-core process each")
     parser.add_argument("--out", default=str(PACKAGE_PORTFOLIO))
     parser.add_argument("--lodo-out", default=str(LODO_FILE))
     parser.add_argument("--smoke", action="store_true",
@@ -233,10 +250,74 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.timeout, args.size = 10.0, 3
         tmp = Path(tempfile.mkdtemp())
         args.out, args.lodo_out = str(tmp / "portfolio.yaml"), str(tmp / "lodo.yaml")
+        args.work = args.work or str(tmp / "work")
+    scale = (f"rows{args.max_rows}_evals{args.search_evals}_per{args.per_dataset}"
+             f"_timeout{args.timeout:g}")
+    args.work = Path(args.work) if args.work else RESULTS / scale
     return args
 
 
-def gather_candidates(data: dict, args: argparse.Namespace) -> tuple[list[dict], list[str | None]]:
+def config_key(config: dict) -> str:
+    """A configuration's key in the work folder (its canonical JSON)."""
+    return json.dumps(config, sort_keys=True, default=repr)
+
+
+def search_file(work: Path, name: str) -> Path:
+    return work / "search" / f"{name}.json"
+
+
+def matrix_file(work: Path, name: str) -> Path:
+    return work / "matrix" / f"{name}.jsonl"
+
+
+def run_search(name: str, args: argparse.Namespace) -> None:
+    """Phase 1 on one dataset, unless its file is there: its search candidates and the seconds."""
+    path = search_file(args.work, name)
+    if path.is_file():
+        return
+    X, y = load(name, args.data_dir, args.max_rows)
+    t0 = time.monotonic()
+    found = search_candidates(X, y, args.search_evals, args.per_dataset, args.timeout)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"candidates": found, "seconds": time.monotonic() - t0}))
+    print(f"search {name}: {len(found)} candidate(s) in {time.monotonic() - t0:.0f} s",
+          flush=True)
+
+
+def read_matrix(work: Path, name: str) -> dict[str, tuple[float, float]]:
+    """The losses recorded for one dataset: configuration key -> (loss, seconds); a line cut
+    short by a stopped run is skipped (it is evaluated again)."""
+    done = {}
+    path = matrix_file(work, name)
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            done[entry["key"]] = (float(entry["loss"]), float(entry["seconds"]))
+    return done
+
+
+def run_matrix(name: str, args: argparse.Namespace, candidates: list[dict]) -> None:
+    """Phase 2 on one dataset: every candidate not yet recorded, each line written as it ends."""
+    done = read_matrix(args.work, name)
+    todo = [c for c in candidates if config_key(c) not in done]
+    if not todo:
+        return
+    X, y = load(name, args.data_dir, args.max_rows)
+    path = matrix_file(args.work, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    with path.open("a", encoding="utf-8") as out:
+        for i, loss, seconds in loss_column(X, y, todo, args.timeout):
+            out.write(json.dumps({"key": config_key(todo[i]), "loss": loss,
+                                  "seconds": seconds}) + "\n")
+            out.flush()
+    print(f"matrix {name}: {len(todo)} evaluations in {time.monotonic() - t0:.0f} s", flush=True)
+
+
+def gather_candidates(args: argparse.Namespace) -> tuple[list[dict], list[str | None]]:
     """Every algorithm's default configuration (the first three with ``--smoke``), then each
     dataset's search candidates not among them; and where each came from (None: a default)."""
     from admm_automl.space import load_space
@@ -244,26 +325,43 @@ def gather_candidates(data: dict, args: argparse.Namespace) -> tuple[list[dict],
     space = load_space(SPACE).for_task("classification")
     candidates = default_configs(space)[:3 if args.smoke else None]
     origin: list[str | None] = [None] * len(candidates)
-    for name, (X, y) in data.items():
-        t0 = time.monotonic()
-        found = search_candidates(X, y, args.search_evals, args.per_dataset, args.timeout)
+    for name in args.datasets:
+        found = json.loads(search_file(args.work, name).read_text())["candidates"]
         new = [c for c in found if c not in candidates]
         candidates += new
         origin += [name] * len(new)
-        print(f"search {name}: {len(new)} candidate(s) in {time.monotonic() - t0:.0f} s",
-              flush=True)
     return candidates, origin
 
 
-def loss_matrix(data: dict, candidates: list[dict], timeout: float) -> np.ndarray:
-    """Candidates × datasets: every candidate's validation loss on every dataset."""
-    columns = []
-    for name, (X, y) in data.items():
-        t0 = time.monotonic()
-        columns.append(loss_column(X, y, candidates, timeout))
-        print(f"matrix {name}: {len(candidates)} evaluations in {time.monotonic() - t0:.0f} s",
-              flush=True)
-    return np.column_stack(columns)
+def run_phase(phase: str, args: argparse.Namespace, argv: list[str] | None,
+              candidates: list[dict] | None = None) -> None:
+    """One phase on every dataset that still needs it: in this process, or ``--parallel``
+    processes at a time (each running this script on one dataset)."""
+    if phase == "search":
+        names = [d for d in args.datasets if not search_file(args.work, d).is_file()]
+    else:
+        names = [d for d in args.datasets
+                 if any(config_key(c) not in read_matrix(args.work, d) for c in candidates)]
+    if args.parallel <= 1:
+        for name in names:
+            if phase == "search":
+                run_search(name, args)
+            else:
+                run_matrix(name, args, candidates)
+        return
+    from admm_automl.benchmarks.runner import run_processes
+
+    base = [a for a in (argv if argv is not None else sys.argv[1:])
+            if a not in ("run", "search", "matrix")]
+    rest, skip = [], False
+    for a in base:  # this run's options but --datasets and --parallel
+        if skip and not a.startswith("--"):
+            continue
+        skip = a in ("--datasets", "--parallel")
+        if not skip:
+            rest.append(a)
+    run_processes([[sys.executable, __file__, phase, *rest, "--work", str(args.work),
+                    "--datasets", name] for name in names], args.parallel)
 
 
 def print_results(names: list[str], candidates: list[dict], chosen: list[int],
@@ -283,7 +381,8 @@ def print_results(names: list[str], candidates: list[dict], chosen: list[int],
     print(f"portfolio vs default: {wins} better, {ties} equal, {len(lodo) - wins - ties} worse; "
           f"mean regret {mean('portfolio_regret'):.3f} vs {mean('default_regret'):.3f}; "
           f"mean loss {mean('portfolio_loss'):.4f} vs {mean('default_loss'):.4f}")
-    print(f"took {elapsed / 60:.1f} min on {platform.node()} ({os.cpu_count()} cores, load "
+    print(f"took {elapsed / 60:.1f} min of single-core work (the parts' sum) on "
+          f"{platform.node()} ({os.cpu_count()} cores, load "
           f"{os.getloadavg()[0]:.1f})")
 
 
@@ -296,7 +395,7 @@ def write_portfolios(args: argparse.Namespace, argv: list[str] | None, candidate
     scale = (f"{len(args.datasets)} datasets, subsamples of <= {args.max_rows} rows, "
              f"{args.search_evals}-evaluation searches, {args.per_dataset} candidate(s) per dataset + "
              f"{sum(o is None for o in origin)} defaults = {len(candidates)} candidates, "
-             f"{args.timeout:g} s per evaluation; {elapsed / 60:.0f} min")
+             f"{args.timeout:g} s per evaluation; {elapsed / 60:.0f} min of single-core work")
     write_yaml(Path(args.out), {
         "space": SPACE,
         "description": f"greedy portfolio (Feurer et al. 2022) learned on {scale}",
@@ -317,13 +416,29 @@ def write_portfolios(args: argparse.Namespace, argv: list[str] | None, candidate
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     warnings.simplefilter("ignore")
-    started = time.monotonic()
-    data = {name: load(name, args.data_dir, args.max_rows) for name in args.datasets}
-    candidates, origin = gather_candidates(data, args)
-    losses = loss_matrix(data, candidates, args.timeout)
+    if args.command == "search":
+        for name in args.datasets:
+            run_search(name, args)
+        return
+    if args.command == "matrix":
+        candidates = json.loads((args.work / "candidates.json").read_text())["candidates"]
+        for name in args.datasets:
+            run_matrix(name, args, candidates)
+        return
+    print(f"{len(args.datasets)} datasets, {args.parallel} at a time, on {platform.node()} "
+          f"(load {os.getloadavg()[0]:.1f}); finished parts in {args.work}", flush=True)
+    run_phase("search", args, argv)
+    candidates, origin = gather_candidates(args)
+    (args.work / "candidates.json").write_text(json.dumps({"candidates": candidates}))
+    run_phase("matrix", args, argv, candidates)
+    recorded = {name: read_matrix(args.work, name) for name in args.datasets}
+    losses = np.array([[recorded[name][config_key(c)][0] for name in args.datasets]
+                       for c in candidates])
+    elapsed = (sum(json.loads(search_file(args.work, n).read_text())["seconds"]
+                   for n in args.datasets)
+               + sum(seconds for r in recorded.values() for _, seconds in r.values()))
     chosen = greedy_portfolio(normalise(losses), args.size)
     lodo = leave_one_out(losses, origin, args.datasets, args.size, DEFAULT_INDEX)
-    elapsed = time.monotonic() - started
     print_results(args.datasets, candidates, chosen, lodo, elapsed)
     write_portfolios(args, argv, candidates, origin, chosen, lodo, elapsed)
     print(json.dumps({"minutes": round(elapsed / 60, 1)}))
