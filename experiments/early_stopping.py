@@ -40,7 +40,6 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
-from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -49,13 +48,6 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "experiments" / "results" / "early_stopping"
 DATASETS = ("pc4", "sylvine", "phishing_websites", "bank8FM")
 LEARNERS = ("hist_gradient_boosting", "lightgbm", "xgboost")
-
-
-def without_stopping(space):
-    """``space`` with no choice stopping its rounds early (the arm without)."""
-    modules = tuple(replace(m, choices=tuple(replace(a, stopping=None) for a in m.choices))
-                    for m in space.modules)
-    return replace(space, modules=modules)
 
 
 def run_dataset(dataset: str, data_dir: str | None, n_configs: int, timeout: float,
@@ -74,7 +66,7 @@ def run_dataset(dataset: str, data_dir: str | None, n_configs: int, timeout: flo
     X, y = load_dataset(dataset, data_dir)
     X_s, X_t, y_s, y_t = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
     stopped = load_space("default").for_task("classification")
-    arms = {"stopping": stopped, "full": without_stopping(stopped)}
+    arms = {"stopping": stopped, "full": stopped.without_stopping()}
     metric = get_metric("roc_auc", "classification", "binary")
     rng = np.random.default_rng(0)
     names = stopped.encoding.choice_names[-1]

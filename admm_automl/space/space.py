@@ -493,6 +493,13 @@ class PipelineSpace:
                 raise InvalidParameterError(message)
         return module.index(choice)
 
+    def without_stopping(self) -> "PipelineSpace":
+        """This space with no choice stopping its rounds early (:class:`Stopping`): every
+        searched number of rounds is fitted as configured, as the papers' spaces do."""
+        modules = tuple(replace(m, choices=tuple(replace(a, stopping=None) for a in m.choices))
+                        for m in self.modules)
+        return PipelineSpace(self.name, modules, self.initial, self.description, self.skipped)
+
     def wrapped(self, module: Module) -> "PipelineSpace":
         """This space with ``module`` (one that :attr:`Module.wraps`) appended as its last
         module; the initial pipeline chooses its first choice (``none``: nothing wrapped)."""

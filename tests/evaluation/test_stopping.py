@@ -146,3 +146,10 @@ def test_early_stopped_rounds_reach_the_refit_and_the_ensemble(breast_cancer):
     assert members  # the ensemble has members besides the best pipeline
     for eval_id, member in members:
         assert member[-1].n_estimators == refit(eval_id)
+
+
+def test_without_stopping_fits_the_searched_rounds(context):
+    plain = context.space.without_stopping()
+    z, theta = plain.encode(_config("lightgbm", "n_estimators", 300))
+    assert plain.stopping(z) is None and context.space.stopping(z) is not None
+    assert plain.n_pipelines == context.space.n_pipelines
