@@ -34,7 +34,7 @@ METHODS = {
     "Random": "Random",
 }
 RIVALS = ("EI", "Hyperband", "BOHB", "Random")
-COMMON = dict(budget=120, scoring="accuracy", speedup_reference="EI")
+COMMON = dict(budget=120, scoring="accuracy", speedup_reference="EI", training_cost=True)
 
 CLAIMS = [
     Claim(

@@ -85,6 +85,10 @@ class Claim:
     #: a held-out share of each dataset's rows (stratified, split by the run's seed) on which the
     #: incumbent at each checkpoint is refitted on the search rows and scored after the run
     test_size: float | None = None
+    #: print each method's training cost: the summed durations of its evaluations up to its
+    #: final incumbent and in all, and the ranks at equal training cost (a paper whose budget is
+    #: the learners' training time, not the method's own planning: BAPI)
+    training_cost: bool = False
 
     def __post_init__(self) -> None:
         names = {self.method, *self.against}
@@ -520,6 +524,8 @@ def report(runs: Runs) -> str:
         lines += ["", any_size_table(runs)]
     if claim.speedup_reference:
         lines += ["", speedup_table(runs)]
+    if claim.training_cost:
+        lines += ["", training_cost_table(runs)]
     lines += ["", f"**Verdict: {verdict.word}** — {verdict.reason}.", ""]
     return "\n".join(lines)
 
@@ -567,6 +573,55 @@ def any_size_table(runs: Runs) -> str:
     for i, name in enumerate(runs.claim.methods):
         rows.append(f"| {name} | " + " | ".join(_fmt(float(np.nanmedian(columns[f][1][:, i])))
                                                 for f in checkpoints) + " |")
+    return "\n".join(rows)
+
+
+def cost_curve(records: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
+    """``(training seconds so far, best full-data loss so far)`` after each evaluation, in the
+    order they finished: the training seconds are the summed durations of the evaluations."""
+    from admm_automl.benchmarks.analysis import is_score
+
+    spent, best, curve = 0.0, math.inf, []
+    for r in sorted(records, key=lambda r: float(r.get("time") or 0.0)):
+        spent += float(r.get("duration") or 0.0)
+        loss = float(r["loss"]) if r.get("loss") is not None else math.nan
+        if is_score(r) and math.isfinite(loss):
+            best = min(best, loss)
+        curve.append((spent, best))
+    return curve
+
+
+def training_cost_table(runs: Runs) -> str:
+    """Each method's training cost (the summed durations of its evaluations: the budget of a
+    paper whose cost is training time) to reach its final incumbent and in all, and the mean
+    rank when every method of a pair is read at the training seconds its least-trained method
+    spent — the comparison with each method's own planning time left out."""
+    names, pairs = list(runs.claim.methods), runs.pairs()
+    curves = {(p, s, m): cost_curve(runs.records.get((p, m), {}).get(s, []))
+              for p, s in pairs for m in names}
+
+    def best_by(curve: list[tuple[float, float]], seconds: float) -> float:
+        done = [b for t, b in curve if t <= seconds + 1e-9]
+        return done[-1] if done else math.inf
+
+    equal = np.array([[best_by(curves[p, s, m], min(curves[p, s, k][-1][0] if curves[p, s, k]
+                                                     else 0.0 for k in names))
+                       for m in names] for p, s in pairs], dtype=float).reshape(-1, len(names))
+    ranks = stats.mean_ranks(equal) if len(pairs) else np.full(len(names), math.nan)
+    rows = ["Training cost (summed evaluation durations, s; median over the pairs): to reach the "
+            "final incumbent, and in all; mean rank when each pair's methods are read at the "
+            "training seconds its least-trained method spent (each method's own planning left "
+            "out)", "", "| method | to its final value | in all | rank at equal training cost |",
+            "|---|---|---|---|"]
+    for i, name in enumerate(names):
+        to_final, total = [], []
+        for p, s in pairs:
+            curve = curves[p, s, name]
+            final = curve[-1][1] if curve else math.inf
+            to_final.append(next((t for t, b in curve if b <= final + 1e-12), math.nan))
+            total.append(curve[-1][0] if curve else 0.0)
+        rows.append(f"| {name} | {np.nanmedian(to_final):.1f} | {np.median(total):.1f} "
+                    f"| {ranks[i]:.2f} |")
     return "\n".join(rows)
 
 

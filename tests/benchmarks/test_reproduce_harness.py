@@ -22,6 +22,12 @@ RECORDS = [  # time, loss, fidelity
 ]
 
 
+def test_the_training_cost_curve_sums_the_evaluations_durations_not_the_wall_clock():
+    records = [dict(r, duration=d) for r, d in zip(RECORDS, (0.5, 1.0, 2.0, 0.5))]
+    # the loss on part of the rows costs training time but is never the incumbent
+    assert harness.cost_curve(records) == [(0.5, math.inf), (1.5, 0.4), (3.5, 0.3), (4.0, 0.3)]
+
+
 def claim(**kw):
     base = dict(name="c", paper="p", problems=("artificial",),
                 methods={"A": "AdADMM-F16(BO,Ba)", "R": "Random"}, method="A", against=("R",),
