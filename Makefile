@@ -61,7 +61,6 @@ docs: $(STAMP)
 # Every experiment script at a tiny budget, so none of them rots (results go to temporary folders).
 smoke: $(STAMP)
 	$(BIN)/python experiments/automl_benchmark.py smoke --data-dir $(DATA_DIR)
-	$(BIN)/python experiments/bapi.py --smoke
 	$(BIN)/python experiments/theta_solvers.py --seeds 1 --budget 8 --real-budget 4 \
 		--methods bo,skopt,rbfopt,random --problems branin,hartmann6
 	$(BIN)/python experiments/probes.py --smoke
