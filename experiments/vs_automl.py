@@ -149,8 +149,9 @@ class Replayed:
     ``predict`` / ``predict_proba`` / ``classes_`` that :func:`test_score` reads."""
 
     def __init__(self, answer: dict, y_train) -> None:
-        by_text = {str(label): label for label in np.unique(y_train)}
-        self.classes_ = np.array([by_text.get(c, c) for c in answer.get("classes") or []])
+        # the CSV round trip turns labels into text: map them back to the training labels
+        self._by_text = {str(label): label for label in np.unique(y_train)}
+        self.classes_ = np.array([self._by_text.get(c, c) for c in answer.get("classes") or []])
         self.proba = np.asarray(answer["proba"]) if answer.get("proba") is not None else None
         self.labels = answer["predict"]
 
@@ -159,8 +160,7 @@ class Replayed:
 
     def predict(self, X):
         if len(self.classes_):
-            by_text = {str(c): c for c in self.classes_}
-            return np.array([by_text[str(v)] for v in self.labels])
+            return np.array([self._by_text.get(str(v), v) for v in self.labels])
         return np.asarray(self.labels, dtype=float)
 
 
