@@ -97,7 +97,7 @@ def tiny_space(estimators: dict[str, dict[str, Any]] | None = None, name: str = 
                 "class": "sklearn.linear_model.LogisticRegression",
                 "hyperparameters": {
                     "C": {"type": "float", "low": 0.01, "high": 100.0, "log": True, "default": 1.0},
-                    "max_iter": {"type": "fixed", "value": 500},
+                    "max_iter": {"type": "fixed", "value": 100},
                 },
             },
         }

@@ -142,7 +142,7 @@ def test_a_run_killed_mid_search_resumes_without_losing_or_repeating_work(tmp_pa
     """SIGKILL during the search, then resume: every evaluation the killed run recorded is kept
     (byte for byte), none is run again, and the finished history equals the journal and an
     uninterrupted run's."""
-    n, out = 40, tmp_path / "run"
+    n, out = 20, tmp_path / "run"
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     child = subprocess.Popen([sys.executable, str(script), str(out), str(n)],
