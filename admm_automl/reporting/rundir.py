@@ -96,6 +96,7 @@ def run_summary(model: Any) -> dict[str, Any]:
         "best_pipeline": best["pipeline"],
         "best_params": {k: repr(v) if isinstance(v, tuple) else v
                         for k, v in model.best_params_.items()},
+        "best_rounds": getattr(model, "best_rounds_", None),
         "best_loss": model.best_loss_,
         "validation_score": model.best_score_,
         "feasible": bool(model.feasible_),
