@@ -97,6 +97,9 @@ class Claim:
                              "its methods")
         if (self.budget is None) == (self.max_evals is None):
             raise ValueError(f"claim {self.name!r}: give a time budget or max_evals")
+        if self.speedup_reference is not None and self.speedup_reference not in self.methods:
+            raise ValueError(f"claim {self.name!r}: the speedup reference "
+                             f"{self.speedup_reference!r} is not one of its methods")
 
     @property
     def limit(self) -> str:

@@ -156,3 +156,9 @@ def test_held_out_rows_score_each_checkpoints_incumbent(tmp_path):
                                       random_state=0).fit(X_s, y_s)
     assert summary["test"]["1"] == pytest.approx(1 - accuracy_score(y_t, model.predict(X_t)))
     assert "the test loss of the incumbent" in harness.report(harness.Runs.load(c, tmp_path))
+
+
+def test_a_claim_refuses_a_speedup_reference_it_does_not_run():
+    with pytest.raises(ValueError, match="speedup reference 'EI' is not one of its methods"):
+        claim(speedup_reference="EI")
+    assert claim(speedup_reference="R").speedup_reference == "R"
