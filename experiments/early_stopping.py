@@ -85,7 +85,7 @@ def run_dataset(dataset: str, data_dir: str | None, n_configs: int, timeout: flo
                 obs = objective([Request(z, theta)])[0]
                 record = objective.journal.records[-1]
                 row["config"] = record["config"]
-                row[f"{arm}_seconds"] = obs.duration if obs.ok else timeout
+                row[f"{arm}_seconds"] = timeout if obs.status.value == "timeout" else obs.duration
                 row[f"{arm}_status"] = obs.status.value
                 row[f"{arm}_valid"] = obs.loss
                 row[f"{arm}_rounds"] = observation_of(record).refit_rounds
