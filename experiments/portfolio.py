@@ -340,8 +340,8 @@ def run_phase(phase: str, args: argparse.Namespace, argv: list[str] | None,
     if phase == "search":
         names = [d for d in args.datasets if not search_file(args.work, d).is_file()]
     else:
-        names = [d for d in args.datasets
-                 if any(config_key(c) not in read_matrix(args.work, d) for c in candidates)]
+        keys = {config_key(c) for c in candidates}
+        names = [d for d in args.datasets if not keys <= read_matrix(args.work, d).keys()]
     if args.parallel <= 1:
         for name in names:
             if phase == "search":
