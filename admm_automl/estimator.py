@@ -173,6 +173,13 @@ class ADMM(BaseEstimator):
         candidates are the best 32 evaluations and the best of each learner; its members are
         refitted after the search, like ``best_pipeline_`` (under a ``time_budget``, only as many
         as fit in it).
+    stacking : bool, default=True
+        Also try a stack: a second layer (logistic regression, or non-negative least squares for
+        a regression) fitted on the out-of-fold predictions the search kept of the ensemble's
+        members and of each other learner's best (stacked generalisation, Wolpert 1992;
+        AutoGluon's second layer), used instead of the weighted average when its own
+        out-of-fold loss is lower (:mod:`admm_automl.run.stacking`). Its members are refitted
+        like the ensemble's, within the time budget.
     callbacks : list of callable, default=None
         Called in this process after each new evaluation, as ``callback(record, best)``: the
         evaluation's record (a dict, a row of ``history_``: ``eval_id``, ``pipeline``,
@@ -184,9 +191,15 @@ class ADMM(BaseEstimator):
 
     Attributes
     ----------
-    ensemble_, ensemble_weights_, ensemble_loss_ : VotingClassifier or VotingRegressor, dict, float
-        The refitted ensemble ``predict`` uses (None if none), its members' weights by
-        ``eval_id``, its validation loss.
+    ensemble_, ensemble_weights_, ensemble_loss_ : estimator, dict, float
+        The refitted ensemble ``predict`` uses (None if none): a ``VotingClassifier`` /
+        ``VotingRegressor`` of weighted members, or a ``StackedClassifier`` /
+        ``StackedRegressor`` (:mod:`admm_automl.run.stacking`) whose second layer combines its
+        members; the members' weights by ``eval_id`` (1 each in a stack: its second layer's
+        coefficients, ``ensemble_.final_estimator_``, combine them); its validation loss (of a
+        stack, its second layer's out-of-fold loss).
+    ensemble_kind_ : {"weighted", "stack"} or None
+        Which of the two ``ensemble_`` is.
     ensemble_constraints_ : dict
         Each constraint's validation value measured on the ensemble itself (its latency is the
         ensemble's ``predict``, its size the ensemble's), by key; empty without an ensemble or
@@ -238,7 +251,7 @@ class ADMM(BaseEstimator):
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
         task: str = "auto", portfolio: Any = "auto", ensemble_size: int = 16,
-        callbacks: Any = None,
+        stacking: bool = True, callbacks: Any = None,
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver
@@ -271,6 +284,7 @@ class ADMM(BaseEstimator):
         self.task = task
         self.portfolio = portfolio
         self.ensemble_size = ensemble_size
+        self.stacking = stacking
         self.callbacks = callbacks
 
     def _validate_params(self) -> None:
@@ -311,7 +325,7 @@ class ADMM(BaseEstimator):
                      + (" and the ensemble" if self.ensemble_size else ""))
                 fitted = fitted_attributes(outcome, space)
                 fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size,
-                                           deadline))
+                                           deadline, self.stacking))
             warn_overrun(self.time_budget, outcome.executor, search_end, deadline.elapsed())
             for name, value in fitted.items():
                 setattr(self, name, value)

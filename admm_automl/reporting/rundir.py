@@ -117,15 +117,17 @@ def run_summary(model: Any) -> dict[str, Any]:
 
 
 def ensemble_summary(model: Any) -> dict[str, Any] | None:
-    """The ensemble ``predict`` uses (None when the best pipeline alone is used): its members
-    (evaluation id, pipeline, weight as a fraction), its validation loss and its constraint
-    values, measured on the ensemble itself."""
+    """The ensemble ``predict`` uses (None when the best pipeline alone is used): its kind
+    (``"weighted"`` or ``"stack"``), its members (evaluation id, pipeline, weight as a fraction
+    — of a stack, in the weighted ensemble it was built over), its validation loss and its
+    constraint values, measured on the ensemble itself."""
     weights = getattr(model, "ensemble_weights_", None) or {}
     if getattr(model, "ensemble_", None) is None or not weights:
         return None
     history = model.history_.set_index("eval_id")
     total = sum(weights.values())
     return {
+        "kind": getattr(model, "ensemble_kind_", None) or "weighted",
         "validation_loss": float(model.ensemble_loss_),
         "constraints": {k: float(v) for k, v in
                         (getattr(model, "ensemble_constraints_", None) or {}).items()},

@@ -16,6 +16,12 @@ voting) or :class:`~sklearn.ensemble.VotingRegressor` of the member pipelines wi
 the best single pipeline, refitted anyway, joins it as it is (scikit-learn's ``FrozenEstimator``)
 rather than being fitted a second time.
 
+A stack layer (:mod:`.stacking`: a second-layer model fitted on the members' out-of-fold
+predictions) is tried over the weighted ensemble's members and the best candidate of each
+learner they do not use (while their refits fit in the time left), and replaces the weighted
+average when its own out-of-fold loss is lower than the weighted ensemble's and the best single
+pipeline's.
+
 Under a time budget the members must also be refitted in what is left of it: each candidate's
 refit time is estimated from its measured fit time
 (:func:`~admm_automl.run.library.refit_seconds_estimate`; with constraints, plus the fits that measure
@@ -43,9 +49,10 @@ from ..constraints.base import measure_all
 from ..evaluation.data import take_rows
 from ..records import Observation
 from ..journal import observation_of
-from .library import refit_seconds_estimate
 from .inputs import fit_on_labels
-from .library import ENSEMBLE_POOL
+from .library import ENSEMBLE_POOL, refit_seconds_estimate
+from .stacking import StackedClassifier, StackedRegressor, final_layer, meta_features, \
+    stack_out_of_fold
 
 __all__ = ["ENSEMBLE_POOL", "EnsembleChoice", "build_ensemble", "ensemble_selection",
            "fit_ensemble"]
@@ -153,10 +160,14 @@ class EnsembleChoice:
     loss: float
     single_loss: float
     constraints: dict[str, float]
+    #: "weighted" (the members' predictions averaged with ``weights``) or "stack" (a second
+    #: layer fitted on their out-of-fold predictions, :mod:`.stacking`; every weight 1)
+    kind: str = "weighted"
 
 
 def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
-                   time_left: float | None = None) -> EnsembleChoice | None:
+                   time_left: float | None = None, stacking: bool = True
+                   ) -> EnsembleChoice | None:
     """The ensemble of a finished search (module docstring), or None when there is none to build
     (in ``time_left`` seconds, if given), it is not better than the best single pipeline
     (``best_eval_id``), or it misses a constraint."""
@@ -183,14 +194,41 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
                  * refit_seconds_estimate(records[i], n_rows, len(ctx.splits)) for i in candidates]
     counts, ens_loss = ensemble_selection(predictions, loss, size, costs, time_left)
     single_loss = loss(kept[best_eval_id])
-    if np.count_nonzero(counts) < 2 or not ens_loss < single_loss:
-        return None
     weights = {candidates[j]: int(c) for j, c in enumerate(counts) if c}
-    model = _voting(ctx, space, records, weights)
-    measured = measure_constraints(ctx, model) if len(constraints) else {}
-    if len(constraints) and not constraints.feasible(Observation(ens_loss, constraints=measured)):
-        return None
-    return EnsembleChoice(model, weights, ens_loss, single_loss, measured)
+    options = []  # (validation loss, kind, member weights, unfitted model), the better first
+    if len(weights) >= 2 and ens_loss < single_loss:
+        options.append((ens_loss, "weighted", weights, _voting(ctx, space, records, weights)))
+    if stacking:
+        members = _stack_members(space, records, candidates, weights, costs, time_left)
+        stack = None if len(members) < 2 else _stack(ctx, space, records, members, kept)
+        if stack is not None and stack[0] < min(ens_loss, single_loss):
+            options.insert(0, (stack[0], "stack", dict.fromkeys(members, 1), stack[1]))
+    for option_loss, kind, members, model in options:
+        measured = measure_constraints(ctx, model) if len(constraints) else {}
+        if not len(constraints) or constraints.feasible(Observation(option_loss,
+                                                                    constraints=measured)):
+            return EnsembleChoice(model, members, option_loss, single_loss, measured, kind)
+    return None
+
+
+def _stack_members(space: Any, records: dict[int, Any], candidates: list[int],
+                   weights: dict[int, int], costs: list[float] | None,
+                   allowance: float | None) -> list[int]:
+    """The stack's members: the weighted ensemble's, then the best candidate of each learner
+    none of them uses (a second layer learns most from members that differ), in rank order, each
+    while the refits of all fit in ``allowance`` seconds."""
+    cost = dict(zip(candidates, costs)) if costs is not None else {}
+    members = list(weights)
+    spent = sum(cost.get(i, 0.0) for i in members)
+    learners = {space.encode(records[i]["config"])[0][-1] for i in members}
+    for i in candidates:
+        learner = space.encode(records[i]["config"])[0][-1]
+        if learner in learners or (allowance is not None and spent + cost.get(i, 0.0) > allowance):
+            continue
+        members.append(i)
+        learners.add(learner)
+        spent += cost.get(i, 0.0)
+    return members
 
 
 def fit_ensemble(choice: EnsembleChoice, X: Any, y: Any, y_search: Any,
@@ -201,27 +239,60 @@ def fit_ensemble(choice: EnsembleChoice, X: Any, y: Any, y_search: Any,
     from sklearn.frozen import FrozenEstimator
 
     model = clone(choice.model)
-    names = {name for name, _ in model.estimators}
-    model.set_params(**{f"eval{i}": FrozenEstimator(pipeline) for i, pipeline in fitted.items()
-                        if f"eval{i}" in names})
+    frozen = {f"eval{i}": FrozenEstimator(pipeline) for i, pipeline in fitted.items()}
+    model.set_params(estimators=[(name, frozen.get(name, member))
+                                 for name, member in model.estimators])
     return fit_on_labels(model, X, y, y_search)
+
+
+def _members(ctx: Any, space: Any, records: dict[int, Any], ids: Any) -> list[tuple[str, Any]]:
+    """The unfitted pipelines of evaluations ``ids``, named ``eval<id>``, as the refit builds them."""
+    members = []
+    for eval_id in ids:
+        z, theta = space.encode(records[eval_id]["config"])
+        members.append((f"eval{eval_id}", space.to_pipeline(
+            z, space.encoding.project(theta), preprocessor=clone(ctx.preprocessor),
+            random_state=ctx.random_state,
+            rounds=observation_of(records[eval_id]).refit_rounds)))
+    return members
 
 
 def _voting(ctx: Any, space: Any, records: dict[int, Any], weights: dict[int, int]) -> Any:
     """The unfitted VotingClassifier (soft) / VotingRegressor of the weighted member pipelines."""
     from sklearn.ensemble import VotingClassifier, VotingRegressor
 
-    members = []
-    for eval_id in weights:
-        z, theta = space.encode(records[eval_id]["config"])
-        members.append((f"eval{eval_id}", space.to_pipeline(
-            z, space.encoding.project(theta), preprocessor=clone(ctx.preprocessor),
-            random_state=ctx.random_state,
-            rounds=observation_of(records[eval_id]).refit_rounds)))
+    members = _members(ctx, space, records, weights)
     w = [float(c) for c in weights.values()]
     if ctx.labels is not None:
         return VotingClassifier(members, voting="soft", weights=w)
     return VotingRegressor(members, weights=w)
+
+
+def _stack(ctx: Any, space: Any, records: dict[int, Any], members: list[int],
+           kept: dict[int, np.ndarray]) -> tuple[float, Any] | None:
+    """The second layer's out-of-fold loss over the pooled validation rows and the stack of
+    ``members`` under it, fitted on their kept out-of-fold predictions (:mod:`.stacking`); None
+    when the validation rows lack a class the run has."""
+    from sklearn.frozen import FrozenEstimator
+
+    rows = np.concatenate([split.valid for split in ctx.splits])
+    y = ctx.y[rows]
+    classification = ctx.labels is not None
+    if classification and len(np.unique(y)) < len(ctx.labels):
+        return None
+    groups = np.repeat(np.arange(len(ctx.splits)), [len(split.valid) for split in ctx.splits])
+    meta = meta_features([kept[i] for i in members], classification)
+    seed = ctx.random_state if isinstance(ctx.random_state, (int, np.integer)) else 0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            oof, final = stack_out_of_fold(meta, y, groups, final_layer(classification, seed),
+                                           random_state=seed)
+    except ValueError:  # too few rows of a class to score it
+        return None
+    kind = StackedClassifier if classification else StackedRegressor
+    return prediction_loss(ctx)(oof), kind(_members(ctx, space, records, members),
+                                           FrozenEstimator(final))
 
 
 def measure_constraints(ctx: Any, model: Any) -> dict[str, float]:

@@ -125,6 +125,9 @@ PARAMETERS: tuple[Param, ...] = (
        "space), 'none', or a YAML file"),
     _p("ensemble_size", 16, v.int_at_least(0), flag="--ensemble-size", type=int,
        help="steps of greedy ensemble selection (0: the best pipeline alone)"),
+    _p("stacking", True, v.BOOL, flag="--no-stacking", action="store_false",
+       help="never fit a second layer on the ensemble members' out-of-fold predictions (by "
+       "default one replaces the weighted ensemble when its own out-of-fold loss is lower)"),
     _p("callbacks", None, v.CALLABLES, v.NONE),
 )
 

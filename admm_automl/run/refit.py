@@ -29,20 +29,23 @@ def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
 
 
 def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
-                 ensemble_size: int, deadline: Any) -> dict[str, Any]:
+                 ensemble_size: int, deadline: Any, stacking: bool = True) -> dict[str, Any]:
     """``best_pipeline_`` (and ``refit_time_``) and, when one is built (:mod:`.ensemble`, with
     members whose refits fit in what is left of ``deadline``), ``ensemble_``, refitted on all of
     (X, y) under the trials' thread limit, with its weights, validation loss and constraint
-    values (measured on the ensemble itself, as a trial measures a pipeline)."""
+    values (measured on the ensemble itself, as a trial measures a pipeline); with ``stacking``,
+    the ensemble may be a stack (:mod:`.stacking`)."""
     ctx = outcome.task.context
     with refit_threads(outcome.refit_threads):
         best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
                               iterations=fitted["best_iterations_"],
                               rounds=fitted["best_rounds_"])
         best_id = fitted["best_eval_id_"]
-        choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left())
+        choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left(),
+                                stacking=stacking)
         ensemble = None if choice is None else fit_ensemble(choice, X, y, ctx.y, {best_id: best})
     return {"best_pipeline_": best, "refit_time_": seconds, "ensemble_": ensemble,
             "ensemble_weights_": {} if choice is None else choice.weights,
             "ensemble_loss_": float("nan") if choice is None else choice.loss,
+            "ensemble_kind_": None if choice is None else choice.kind,
             "ensemble_constraints_": {} if choice is None else dict(choice.constraints)}
