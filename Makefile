@@ -80,11 +80,11 @@ smoke: $(STAMP)
 		$(BIN)/python experiments/portfolio.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/vs_automl.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/early_stopping.py --smoke --data-dir $(DATA_DIR) && \
-		$(BIN)/python experiments/stacking.py --smoke && \
+		$(BIN)/python experiments/ensemble_layers.py --smoke --study bagging && \
 		rm -rf $$tmp; \
 	else echo "smoke: $(DATA_DIR) not found: the scripts that need it are skipped" && \
 		$(BIN)/python experiments/vs_automl.py --smoke && \
-		$(BIN)/python experiments/stacking.py --smoke; fi
+		$(BIN)/python experiments/ensemble_layers.py --smoke --study bagging; fi
 
 # AutoGluon-Tabular, a peer of experiments/vs_automl.py, in its own environment: it pins pandas
 # below 2.4, which .venv is past. No torch (its neural networks are left out).

@@ -179,7 +179,14 @@ class ADMM(BaseEstimator):
         members and of each other learner's best (stacked generalisation, Wolpert 1992;
         AutoGluon's second layer), used instead of the weighted average when its own
         out-of-fold loss is lower (:mod:`admm_automl.run.stacking`). Its members are refitted
-        like the ensemble's, within the time budget.
+        (or bagged) like the ensemble's, within the time budget.
+    bagging : bool, default=True
+        With cross-validation and no constraints, the ensemble's members are bags: the fold
+        models their evaluation fitted, kept from the search and averaged (AutoGluon's bagged
+        models), which needs no refit and predicts as the ensemble was chosen on; False (or a
+        member whose fold models were not kept, such as one from an earlier session of a
+        resumed run) refits the member on all rows (:mod:`admm_automl.run.bagging`).
+        ``best_pipeline_`` is always refitted.
     callbacks : list of callable, default=None
         Called in this process after each new evaluation, as ``callback(record, best)``: the
         evaluation's record (a dict, a row of ``history_``: ``eval_id``, ``pipeline``,
@@ -251,7 +258,7 @@ class ADMM(BaseEstimator):
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
         task: str = "auto", portfolio: Any = "auto", ensemble_size: int = 16,
-        stacking: bool = True, callbacks: Any = None,
+        stacking: bool = True, bagging: bool = True, callbacks: Any = None,
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver
@@ -285,6 +292,7 @@ class ADMM(BaseEstimator):
         self.portfolio = portfolio
         self.ensemble_size = ensemble_size
         self.stacking = stacking
+        self.bagging = bagging
         self.callbacks = callbacks
 
     def _validate_params(self) -> None:
@@ -323,9 +331,12 @@ class ADMM(BaseEstimator):
                 search_end = deadline.elapsed()
                 tell(listeners, stage="refitting the best pipeline on all rows"
                      + (" and the ensemble" if self.ensemble_size else ""))
-                fitted = fitted_attributes(outcome, space)
-                fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size,
-                                           deadline, self.stacking))
+                try:
+                    fitted = fitted_attributes(outcome, space)
+                    fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size,
+                                               deadline, self.stacking))
+                finally:
+                    outcome.close()  # the kept fold models, now in the ensemble or not needed
             warn_overrun(self.time_budget, outcome.executor, search_end, deadline.elapsed())
             for name, value in fitted.items():
                 setattr(self, name, value)

@@ -42,11 +42,12 @@ CRASHED = ("the process died during this evaluation (a crash in the estimator, s
 class Observer(Protocol):
     """Told of every evaluation the objective records (``learner`` is the index of the
     pipeline's last step; ``predictions`` its validation predictions, None when the trial kept
-    none or the evaluation is replayed from a resumed journal). Called just before the record
+    none or the evaluation is replayed from a resumed journal; ``models`` the name of the file
+    of its fold models, :mod:`.fold_models`, None without one). Called just before the record
     is journaled."""
 
     def observed(self, record: dict[str, Any], observation: Observation, learner: int | None,
-                 predictions: Any) -> None: ...
+                 predictions: Any, models: str | None = None) -> None: ...
 
 class PipelineObjective:
     """Evaluate requests on fixed splits; answer repeated requests from a cache.
@@ -195,6 +196,7 @@ class PipelineObjective:
                  tags: dict[str, Any], budget_stop: bool) -> Observation:
         """Record a trial's result in the journal (its predictions in memory) and cache it."""
         predictions = result.pop("predictions", None)
+        models = result.pop("models", None)
         cut = result.pop("budget_stop", False)  # the executor stopped it at the budget's end
         stopped = (result["status"] == "timeout" and (budget_stop or cut)
                    or result["status"] == "cancelled")
@@ -214,7 +216,7 @@ class PipelineObjective:
         # before the record that refers to them, so a process killed in between leaves a file
         # that the resumed run's evaluation of this id replaces, never a record without them
         for observer in self.observers:
-            observer.observed(record, observation, int(request.z[-1]), predictions)
+            observer.observed(record, observation, int(request.z[-1]), predictions, models)
         self.journal.append(record)
         if not stopped:
             self.cache[key] = observation

@@ -30,6 +30,7 @@ import numpy as np
 from ..constraints.base import measure_all
 from ..space import PipelineSpace
 from .data import take_rows
+from .fold_models import write_models
 from .kept import DEFAULT_CACHE_MB, KeptStore
 from .metrics import Metric
 from .prefix_cache import PrefixCache, fit_pipeline, prefix_keys
@@ -58,6 +59,9 @@ class TrialContext:
     cache_size: float = DEFAULT_CACHE_MB
     #: return the validation predictions of every trial (``result["predictions"]``, for the ensemble)
     keep_predictions: bool = False
+    #: a folder where each full-data trial writes its fold models for the ensemble's bags
+    #: (:mod:`.fold_models`; ``result["models"]`` names the file); None keeps none
+    models_dir: str | None = None
 
     def kept(self) -> KeptStore:
         """This process's one pool of things kept between trials of this task, ``cache_size``
@@ -108,7 +112,9 @@ def run_trial(
     (:mod:`.prefix_cache`): a pipeline whose prefix was fitted before fits only the rest, with
     identical results; what the pool saved is reported in ``result["prefix_cache"]``. An
     estimator that declares ``stopping`` stops its rounds early on each split's validation rows
-    (:mod:`.stopping`); the rounds it kept are ``result["rounds"]``, one per split.
+    (:mod:`.stopping`); the rounds it kept are ``result["rounds"]``, one per split. With a
+    ``models_dir``, a full-data trial writes its fitted pipelines there, one per split
+    (``result["models"]``: the file's name, None when they were not kept).
     """
     from sklearn.base import clone
 
@@ -119,6 +125,7 @@ def run_trial(
     before = cache.stats()
     predictions: list[Any] = []
     rounds: list[int] = []
+    models: list[Any] | None = [] if ctx.models_dir is not None and fidelity >= 1.0 else None
     stopping = ctx.space.stopping(z)
     try:
         scorer = ctx.metric.make_scorer(ctx.labels)
@@ -157,6 +164,8 @@ def run_trial(
                 measure_all(ctx.measures, pipeline, X_valid, y_valid, split.valid, measured)
                 if ctx.keep_predictions:
                     predictions.append(validation_predictions(pipeline[-1], fitted.valid))
+                if models is not None:
+                    models.append(pipeline)
         loss = float(np.mean(losses))
         if rounds:
             result["rounds"] = rounds
@@ -164,6 +173,8 @@ def run_trial(
             result["predictions"] = np.concatenate(predictions)
         if not math.isfinite(loss):
             result.update(status="failed", error=f"non-finite {ctx.metric.name} loss: {loss!r}")
+        elif models:
+            result["models"] = write_models(ctx.models_dir, models)
         result["loss"] = loss
     except MemoryError:
         result.update(status="memout", error="MemoryError: the trial hit the memory limit")

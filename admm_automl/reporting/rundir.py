@@ -118,9 +118,9 @@ def run_summary(model: Any) -> dict[str, Any]:
 
 def ensemble_summary(model: Any) -> dict[str, Any] | None:
     """The ensemble ``predict`` uses (None when the best pipeline alone is used): its kind
-    (``"weighted"`` or ``"stack"``), its members (evaluation id, pipeline, weight as a fraction
-    — of a stack, in the weighted ensemble it was built over), its validation loss and its
-    constraint values, measured on the ensemble itself."""
+    (``"weighted"`` or ``"stack"``), its members (evaluation id, pipeline, weight as a fraction,
+    whether it is the bag of its fold models), its validation loss and its constraint values,
+    measured on the ensemble itself."""
     weights = getattr(model, "ensemble_weights_", None) or {}
     if getattr(model, "ensemble_", None) is None or not weights:
         return None
@@ -132,9 +132,17 @@ def ensemble_summary(model: Any) -> dict[str, Any] | None:
         "constraints": {k: float(v) for k, v in
                         (getattr(model, "ensemble_constraints_", None) or {}).items()},
         "members": [{"eval_id": int(i), "pipeline": str(history.loc[i, "pipeline"]),
-                     "weight": count / total}
+                     "weight": count / total, "bag": _is_bag(model.ensemble_, i)}
                     for i, count in sorted(weights.items(), key=lambda kv: -kv[1])],
     }
+
+
+def _is_bag(ensemble: Any, eval_id: int) -> bool:
+    """Whether the ensemble's member of ``eval_id`` is the bag of its fold models."""
+    from ..run.bagging import BaggedClassifier, BaggedRegressor
+
+    member = dict(ensemble.named_estimators_).get(f"eval{eval_id}")
+    return isinstance(getattr(member, "estimator", member), (BaggedClassifier, BaggedRegressor))
 
 
 def write_run(model: Any, directory: "str | Path", *, data: Mapping[str, Any] | None = None,

@@ -22,6 +22,9 @@ learner they do not use (while their refits fit in the time left), and replaces 
 average when its own out-of-fold loss is lower than the weighted ensemble's and the best single
 pipeline's.
 
+With cross-validation (and no constraints) the members are bags of the fold models their
+evaluations fitted (:mod:`.bagging`), kept from the search, rather than refits on all rows.
+
 Under a time budget the members must also be refitted in what is left of it: each candidate's
 refit time is estimated from its measured fit time
 (:func:`~admm_automl.run.library.refit_seconds_estimate`; with constraints, plus the fits that measure
@@ -189,8 +192,9 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
         # with constraints, measuring the ensemble fits it once more per split
         measuring = (sum(len(split.train) for split in ctx.splits) / n_rows
                      if len(constraints) else 0.0)
-        # the best is refitted anyway (fit_ensemble reuses it): only measuring costs for it
-        costs = [(float(i != best_eval_id) + measuring)
+        # the best is refitted anyway (fit_ensemble reuses it): only measuring costs for it; a
+        # member kept as a bag (its fold models, :mod:`.bagging`) is not refitted at all
+        costs = [(float(i != best_eval_id and i not in outcome.models) + measuring)
                  * refit_seconds_estimate(records[i], n_rows, len(ctx.splits)) for i in candidates]
     counts, ens_loss = ensemble_selection(predictions, loss, size, costs, time_left)
     single_loss = loss(kept[best_eval_id])
@@ -234,8 +238,9 @@ def _stack_members(space: Any, records: dict[int, Any], candidates: list[int],
 def fit_ensemble(choice: EnsembleChoice, X: Any, y: Any, y_search: Any,
                  fitted: dict[int, Any]) -> Any:
     """``choice.model`` fitted on all of (X, y) (by :func:`~admm_automl.run.inputs.fit_on_labels`);
-    the members in ``fitted`` (eval_id -> pipeline already fitted on all of it, such as
-    ``best_pipeline_``) are taken as they are, wrapped in scikit-learn's ``FrozenEstimator``."""
+    the members in ``fitted`` (eval_id -> a model fitted already: a pipeline fitted on all of it,
+    such as ``best_pipeline_``, or the bag of its fold models) are taken as they are, wrapped in
+    scikit-learn's ``FrozenEstimator``."""
     from sklearn.frozen import FrozenEstimator
 
     model = clone(choice.model)

@@ -63,15 +63,22 @@ class PredictionLibrary:
     run_dir : str or Path, optional
         The run directory whose ``predictions`` folder mirrors the kept predictions (module
         docstring); None keeps them in memory only.
+    models_dir : str or Path, optional
+        The folder the trials write their fold models to (:mod:`.bagging`): the files of the
+        evaluations the library keeps are in :attr:`models`, the others deleted.
     """
 
     def __init__(self, n_rows: int, n_splits: int, size: int = 0,
-                 rank: Callable[[Observation], Any] | None = None, run_dir: Any = None) -> None:
+                 rank: Callable[[Observation], Any] | None = None, run_dir: Any = None,
+                 models_dir: Any = None) -> None:
         self.n_rows, self.n_splits, self.size = n_rows, n_splits, size
         self.rank = rank or (lambda obs: obs.loss)
         self.folder = None if run_dir is None else Path(run_dir) / PREDICTIONS_DIR
         #: eval_id -> validation predictions
         self.predictions: dict[int, Any] = {}
+        self.models_dir = None if models_dir is None else Path(models_dir)
+        #: eval_id -> the file of its fold models in ``models_dir`` (kept evaluations only)
+        self.models: dict[int, str] = {}
         self._ranks: dict[int, Any] = {}
         self._best_of_learner: dict[int, int] = {}  # learner (z[-1]) -> eval_id
         #: eval_id -> estimated seconds to refit it on all rows (successful full-data ones)
@@ -79,9 +86,20 @@ class PredictionLibrary:
         self._best: tuple[Any, int] | None = None  # (rank, eval_id) of the best so far
 
     def observed(self, record: dict[str, Any], observation: Observation, learner: int | None,
-                 predictions: Any) -> None:
+                 predictions: Any, models: str | None = None) -> None:
         """An evaluation was recorded (``predictions`` None for a replayed one: read back from
-        the run directory when it was kept)."""
+        the run directory when it was kept; ``models``: its fold models' file)."""
+        eval_id = observation.eval_id
+        if models is not None:
+            self.models[eval_id] = models  # dropped below unless the evaluation is kept
+        try:
+            self._observed(record, observation, learner, predictions)
+        finally:
+            if eval_id not in self.predictions:
+                self._drop_models(eval_id)
+
+    def _observed(self, record: dict[str, Any], observation: Observation, learner: int | None,
+                  predictions: Any) -> None:
         eval_id = observation.eval_id
         if not (observation.ok and observation.fidelity >= 1.0):
             if self.size > 0:
@@ -105,12 +123,15 @@ class PredictionLibrary:
 
     def refit_estimate(self, others: int = 0) -> tuple[float, float]:
         """Estimated seconds to refit the best evaluation so far, and the next ``others`` best
-        of those whose predictions are kept (together), on all rows; zeros before any success."""
+        of those whose predictions are kept (together; none for those kept as bags), on all
+        rows; zeros before any success."""
         if self._best is None:
             return 0.0, 0.0
         best = self._best[1]
         ranked = sorted((i for i in self._ranks if i != best), key=self._ranks.__getitem__)
-        return self._refit[best], sum(self._refit.get(i, 0.0) for i in ranked[:others])
+        # an evaluation whose fold models are kept joins the ensemble as a bag, without a refit
+        return self._refit[best], sum(self._refit.get(i, 0.0) for i in ranked[:others]
+                                      if i not in self.models)
 
     def _keep(self, learner: int, eval_id: int, rank: Any, predictions: Any) -> None:
         """Keep ``predictions`` if the evaluation is among the best ``size`` or the best of its
@@ -127,6 +148,13 @@ class PredictionLibrary:
             spare.remove(worst)
             del self.predictions[worst], self._ranks[worst]
             self._unlink(worst)
+            self._drop_models(worst)
+
+    def _drop_models(self, eval_id: int) -> None:
+        """Delete the fold models' file of ``eval_id``, if it has one."""
+        name = self.models.pop(eval_id, None)
+        if name is not None and self.models_dir is not None:
+            (self.models_dir / name).unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ the run directory
     def _path(self, eval_id: int) -> Path:

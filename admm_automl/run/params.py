@@ -128,6 +128,9 @@ PARAMETERS: tuple[Param, ...] = (
     _p("stacking", True, v.BOOL, flag="--no-stacking", action="store_false",
        help="never fit a second layer on the ensemble members' out-of-fold predictions (by "
        "default one replaces the weighted ensemble when its own out-of-fold loss is lower)"),
+    _p("bagging", True, v.BOOL, flag="--no-bagging", action="store_false",
+       help="refit every ensemble member on all rows (by default, with cross-validation and no "
+       "constraints, the members are the bags of their fold models from the search)"),
     _p("callbacks", None, v.CALLABLES, v.NONE),
 )
 

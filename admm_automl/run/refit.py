@@ -8,6 +8,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..evaluation.fold_models import read_models
+from .bagging import bag_of
 from .deadline import refit_threads
 from .ensemble import build_ensemble, fit_ensemble
 from .inputs import fit_on_labels
@@ -32,7 +34,8 @@ def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[s
                  ensemble_size: int, deadline: Any, stacking: bool = True) -> dict[str, Any]:
     """``best_pipeline_`` (and ``refit_time_``) and, when one is built (:mod:`.ensemble`, with
     members whose refits fit in what is left of ``deadline``), ``ensemble_``, refitted on all of
-    (X, y) under the trials' thread limit, with its weights, validation loss and constraint
+    (X, y) under the trials' thread limit — its members kept as bags where the search kept their
+    fold models (:mod:`.bagging`) — with its weights, validation loss and constraint
     values (measured on the ensemble itself, as a trial measures a pipeline); with ``stacking``,
     the ensemble may be a stack (:mod:`.stacking`)."""
     ctx = outcome.task.context
@@ -43,9 +46,22 @@ def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[s
         best_id = fitted["best_eval_id_"]
         choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left(),
                                 stacking=stacking)
-        ensemble = None if choice is None else fit_ensemble(choice, X, y, ctx.y, {best_id: best})
+        ensemble = None if choice is None else fit_ensemble(
+            choice, X, y, ctx.y, {best_id: best, **kept_bags(outcome, choice.weights)})
     return {"best_pipeline_": best, "refit_time_": seconds, "ensemble_": ensemble,
             "ensemble_weights_": {} if choice is None else choice.weights,
             "ensemble_loss_": float("nan") if choice is None else choice.loss,
             "ensemble_kind_": None if choice is None else choice.kind,
             "ensemble_constraints_": {} if choice is None else dict(choice.constraints)}
+
+
+def kept_bags(outcome: Any, members: Any) -> dict[int, Any]:
+    """The bags (:mod:`.bagging`) of the ``members`` whose fold models the search kept, by
+    eval_id; a member whose file cannot be read is left out (it is refitted)."""
+    bags = {}
+    for eval_id in members:
+        name = outcome.models.get(eval_id)
+        models = None if name is None else read_models(outcome.models_dir, name)
+        if models is not None and len(models) == len(outcome.task.context.splits):
+            bags[eval_id] = bag_of(models, outcome.task.context.splits)
+    return bags

@@ -17,6 +17,8 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 
 import math
 import numbers
@@ -282,6 +284,15 @@ class SearchOutcome:
     predictions: dict[int, Any] = field(default_factory=dict)
     refit_threads: int | None = None
     executor: str = "serial"
+    #: the folder of the kept fold models (:mod:`.bagging`) and eval_id -> file in it; the
+    #: caller removes the folder (:meth:`close`) once the ensemble is built
+    models_dir: str | None = None
+    models: dict[int, str] = field(default_factory=dict)
+
+    def close(self) -> None:
+        """Remove the folder of kept fold models (nothing if there is none)."""
+        if self.models_dir is not None:
+            shutil.rmtree(self.models_dir, ignore_errors=True)
 
 
 #: with neither max_evals nor time_budget, this many evaluations
@@ -359,7 +370,6 @@ def run_search(
     ``callbacks`` are one more, :mod:`.callbacks`). ADMM evaluates
     the warm-start portfolio first; with ``ensemble_size`` the best evaluations' validation
     predictions are kept in ``outcome.predictions`` (:mod:`.library`)."""
-    from ..methods._lagrangian import Constraints
     from ..space.portfolio import portfolio_points, resolve_portfolio
 
     refuse_nested_search()  # before anything touches the output directory
@@ -389,10 +399,31 @@ def run_search(
         )
     header = run_header(prepared, cv=cv, validation_size=s.validation_size)
     ctx = prepared.context
+    # the trials keep their fold models for the ensemble's bags (:mod:`.bagging` says when)
+    bagging = (s.ensemble_size > 0 and s.bagging and len(ctx.splits) >= 2
+               and not prepared.constraints)
+    models_dir = ctx.models_dir = (tempfile.mkdtemp(prefix="admm-automl-bags-") if bagging
+                                   else None)
+    try:
+        return _search(s, prepared, space, executor, header, deadline, listeners, warm_start,
+                       seeds.solvers)
+    except BaseException:
+        if models_dir is not None:
+            shutil.rmtree(models_dir, ignore_errors=True)
+        raise
+
+
+def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadline: Any,
+            listeners: Sequence[Any], warm_start: Any, seed: Any) -> SearchOutcome:
+    """The search of :func:`run_search` once its task and executor are set up."""
+    from ..methods._lagrangian import Constraints
+
+    ctx = prepared.context
+    models_dir = ctx.models_dir
     library = PredictionLibrary(len(ctx.y), len(ctx.splits),
                                 ENSEMBLE_POOL if s.ensemble_size else 0,
                                 rank=Constraints(prepared.constraints).rank,
-                                run_dir=s.output_dir)
+                                run_dir=s.output_dir, models_dir=models_dir)
     objective = open_objective(
         ctx, executor=executor, worst_loss=prepared.worst_loss, output_dir=s.output_dir,
         header=header, resume=s.resume, start_time=deadline.start,
@@ -419,7 +450,7 @@ def run_search(
             schedule=Schedule(s.inner_iter, s.inner_iter_step, s.inner_iter_max),
             constraints=prepared.constraints, constraint_mode=s.constraint_mode,
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
-            max_evals=max_evals, time_budget=s.time_budget, seed=seeds.solvers,
+            max_evals=max_evals, time_budget=s.time_budget, seed=seed,
             batch_size=getattr(executor, "n_workers", 1), start_time=deadline.start,
             reserve=reserve, listeners=tuple(listeners), warm_start=warm_start,
         )
@@ -431,7 +462,7 @@ def run_search(
                           deadline.elapsed())
     return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
                          optimizer.constraints, s.rho, library.predictions,
-                         _trial_threads(executor), executor.name)
+                         _trial_threads(executor), executor.name, models_dir, library.models)
 
 
 def _trial_threads(executor: Any) -> int | None:

@@ -134,8 +134,9 @@ def test_a_method_of_another_library_fails_the_trial_with_a_clear_error(breast_c
 def test_early_stopped_rounds_reach_the_refit_and_the_ensemble(breast_cancer):
     X, y = breast_cancer
     space = DEFAULT.for_task("classification").restrict(scaler="none", estimator="lightgbm")
+    # bagging=False: the members are refitted (bags keep the fold models, each with its rounds)
     model = ADMMClassifier(search_space=space, max_evals=8, executor="serial", random_state=0,
-                           portfolio=None, ensemble_size=8, cv=3).fit(X, y)
+                           portfolio=None, ensemble_size=8, cv=3, bagging=False).fit(X, y)
     history = model.history_.set_index("eval_id")
     refit = lambda eval_id: max(1, round(np.mean(history.loc[eval_id, "rounds"])))  # noqa: E731
     assert model.best_rounds_ == refit(model.best_eval_id_)

@@ -1,28 +1,34 @@
-"""The stack layer against the weighted ensemble, side by side on the same search.
+"""The ensemble's layers side by side on the same search: the stack layer against the weighted
+ensemble (``--study stacking``), and bagged members against members refitted on all rows
+(``--study bagging``).
 
 Protocol: for each dataset (the shared binary ones, scikit-learn's digits (multiclass) and
 diabetes (regression)) and seed s, a 70/30 split (seed s; stratified for classes; datasets above
 ``--rows`` rows subsampled to that many first, seed s) and the default estimator on the 70 %:
 ``max_evals`` evaluations (an evaluation budget, not a time budget, so that both arms see the
 very same search), a ``trial_timeout``, one worker, ``random_state=s``, a run directory. The
-first fit has ``stacking=True``; the second, ``stacking=False``, resumes the first's journal —
-every evaluation and its kept validation predictions replayed, nothing evaluated again — so the
-two differ only in what is built over the same members. Each model ``predict`` uses is scored on
-the 30 % by the run's own loss (1 − AUROC for binary, log-loss for multiclass, RMSE for
-regression), as is the best single pipeline.
+first fit has the first arm's setting; the second resumes the first's journal — every
+evaluation and its kept validation predictions replayed, nothing evaluated again — with the
+second arm's, so the two differ only in what is built over the same evaluations. Each model
+``predict`` uses is scored on the 30 % by the run's own loss (1 − AUROC for binary, log-loss for
+multiclass, RMSE for regression), as is the best single pipeline.
 
-Rule, written before the run: stacking stays **on by default** if, over the (dataset, seed) cells
-where the two arms' test losses differ, the stack arm's is lower at least as often as it is
-higher, *and* the mean paired difference (stack − weighted) of the binary cells' test 1 − AUROC is
-≤ 0. Otherwise it is turned off by default (kept as an option).
+* ``stacking``: ``stacking=True`` against ``stacking=False`` (members refitted in both).
+* ``bagging``: ``bagging=True`` against ``bagging=False`` (stacking on in both). A resumed run
+  has no fold models of its earlier session, so the bagged arm must come first.
+
+Rule, written before each study's run: the first arm's setting stays **on by default** if, over
+the (dataset, seed) cells where the two arms' test losses differ, its test loss is lower at least
+as often as it is higher, *and* the mean paired difference (first − second) of the binary cells'
+test 1 − AUROC is ≤ 0. Otherwise it is turned off by default (kept as an option).
 
 Usage::
 
-    python experiments/stacking.py run --data-dir ../shared/data --parallel 2
-    python experiments/stacking.py table
-    python experiments/stacking.py --smoke --data-dir ../shared/data   # CI: one tiny cell
+    python experiments/ensemble_layers.py run --study stacking --data-dir ../shared/data --parallel 2
+    python experiments/ensemble_layers.py table --study stacking
+    python experiments/ensemble_layers.py --smoke --data-dir ../shared/data   # CI: one tiny cell
 
-Results: ``experiments/results/stacking/<dataset>-<seed>.json`` (a cell that has one is not run
+Results: ``experiments/results/<study>/<dataset>-<seed>.json`` (a cell that has one is not run
 again unless ``--force``).
 """
 
@@ -44,7 +50,13 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "experiments" / "results" / "stacking"
+RESULTS = REPO / "experiments" / "results"
+#: per study, its two arms (name, estimator settings); the first is fitted first
+STUDIES = {
+    "stacking": (("stack", {"stacking": True, "bagging": False}),
+                 ("weighted", {"stacking": False, "bagging": False})),
+    "bagging": (("bag", {"bagging": True}), ("refit", {"bagging": False})),
+}
 BUNDLED = ("digits", "diabetes")
 SEEDS = (0, 1, 2)
 
@@ -82,20 +94,23 @@ def test_loss(model, X, y, task: str) -> float:
     return float(log_loss(y, proba, labels=model.classes_))
 
 
-def run_cell(dataset: str, seed: int, data_dir: str | None, evals: int, timeout: float,
-             rows: int) -> dict:
+def run_cell(study: str, dataset: str, seed: int, data_dir: str | None, evals: int,
+             timeout: float, rows: int) -> dict:
     from admm_automl import ADMMClassifier, ADMMRegressor
 
     X, X_test, y, y_test, task = load_cell(dataset, seed, data_dir, rows)
     cls = ADMMClassifier if task == "classification" else ADMMRegressor
-    out = {"dataset": dataset, "seed": seed, "task": task, "rows": len(y), "evals": evals}
+    out = {"study": study, "dataset": dataset, "seed": seed, "task": task, "rows": len(y),
+           "evals": evals, "arms": [arm for arm, _ in STUDIES[study]]}
     with tempfile.TemporaryDirectory() as run_dir:
-        for arm, stacking in (("stack", True), ("weighted", False)):
+        for arm, settings in STUDIES[study]:
             start = time.perf_counter()
             model = cls(max_evals=evals, trial_timeout=timeout, random_state=seed,
-                        output_dir=run_dir, stacking=stacking).fit(X, y)
+                        output_dir=run_dir, **settings).fit(X, y)
             out[arm] = {"test": test_loss(model, X_test, y_test, task),
                         "kind": model.ensemble_kind_, "valid": float(model.ensemble_loss_),
+                        "bags": sum(m["bag"] for m in (model.summary()["ensemble"] or {})
+                                    .get("members", [])),
                         "members": len(model.ensemble_weights_),
                         "seconds": time.perf_counter() - start, "n_evals": int(model.n_evals_)}
         out["single"] = {"test": test_loss(model.best_pipeline_, X_test, y_test, task)
@@ -106,31 +121,33 @@ def run_cell(dataset: str, seed: int, data_dir: str | None, evals: int, timeout:
     return out
 
 
-def table(root: Path) -> str:
+def table(root: Path, study: str) -> str:
+    """One row per cell and the study's rule (module docstring)."""
     cells = [json.loads(f.read_text()) for f in sorted(root.glob("*.json"))]
     if not cells:
         return f"no results in {root}"
-    lines = ["| dataset | seed | task | stack chosen | test loss weighted | test loss stack "
-             "| Δ (stack − weighted) | best single |", "|---|---|---|---|---|---|---|---|"]
+    first, second = (arm for arm, _ in STUDIES[study])
+    lines = [f"| dataset | seed | task | ensemble ({first} / {second}) | test loss {second} "
+             f"| test loss {first} | Δ ({first} − {second}) | best single |",
+             "|---|---|---|---|---|---|---|---|"]
     for c in cells:
         single = c["single"]["test"]
         lines.append(
-            f"| {c['dataset']} | {c['seed']} | {c['task']} | "
-            f"{'yes' if c['stack']['kind'] == 'stack' else 'no'} | {c['weighted']['test']:.4f} | "
-            f"{c['stack']['test']:.4f} | {c['stack']['test'] - c['weighted']['test']:+.4f} | "
+            f"| {c['dataset']} | {c['seed']} | {c['task']} | {c[first]['kind'] or '—'} / "
+            f"{c[second]['kind'] or '—'} | {c[second]['test']:.4f} | {c[first]['test']:.4f} | "
+            f"{c[first]['test'] - c[second]['test']:+.4f} | "
             f"{'—' if single is None else f'{single:.4f}'} |")
-    diffs = np.array([c["stack"]["test"] - c["weighted"]["test"] for c in cells])
-    binary = np.array([c["stack"]["test"] - c["weighted"]["test"] for c in cells
+    diffs = np.array([c[first]["test"] - c[second]["test"] for c in cells])
+    binary = np.array([c[first]["test"] - c[second]["test"] for c in cells
                        if c["task"] == "classification" and c["dataset"] != "digits"])
     wins, losses = int((diffs < 0).sum()), int((diffs > 0).sum())
-    chosen = sum(c["stack"]["kind"] == "stack" for c in cells)
     mean_binary = float(binary.mean()) if len(binary) else 0.0
     on = wins >= losses and mean_binary <= 0
-    lines += ["", f"{len(cells)} cells; the stack chosen in {chosen}. Where the arms differ: stack "
-              f"lower in {wins}, higher in {losses}; mean Δ test 1 − AUROC over the "
-              f"{len(binary)} binary cells {mean_binary:+.5f}. Rule (stack lower at least as "
-              f"often as higher, binary mean Δ ≤ 0): **{'on' if on else 'off'} by default**."]
-    if len(binary) and np.count_nonzero(binary) >= 2:
+    lines += ["", f"{len(cells)} cells. Where the arms differ: {first} lower in {wins}, higher in "
+              f"{losses}; mean Δ test 1 − AUROC over the {len(binary)} binary cells "
+              f"{mean_binary:+.5f}. Rule ({first} lower at least as often as higher, binary mean "
+              f"Δ ≤ 0): **{first} {'on' if on else 'off'} by default**."]
+    if np.count_nonzero(binary) >= 2:
         from scipy.stats import wilcoxon
 
         lines.append(f"Paired Wilcoxon on the binary cells: p = "
@@ -141,27 +158,30 @@ def table(root: Path) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", nargs="?", default="run", choices=("run", "run-one", "table"))
+    parser.add_argument("--study", choices=sorted(STUDIES), default="stacking")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--datasets", nargs="+", help="default: every shared one, digits, diabetes")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--evals", type=int, default=40, help="evaluations per run")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per trial")
     parser.add_argument("--rows", type=int, default=10000, help="larger datasets subsampled")
-    parser.add_argument("--root", type=Path, default=RESULTS)
+    parser.add_argument("--root", type=Path, default=None, help="default: results/<study>")
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--smoke", action="store_true", help="one tiny cell in a temporary folder")
     args = parser.parse_args(argv)
+    args.root = args.root or RESULTS / args.study
     if args.smoke:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
-            cell = run_cell("diabetes", 0, args.data_dir, 6, 10.0, args.rows)
+            cell = run_cell(args.study, "diabetes", 0, args.data_dir, 6, 10.0, args.rows)
             (root / "diabetes-0.json").write_text(json.dumps(cell))
-            print(table(root))
+            print(table(root, args.study))
         return
     if args.command == "run-one":
         (dataset,), (seed,) = args.datasets, args.seeds
-        cell = run_cell(dataset, seed, args.data_dir, args.evals, args.timeout, args.rows)
+        cell = run_cell(args.study, dataset, seed, args.data_dir, args.evals, args.timeout,
+                        args.rows)
         args.root.mkdir(parents=True, exist_ok=True)
         (args.root / f"{dataset}-{seed}.json").write_text(json.dumps(cell, indent=1))
         return
@@ -169,7 +189,8 @@ def main(argv: list[str] | None = None) -> None:
         from admm_automl.benchmarks.runner import run_processes
 
         datasets = args.datasets or [*shared_datasets(args.data_dir), *BUNDLED]
-        commands = [[sys.executable, __file__, "run-one", "--datasets", d, "--seeds", str(s),
+        commands = [[sys.executable, __file__, "run-one", "--study", args.study,
+                     "--datasets", d, "--seeds", str(s),
                      "--evals", str(args.evals), "--timeout", str(args.timeout),
                      "--rows", str(args.rows), "--root", str(args.root)]
                     + (["--data-dir", args.data_dir] if args.data_dir else [])
@@ -178,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{len(commands)} cells, {args.parallel} at a time, on {platform.node()} "
               f"(load {os.getloadavg()[0]:.1f}), results in {args.root}", flush=True)
         run_processes(commands, args.parallel)
-    print(table(args.root))
+    print(table(args.root, args.study))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+"""The fold models of a trial, kept on disk for the bags of the ensemble
+(:mod:`admm_automl.run.bagging`, which says why and when).
+
+A trial writes them, pickled, to one new file in the run's private temporary folder and reports
+the file's name; nothing else writes there, which is why reading them back with pickle is safe
+(a run directory, which a user may share, never holds them).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import uuid
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = ["MAX_MODEL_MB", "read_models", "write_models"]
+
+#: MiB of one evaluation's pickled fold models above which they are not kept
+MAX_MODEL_MB = 64.0
+
+
+def write_models(folder: str | Path, models: Sequence[Any]) -> str | None:
+    """Pickle ``models`` to a new file in ``folder`` (atomically) and return its name; None when
+    they take more than :data:`MAX_MODEL_MB` MiB or cannot be written (they are then refitted
+    if chosen, never a failure of the trial)."""
+    try:
+        data = pickle.dumps(list(models), protocol=pickle.HIGHEST_PROTOCOL)
+        if len(data) > MAX_MODEL_MB * 2**20:
+            return None
+        name = f"{uuid.uuid4().hex}.pkl"
+        temporary = Path(folder) / (name + ".partial")
+        temporary.write_bytes(data)
+        os.replace(temporary, Path(folder) / name)
+        return name
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        return None
+
+
+def read_models(folder: str | Path, name: str) -> list[Any] | None:
+    """The fold models a trial wrote (:func:`write_models`), or None when the file is gone. The
+    folder is the run's own, written only by its trials, which is why unpickling it is safe."""
+    try:
+        return pickle.loads((Path(folder) / name).read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError):
+        return None

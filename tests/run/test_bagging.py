@@ -1,0 +1,98 @@
+"""Bags: the fold models of the search's evaluations, kept and averaged as the ensemble's members
+instead of refits on all rows."""
+
+from __future__ import annotations
+
+import tempfile
+
+import numpy as np
+import pytest
+from sklearn.frozen import FrozenEstimator
+from sklearn.metrics import roc_auc_score
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.pipeline import Pipeline
+
+from admm_automl import ADMMClassifier
+from admm_automl.run.bagging import BaggedClassifier, BaggedRegressor
+from admm_automl.run.library import ENSEMBLE_POOL
+from admm_automl.testing.spaces import tiny_space
+
+DIVERSE = tiny_space({
+    "logistic_regression": {"class": "sklearn.linear_model.LogisticRegression", "hyperparameters": {
+        "C": {"type": "float", "low": 0.01, "high": 100.0, "log": True, "default": 1.0},
+        "max_iter": {"type": "fixed", "value": 500}}},
+    "gaussian_nb": {"class": "sklearn.naive_bayes.GaussianNB"},
+    "k_neighbors": {"class": "sklearn.neighbors.KNeighborsClassifier", "hyperparameters": {
+        "n_neighbors": {"type": "int", "low": 1, "high": 30, "default": 5}}},
+}, name="diverse")
+SERIAL = dict(search_space=DIVERSE, executor="serial", random_state=0, theta_solver="random",
+              z_solver="random", inner_iter=2, inner_iter_step=0, portfolio=None)
+
+
+def test_a_bag_predicts_the_mean_of_its_fold_models():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(90, 3)), rng.integers(0, 2, 90)
+    bag = BaggedClassifier(KNeighborsClassifier(3), cv=3).fit(X, y)
+    assert [m.n_samples_fit_ for m in bag.estimators_] == [60, 60, 60]  # each on its folds
+    np.testing.assert_allclose(bag.predict_proba(X),
+                               np.mean([m.predict_proba(X) for m in bag.estimators_], axis=0))
+    assert (bag.predict(X) == bag.classes_[np.argmax(bag.predict_proba(X), axis=1)]).all()
+    reg = BaggedRegressor(KNeighborsRegressor(3), cv=3).fit(X, X[:, 0])
+    np.testing.assert_allclose(reg.predict(X),
+                               np.mean([m.predict(X) for m in reg.estimators_], axis=0))
+
+
+@pytest.fixture(scope="module")
+def bagged(breast_cancer):
+    """A cross-validated run, with the fold models' folder counted after every evaluation."""
+    X, y = breast_cancer
+    seen: list[int] = []
+    folder = tempfile.mkdtemp()
+    old, tempfile.tempdir = tempfile.tempdir, folder  # the run's bags folder goes in here
+    try:
+        from pathlib import Path
+
+        def count(record, best):
+            seen.append(sum(len(list(p.glob("*.pkl"))) for p in Path(folder).iterdir()))
+
+        model = ADMMClassifier(**SERIAL, max_evals=40, cv=3, ensemble_size=10,
+                               callbacks=[count]).fit(X, y)
+    finally:
+        tempfile.tempdir = old
+    return model, seen, Path(folder)
+
+
+def test_the_ensemble_members_are_the_searchs_fold_models(bagged, breast_cancer):
+    X, y = breast_cancer
+    model, _, _ = bagged
+    assert model.ensemble_ is not None
+    history = model.history_.set_index("eval_id")
+    members = dict(model.ensemble_.named_estimators_)
+    assert members and all(isinstance(m, FrozenEstimator) for m in members.values())
+    for name, member in members.items():
+        bag = member.estimator
+        assert isinstance(bag, BaggedClassifier) and len(bag.estimators_) == 3
+        # no refit: scored on its folds' validation rows, the fold models give the loss the
+        # search recorded for that evaluation
+        losses = [1 - roc_auc_score(y[valid] == model.classes_[1],
+                                    fold.predict_proba(X[valid])[:, 1])
+                  for fold, (_, valid) in zip(bag.estimators_, bag.cv)]
+        assert np.mean(losses) == pytest.approx(history.loc[int(name[4:]), "loss"])
+    assert all(m["bag"] for m in model.summary()["ensemble"]["members"])
+    assert isinstance(model.best_pipeline_, Pipeline)  # the best single pipeline is refitted
+
+
+def test_the_fold_models_kept_are_bounded_by_the_library_and_removed_after_fit(bagged):
+    model, seen, folder = bagged
+    learners = 3
+    assert max(seen) > 0 and max(seen) <= ENSEMBLE_POOL + learners
+    assert not list(folder.iterdir())  # fit removed the run's folder
+
+
+def test_without_bagging_or_cross_validation_the_members_are_refitted(breast_cancer):
+    X, y = breast_cancer
+    for settings in (dict(cv=3, bagging=False), dict(cv=None)):
+        model = ADMMClassifier(**SERIAL, max_evals=20, ensemble_size=10, **settings).fit(X, y)
+        assert model.ensemble_ is not None, settings
+        for member in dict(model.ensemble_.named_estimators_).values():
+            assert isinstance(member, Pipeline) or isinstance(member.estimator, Pipeline)
