@@ -55,7 +55,7 @@ def bagged(breast_cancer):
         def count(record, best):
             seen.append(sum(len(list(p.glob("*.pkl"))) for p in Path(folder).iterdir()))
 
-        model = ADMMClassifier(**SERIAL, max_evals=40, cv=3, ensemble_size=10,
+        model = ADMMClassifier(**SERIAL, max_evals=24, cv=3, ensemble_size=10,
                                callbacks=[count]).fit(X, y)
     finally:
         tempfile.tempdir = old
@@ -92,7 +92,7 @@ def test_the_fold_models_kept_are_bounded_by_the_library_and_removed_after_fit(b
 def test_without_bagging_or_cross_validation_the_members_are_refitted(breast_cancer):
     X, y = breast_cancer
     for settings in (dict(cv=3, bagging=False), dict(cv=None)):
-        model = ADMMClassifier(**SERIAL, max_evals=20, ensemble_size=10, **settings).fit(X, y)
+        model = ADMMClassifier(**SERIAL, max_evals=12, ensemble_size=10, **settings).fit(X, y)
         assert model.ensemble_ is not None, settings
         for member in dict(model.ensemble_.named_estimators_).values():
             assert isinstance(member, Pipeline) or isinstance(member.estimator, Pipeline)
