@@ -17,8 +17,10 @@ estimators its files name — and the run's library of kept predictions
 (:mod:`.library`) deletes the files of the evaluations that leave it, so the folder holds at
 most the library's evaluations. A file larger than
 :data:`~admm_automl.evaluation.fold_models.MAX_MODEL_MB` is not written (that
-evaluation is refitted if chosen). The folder is removed when ``fit`` ends; a resumed run has no
-bags for the evaluations of earlier sessions and refits those.
+evaluation is refitted if chosen). The folder is removed when ``fit`` ends. A resumed run has
+no fold models of the evaluations of earlier sessions: a member among them gets its fold models
+fitted again by its own trial (the same pipelines on the same splits, so the same bag), and the
+resumed run returns the model an uninterrupted one does.
 
 Where bags are not used: under a holdout (one split: its "bag" is a single model fitted on 80 %
 of the rows, which a refit on all rows beats), with constraints (a bag of k models predicts k

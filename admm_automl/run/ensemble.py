@@ -192,10 +192,10 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
         # with constraints, measuring the ensemble fits it once more per split
         measuring = (sum(len(split.train) for split in ctx.splits) / n_rows
                      if len(constraints) else 0.0)
-        # the best is refitted anyway (fit_ensemble reuses it): only measuring costs for it; a
-        # member kept as a bag (its fold models, :mod:`.bagging`) is not refitted at all
-        costs = [(float(i != best_eval_id and i not in outcome.models) + measuring)
-                 * refit_seconds_estimate(records[i], n_rows, len(ctx.splits)) for i in candidates]
+        refit = {i: refit_seconds_estimate(records[i], n_rows, len(ctx.splits))
+                 for i in candidates}
+        costs = [_fit_cost(outcome, records[i], refit[i], i == best_eval_id)
+                 + measuring * refit[i] for i in candidates]
     counts, ens_loss = ensemble_selection(predictions, loss, size, costs, time_left)
     single_loss = loss(kept[best_eval_id])
     weights = {candidates[j]: int(c) for j, c in enumerate(counts) if c}
@@ -213,6 +213,19 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
                                                                     constraints=measured)):
             return EnsembleChoice(model, members, option_loss, single_loss, measured, kind)
     return None
+
+
+def _fit_cost(outcome: Any, record: dict[str, Any], refit: float, best: bool) -> float:
+    """Seconds to get a member fitted on all rows (``refit``: its estimated refit): none for a
+    bag the search kept (:mod:`.bagging`); where the run keeps bags but lost this one (an
+    evaluation of an earlier session), its trial's fits again; else a refit, none for the best
+    pipeline (refitted anyway, and reused)."""
+    if record["eval_id"] in outcome.models:
+        return 0.0
+    if outcome.models_dir is not None:
+        saved = float((record.get("prefix_cache") or {}).get("seconds_saved") or 0.0)
+        return float(record.get("fit_time") or 0.0) + saved
+    return 0.0 if best else refit
 
 
 def _stack_members(space: Any, records: dict[int, Any], candidates: list[int],

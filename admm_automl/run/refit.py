@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..evaluation.fold_models import read_models
+from ..journal import observation_of
 from .bagging import bag_of
 from .deadline import refit_threads
 from .ensemble import build_ensemble, fit_ensemble
@@ -47,7 +48,7 @@ def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[s
         choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left(),
                                 stacking=stacking)
         ensemble = None if choice is None else fit_ensemble(
-            choice, X, y, ctx.y, {best_id: best, **kept_bags(outcome, choice.weights)})
+            choice, X, y, ctx.y, {best_id: best, **kept_bags(outcome, space, choice.weights)})
     return {"best_pipeline_": best, "refit_time_": seconds, "ensemble_": ensemble,
             "ensemble_weights_": {} if choice is None else choice.weights,
             "ensemble_loss_": float("nan") if choice is None else choice.loss,
@@ -55,13 +56,22 @@ def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[s
             "ensemble_constraints_": {} if choice is None else dict(choice.constraints)}
 
 
-def kept_bags(outcome: Any, members: Any) -> dict[int, Any]:
-    """The bags (:mod:`.bagging`) of the ``members`` whose fold models the search kept, by
-    eval_id; a member whose file cannot be read is left out (it is refitted)."""
+def kept_bags(outcome: Any, space: Any, members: Any) -> dict[int, Any]:
+    """The bags (:mod:`.bagging`) of the ``members``, by eval_id, when the run keeps bags: the
+    fold models the search kept, or — for an evaluation of an earlier session of a resumed run,
+    whose fold models are gone — the same fold models fitted again by the trial itself, so that
+    a resumed run returns the model an uninterrupted one does. Empty when the run keeps none."""
+    ctx = outcome.task.context
+    if outcome.models_dir is None:
+        return {}
+    records = {r["eval_id"]: r for r in outcome.records}
     bags = {}
     for eval_id in members:
         name = outcome.models.get(eval_id)
+        if name is None and observation_of(records[eval_id]).iterations is None:
+            z, theta = space.encode(records[eval_id]["config"])
+            name = ctx.run(tuple(z), space.encoding.project(theta), 1.0).get("models")
         models = None if name is None else read_models(outcome.models_dir, name)
-        if models is not None and len(models) == len(outcome.task.context.splits):
-            bags[eval_id] = bag_of(models, outcome.task.context.splits)
+        if models is not None and len(models) == len(ctx.splits):
+            bags[eval_id] = bag_of(models, ctx.splits)
     return bags

@@ -96,3 +96,16 @@ def test_without_bagging_or_cross_validation_the_members_are_refitted(breast_can
         assert model.ensemble_ is not None, settings
         for member in dict(model.ensemble_.named_estimators_).values():
             assert isinstance(member, Pipeline) or isinstance(member.estimator, Pipeline)
+
+
+def test_a_resumed_run_rebuilds_the_bags_it_lost_and_returns_the_same_model(tmp_path,
+                                                                             breast_cancer):
+    X, y = breast_cancer
+    settings = dict(**SERIAL, max_evals=12, cv=3, ensemble_size=10, output_dir=tmp_path)
+    first = ADMMClassifier(**settings).fit(X, y)
+    # the fold models of the first session are gone: the second replays the journal and fits
+    # its members' folds again, as their trials did
+    again = ADMMClassifier(**settings).fit(X, y)
+    assert again.ensemble_weights_ == first.ensemble_weights_
+    assert all(m["bag"] for m in again.summary()["ensemble"]["members"])
+    np.testing.assert_allclose(again.predict_proba(X), first.predict_proba(X))
