@@ -23,14 +23,17 @@ MAX_MODEL_MB = 64.0
 def write_models(folder: str | Path, models: Sequence[Any]) -> str | None:
     """Pickle ``models`` to a new file in ``folder`` (atomically) and return its name; None when
     they take more than :data:`MAX_MODEL_MB` MiB or cannot be written (they are then refitted
-    if chosen, never a failure of the trial)."""
+    if chosen, never a failure of the trial). The models are pickled one by one, so that pickling
+    stops at the first that crosses the limit rather than after all of them."""
     try:
-        data = pickle.dumps(list(models), protocol=pickle.HIGHEST_PROTOCOL)
-        if len(data) > MAX_MODEL_MB * 2**20:
-            return None
+        parts = []
+        for model in models:
+            parts.append(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL))
+            if sum(map(len, parts)) > MAX_MODEL_MB * 2**20:
+                return None
         name = f"{uuid.uuid4().hex}.pkl"
         temporary = Path(folder) / (name + ".partial")
-        temporary.write_bytes(data)
+        temporary.write_bytes(pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(temporary, Path(folder) / name)
         return name
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
@@ -41,6 +44,6 @@ def read_models(folder: str | Path, name: str) -> list[Any] | None:
     """The fold models a trial wrote (:func:`write_models`), or None when the file is gone. The
     folder is the run's own, written only by its trials, which is why unpickling it is safe."""
     try:
-        return pickle.loads((Path(folder) / name).read_bytes())
+        return [pickle.loads(part) for part in pickle.loads((Path(folder) / name).read_bytes())]
     except (OSError, pickle.UnpicklingError, EOFError):
         return None

@@ -109,3 +109,16 @@ def test_a_resumed_run_rebuilds_the_bags_it_lost_and_returns_the_same_model(tmp_
     assert again.ensemble_weights_ == first.ensemble_weights_
     assert all(m["bag"] for m in again.summary()["ensemble"]["members"])
     np.testing.assert_allclose(again.predict_proba(X), first.predict_proba(X))
+
+
+def test_fold_models_above_the_size_limit_are_not_kept(tmp_path, monkeypatch):
+    from admm_automl.evaluation import fold_models
+
+    models = [np.zeros(1000), np.ones(1000)]
+    name = fold_models.write_models(tmp_path, models)
+    assert [list(m) for m in fold_models.read_models(tmp_path, name)] == \
+        [list(m) for m in models]
+    monkeypatch.setattr(fold_models, "MAX_MODEL_MB", 0.01)  # 10 kB: the two take 16 kB
+    assert fold_models.write_models(tmp_path, models) is None
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    assert fold_models.read_models(tmp_path, "gone.pkl") is None
