@@ -22,6 +22,12 @@ no fold models of the evaluations of earlier sessions: a member among them gets 
 fitted again by its own trial (the same pipelines on the same splits, so the same bag), and the
 resumed run returns the model an uninterrupted one does.
 
+What it costs: disk for the folder while ``fit`` runs (at most the library's evaluations — the
+best 32 and each learner's best — of at most
+:data:`~admm_automl.evaluation.fold_models.MAX_MODEL_MB` each), a few milliseconds of pickling
+per trial for the usual models, and a fitted ensemble k times the size of one of refits, which
+predicts k times slower.
+
 Where bags are not used: under a holdout (one split: its "bag" is a single model fitted on 80 %
 of the rows, which a refit on all rows beats), with constraints (a bag of k models predicts k
 times slower and is k times larger than what the trials measured), and with ``bagging=False``.
