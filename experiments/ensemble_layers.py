@@ -82,7 +82,7 @@ def load_cell(dataset: str, seed: int, data_dir: str | None, rows: int) -> tuple
     return (*train_test_split(X, y, test_size=0.3, random_state=seed, stratify=stratify(y)), task)
 
 
-def test_loss(model, X, y, task: str) -> float:
+def held_out_loss(model, X, y, task: str) -> float:
     """The run's own loss on (X, y) of what ``model`` predicts with."""
     from sklearn.metrics import log_loss, mean_squared_error, roc_auc_score
 
@@ -107,13 +107,13 @@ def run_cell(study: str, dataset: str, seed: int, data_dir: str | None, evals: i
             start = time.perf_counter()
             model = cls(max_evals=evals, trial_timeout=timeout, random_state=seed,
                         output_dir=run_dir, **settings).fit(X, y)
-            out[arm] = {"test": test_loss(model, X_test, y_test, task),
+            out[arm] = {"test": held_out_loss(model, X_test, y_test, task),
                         "kind": model.ensemble_kind_, "valid": float(model.ensemble_loss_),
                         "bags": sum(m["bag"] for m in (model.summary()["ensemble"] or {})
                                     .get("members", [])),
                         "members": len(model.ensemble_weights_),
                         "seconds": time.perf_counter() - start, "n_evals": int(model.n_evals_)}
-        out["single"] = {"test": test_loss(model.best_pipeline_, X_test, y_test, task)
+        out["single"] = {"test": held_out_loss(model.best_pipeline_, X_test, y_test, task)
                          if task == "regression" or hasattr(model.best_pipeline_, "predict_proba")
                          else None, "valid": float(model.best_loss_)}
     out.update(machine=f"{platform.node()}, {os.cpu_count()} cores",
