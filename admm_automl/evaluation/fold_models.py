@@ -36,7 +36,9 @@ def write_models(folder: str | Path, models: Sequence[Any]) -> str | None:
         temporary.write_bytes(pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(temporary, Path(folder) / name)
         return name
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+    # MemoryError too: keeping the models must not turn a trial that fitted within a worker's
+    # memory limit into a ``memout``
+    except (OSError, MemoryError, pickle.PicklingError, TypeError, AttributeError):
         return None
 
 
