@@ -11,10 +11,17 @@ from __future__ import annotations
 import os
 
 import pytest
+from threadpoolctl import threadpool_limits
 
 from admm_automl.exceptions import MissingDependencyError
 from admm_automl.testing import (EXTRA_PACKAGES, SYNTHETIC, FakeClock, ToyEngine, synthetic_loss,
                                  wide_loss)
+
+# One BLAS/OpenMP thread per test process: `make test` runs two test processes on two cores, and
+# a multi-threaded OpenBLAS in each (a serial fit runs in the test process) oversubscribes them —
+# a search of small logistic regressions took 170 s beside a busy neighbour, 9 s with one thread.
+# Worker processes set their own limit (tests/evaluation/test_faults.py checks it).
+threadpool_limits(1)
 
 # ----------------------------------------------------------------------------- the bare core
 # The packages of the extras (pyproject.toml's optional dependencies, with the `test` and `docs`
