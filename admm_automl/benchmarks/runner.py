@@ -411,12 +411,31 @@ def _search(problem: Problem, method: Method, objective: Any, *, seed: int,
 
 def run_processes(commands: list[list[str]], parallel: int) -> None:
     """Run each command as its own process, ``parallel`` at a time, and wait for all (the
-    experiment scripts start one process per run)."""
+    experiment scripts start one process per run).
+
+    A run that fails does not stop the others (each writes its own result file, so what finished
+    is kept and a re-run repeats only what is missing); once all have ended, a
+    :class:`SystemExit` names every failed command and its exit status, so a campaign never loses
+    a run silently."""
     running: list[subprocess.Popen] = []
+    failed: list[str] = []
+
+    def reap() -> None:
+        nonlocal running
+        for p in running:
+            if p.poll() is not None and p.returncode != 0:
+                failed.append(f"exit status {p.returncode}: {' '.join(map(str, p.args))}")
+        running = [p for p in running if p.poll() is None]
+
     for cmd in commands:
         while len(running) >= parallel:
             time.sleep(0.2)
-            running = [p for p in running if p.poll() is None]
+            reap()
         running.append(subprocess.Popen(cmd))
     for p in running:
         p.wait()
+    reap()
+    if failed:
+        raise SystemExit(f"{len(failed)} of {len(commands)} runs failed (their results are "
+                         "missing; running the same command again repeats only those):\n  "
+                         + "\n  ".join(failed))

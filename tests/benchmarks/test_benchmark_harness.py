@@ -371,3 +371,25 @@ def test_optuna_peer_given_constraints_steers_tpe_to_feasible_pipelines():
         assert (n, reason) == (60, "max_evals")
         picks[label] = chosen[30:].count("b")
     assert picks["constrained"] <= 6 and picks["plain"] >= 20, picks  # of 30; uniform: 10
+
+
+def test_a_failed_run_does_not_stop_the_others_and_is_named_at_the_end(tmp_path):
+    """A campaign never loses a run silently: every command runs, and the ones that exited
+    non-zero are named with their exit status once all have ended."""
+    import sys
+
+    from admm_automl.benchmarks.runner import run_processes
+
+    def touch(name: str, status: int) -> list[str]:
+        return [sys.executable, "-c",
+                f"import pathlib, sys; pathlib.Path({str(tmp_path / name)!r}).touch(); "
+                f"sys.exit({status})"]
+
+    commands = [touch("a", 0), touch("b", 3), touch("c", 0), touch("d", 1)]
+    with pytest.raises(SystemExit, match=r"2 of 4 runs failed") as raised:
+        run_processes(commands, parallel=2)
+    assert all((tmp_path / name).is_file() for name in "abcd")
+    message = str(raised.value)
+    assert "exit status 3" in message and "exit status 1" in message
+    assert message.count("exit status") == 2  # only the failed commands are named
+    run_processes([touch("e", 0)], parallel=1)  # all passing: returns quietly
