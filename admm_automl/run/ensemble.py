@@ -138,12 +138,17 @@ class _FixedRegressor(RegressorMixin, _Fixed):
     pass
 
 
+def pooled_targets(ctx: Any) -> np.ndarray:
+    """The targets of the validation rows of every split, in split order: the rows of the kept
+    (pooled out-of-fold) predictions."""
+    return ctx.y[np.concatenate([split.valid for split in ctx.splits])]
+
+
 def prediction_loss(ctx: Any) -> Callable[[np.ndarray], float]:
     """Loss of pooled validation predictions (rows in split order) under the run's metric."""
-    rows = np.concatenate([split.valid for split in ctx.splits])
-    y = ctx.y[rows]
+    y = pooled_targets(ctx)
     scorer = ctx.metric.make_scorer(ctx.labels)
-    dummy_X = np.zeros((len(rows), 1))
+    dummy_X = np.zeros((len(y), 1))
 
     def loss(values: np.ndarray) -> float:
         fixed = (_FixedClassifier(values, ctx.labels) if ctx.labels is not None
@@ -178,7 +183,7 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
     kept = outcome.predictions
     if size < 1 or best_eval_id not in kept:
         return None
-    records = {r["eval_id"]: r for r in outcome.records}
+    records = outcome.by_eval_id
     observed = {i: observation_of(records[i]) for i in kept}
     candidates = sorted((i for i in kept if not len(constraints) or constraints.feasible(observed[i])),
                         key=lambda i: constraints.rank(observed[i]))
@@ -204,7 +209,7 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
         options.append((ens_loss, "weighted", weights, _voting(ctx, space, records, weights)))
     if stacking:
         members = _stack_members(space, records, candidates, weights, costs, time_left)
-        stack = None if len(members) < 2 else _stack(ctx, space, records, members, kept)
+        stack = None if len(members) < 2 else _stack(ctx, space, records, members, kept, loss)
         if stack is not None and stack[0] < min(ens_loss, single_loss):
             options.insert(0, (stack[0], "stack", dict.fromkeys(members, 1), stack[1]))
     for option_loss, kind, members, model in options:
@@ -287,14 +292,14 @@ def _voting(ctx: Any, space: Any, records: dict[int, Any], weights: dict[int, in
 
 
 def _stack(ctx: Any, space: Any, records: dict[int, Any], members: list[int],
-           kept: dict[int, np.ndarray]) -> tuple[float, Any] | None:
-    """The second layer's out-of-fold loss over the pooled validation rows and the stack of
+           kept: dict[int, np.ndarray], loss: Callable[[np.ndarray], float]
+           ) -> tuple[float, Any] | None:
+    """The second layer's out-of-fold ``loss`` over the pooled validation rows and the stack of
     ``members`` under it, fitted on their kept out-of-fold predictions (:mod:`.stacking`); None
     when the validation rows lack a class the run has."""
     from sklearn.frozen import FrozenEstimator
 
-    rows = np.concatenate([split.valid for split in ctx.splits])
-    y = ctx.y[rows]
+    y = pooled_targets(ctx)
     classification = ctx.labels is not None
     if classification and len(np.unique(y)) < len(ctx.labels):
         return None
@@ -309,8 +314,7 @@ def _stack(ctx: Any, space: Any, records: dict[int, Any], members: list[int],
     except ValueError:  # too few rows of a class to score it
         return None
     kind = StackedClassifier if classification else StackedRegressor
-    return prediction_loss(ctx)(oof), kind(_members(ctx, space, records, members),
-                                           FrozenEstimator(final))
+    return loss(oof), kind(_members(ctx, space, records, members), FrozenEstimator(final))
 
 
 def measure_constraints(ctx: Any, model: Any) -> dict[str, float]:

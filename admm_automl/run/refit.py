@@ -64,7 +64,7 @@ def kept_bags(outcome: Any, space: Any, members: Any) -> dict[int, Any]:
     ctx = outcome.task.context
     if outcome.models_dir is None:
         return {}
-    records = {r["eval_id"]: r for r in outcome.records}
+    records = outcome.by_eval_id
     bags = {}
     for eval_id in members:
         name = outcome.models.get(eval_id)

@@ -16,12 +16,12 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
 
 from __future__ import annotations
 
+import functools
 import logging
-import shutil
-import tempfile
-
 import math
 import numbers
+import shutil
+import tempfile
 import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
@@ -266,7 +266,7 @@ def open_objective(
     policy = TrialPolicy(trial_timeout=trial_timeout) if policy is None else policy
     return PipelineObjective(task_or_context, executor, journal, worst_loss=worst_loss,
                              policy=policy, start_time=start_time, observers=observers,
-                         crash_marks=crash_marks)
+                             crash_marks=crash_marks)
 
 
 @dataclass
@@ -288,6 +288,11 @@ class SearchOutcome:
     #: caller removes the folder (:meth:`close`) once the ensemble is built
     models_dir: str | None = None
     models: dict[int, str] = field(default_factory=dict)
+
+    @functools.cached_property
+    def by_eval_id(self) -> dict[int, dict[str, Any]]:
+        """The journal records by eval_id."""
+        return {r["eval_id"]: r for r in self.records}
 
     def close(self) -> None:
         """Remove the folder of kept fold models (nothing if there is none)."""

@@ -82,8 +82,6 @@ def wide_loss(config: dict) -> float:
     return float(loss)
 
 
-
-
 def tiny_space(estimators: dict[str, dict[str, Any]] | None = None, name: str = "tiny"):
     """A two-module space: scaler {none, standard} x the given estimator choices.
 
@@ -121,3 +119,24 @@ def tiny_space(estimators: dict[str, dict[str, Any]] | None = None, name: str = 
             ],
         }
     )
+
+
+#: fast learners of different kinds (linear, Bayes, neighbours, tree): an ensemble of them beats the
+#: best one on the breast-cancer data, so the ensemble's and the stack's tests have something to find
+DIVERSE_LEARNERS = {
+    "logistic_regression": {"class": "sklearn.linear_model.LogisticRegression", "hyperparameters": {
+        "C": {"type": "float", "low": 0.01, "high": 100.0, "log": True, "default": 1.0},
+        "max_iter": {"type": "fixed", "value": 500}}},
+    "gaussian_nb": {"class": "sklearn.naive_bayes.GaussianNB"},
+    "k_neighbors": {"class": "sklearn.neighbors.KNeighborsClassifier", "hyperparameters": {
+        "n_neighbors": {"type": "int", "low": 1, "high": 30, "default": 5}}},
+    "tree": {"class": "sklearn.tree.DecisionTreeClassifier", "hyperparameters": {
+        "max_depth": {"type": "int", "low": 1, "high": 10, "default": 3}}},
+}
+
+
+def diverse_space(*learners: str):
+    """:func:`tiny_space` over :data:`DIVERSE_LEARNERS` (all of them, or the ones named)."""
+    names = learners or tuple(DIVERSE_LEARNERS)
+    return tiny_space({name: DIVERSE_LEARNERS[name] for name in names}, name="diverse")
+

@@ -15,16 +15,9 @@ from sklearn.pipeline import Pipeline
 from admm_automl import ADMMClassifier
 from admm_automl.run.bagging import BaggedClassifier, BaggedRegressor
 from admm_automl.run.library import ENSEMBLE_POOL
-from admm_automl.testing.spaces import tiny_space
+from admm_automl.testing.spaces import diverse_space
 
-DIVERSE = tiny_space({
-    "logistic_regression": {"class": "sklearn.linear_model.LogisticRegression", "hyperparameters": {
-        "C": {"type": "float", "low": 0.01, "high": 100.0, "log": True, "default": 1.0},
-        "max_iter": {"type": "fixed", "value": 500}}},
-    "gaussian_nb": {"class": "sklearn.naive_bayes.GaussianNB"},
-    "k_neighbors": {"class": "sklearn.neighbors.KNeighborsClassifier", "hyperparameters": {
-        "n_neighbors": {"type": "int", "low": 1, "high": 30, "default": 5}}},
-}, name="diverse")
+DIVERSE = diverse_space("logistic_regression", "gaussian_nb", "k_neighbors")
 SERIAL = dict(search_space=DIVERSE, executor="serial", random_state=0, theta_solver="random",
               z_solver="random", inner_iter=2, inner_iter_step=0, portfolio=None)
 

@@ -17,21 +17,11 @@ from admm_automl.evaluation.splits import CV_MAX_ROWS, resolve_cv
 from admm_automl.exceptions import EvaluationFailedWarning, InvalidParameterError
 from admm_automl.space import load_space
 from admm_automl.space.portfolio import builtin_portfolio, portfolio_points, resolve_portfolio
-from admm_automl.testing.spaces import tiny_space
+from admm_automl.testing.spaces import diverse_space, tiny_space
 
 SERIAL = dict(executor="serial", random_state=0, theta_solver="random", z_solver="random",
               inner_iter=2, inner_iter_step=0, cv=None)
-#: fast, diverse learners: an ensemble of them beats the best one on the breast-cancer data
-DIVERSE = tiny_space({
-    "logistic_regression": {"class": "sklearn.linear_model.LogisticRegression", "hyperparameters": {
-        "C": {"type": "float", "low": 0.01, "high": 100.0, "log": True, "default": 1.0},
-        "max_iter": {"type": "fixed", "value": 500}}},
-    "gaussian_nb": {"class": "sklearn.naive_bayes.GaussianNB"},
-    "k_neighbors": {"class": "sklearn.neighbors.KNeighborsClassifier", "hyperparameters": {
-        "n_neighbors": {"type": "int", "low": 1, "high": 30, "default": 5}}},
-    "tree": {"class": "sklearn.tree.DecisionTreeClassifier", "hyperparameters": {
-        "max_depth": {"type": "int", "low": 1, "high": 10, "default": 3}}},
-}, name="diverse")
+DIVERSE = diverse_space()
 
 
 # ----------------------------------------------------------------------------- space and portfolio
