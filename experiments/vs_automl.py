@@ -331,21 +331,67 @@ def table(root: Path) -> str:
                             if a.startswith("ADMM")]
         for reference, other in pairs_of_methods:
             for label, keep in (("shared", lambda d: d not in BUNDLED), ("all", lambda d: True)):
-                both = [(by[reference]["score"], by[other]["score"]) for d, by in rows.items()
-                        if keep(d) and reference in by and other in by]
-                pairs = [(a, b) for a, b in both if a is not None and b is not None]
-                if not both:
-                    continue
-                diff = np.array([a - b for a, b in pairs] or [np.nan])
-                failed = {name: sum(p[k] is None for p in both)
-                          for k, name in enumerate((reference, other))}
-                lines.append(
-                    f"{reference} vs {other} ({label}, {len(pairs)} datasets): "
-                    f"{int((diff > TIE).sum())} wins / {int((abs(diff) <= TIE).sum())} ties / "
-                    f"{int((diff < -TIE).sum())} losses, mean difference {diff.mean():+.4f}"
-                    + "".join(f"; {name} returned no model on {n}"
-                              for name, n in failed.items() if n))
+                both = {d: (by[reference]["score"], by[other]["score"]) for d, by in rows.items()
+                        if keep(d) and reference in by and other in by}
+                if both:
+                    lines.append(compare(reference, other, label, both))
+        if "ADMM+ens" in methods:
+            lines.append(verdict(rows, [m for m in ("FLAML", "AutoGluon", "AutoGluon-best")
+                                        if m in methods]))
     return "\n".join(lines)
+
+
+def outcomes(both: dict[str, tuple]) -> tuple[int, int, int, np.ndarray]:
+    """``(wins, ties, losses, differences)`` of the first method against the second over
+    ``both`` (dataset -> the two scores): a dataset where only one returned a model is a win for
+    it; the differences (ties included) are over the datasets where both did."""
+    wins = ties = losses = 0
+    diffs = []
+    for a, b in both.values():
+        if a is None or b is None:
+            wins, losses = wins + (b is None and a is not None), losses + (a is None and b is not None)
+            continue
+        diffs.append(a - b)
+        wins, ties, losses = wins + (a - b > TIE), ties + (abs(a - b) <= TIE), losses + (a - b < -TIE)
+    return wins, ties, losses, np.array(diffs)
+
+
+def wilcoxon_p(diffs: np.ndarray) -> float:
+    """Two-sided paired Wilcoxon signed-rank p over the datasets (nan below six non-zero pairs)."""
+    from scipy.stats import wilcoxon
+
+    diffs = diffs[diffs != 0]
+    return float(wilcoxon(diffs).pvalue) if len(diffs) >= 6 else float("nan")
+
+
+def compare(reference: str, other: str, label: str, both: dict[str, tuple]) -> str:
+    wins, ties, losses, diffs = outcomes(both)
+    failed = {name: sum(pair[k] is None for pair in both.values())
+              for k, name in enumerate((reference, other))}
+    return (f"{reference} vs {other} ({label}, {len(both)} datasets): {wins} wins / {ties} ties / "
+            f"{losses} losses, mean difference {diffs.mean() if len(diffs) else np.nan:+.4f}, "
+            f"Wilcoxon p {wilcoxon_p(diffs):.2f}"
+            + "".join(f"; {name} returned no model on {n}" for name, n in failed.items() if n))
+
+
+def verdict(rows: dict[str, dict[str, dict]], peers: list[str]) -> str:
+    """The campaign's rule (experiments/README.md), decided on the shared binary datasets: the
+    default is ahead of each peer on at least 2/3 of the datasets where the two differ by more
+    than the tie width, has the higher mean, and returns a model on every dataset."""
+    shared = {d: by for d, by in rows.items() if d not in BUNDLED and "ADMM+ens" in by}
+    none = [d for d, by in shared.items() if by["ADMM+ens"]["score"] is None]
+    parts = []
+    for peer in peers:
+        both = {d: (by["ADMM+ens"]["score"], by[peer]["score"]) for d, by in shared.items()
+                if peer in by}
+        wins, _, losses, diffs = outcomes(both)
+        ahead = wins >= 2 / 3 * (wins + losses) if wins + losses else True
+        higher = bool(len(diffs)) and diffs.mean() > 0
+        parts.append(f"{peer}: ahead on {wins} of {wins + losses} that differ "
+                     f"({'>=' if ahead else '<'} 2/3), mean {'higher' if higher else 'not higher'}"
+                     f" -> {'met' if ahead and higher and not none else 'NOT met'}")
+    return ("rule (shared binary datasets): " + "; ".join(parts)
+            + (f"; no model on {', '.join(none)}" if none else "; a model on every dataset"))
 
 
 def main(argv: list[str] | None = None) -> None:
