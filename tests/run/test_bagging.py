@@ -115,3 +115,23 @@ def test_fold_models_above_the_size_limit_are_not_kept(tmp_path, monkeypatch):
     assert fold_models.write_models(tmp_path, models) is None
     assert [p.name for p in tmp_path.iterdir()] == [name]
     assert fold_models.read_models(tmp_path, "gone.pkl") is None
+
+
+def test_bags_need_no_refit_so_they_fit_where_no_time_is_left(breast_cancer, monkeypatch):
+    """What bagging buys under a time budget: with nothing left of it after the search, refitted
+    members do not fit (only the best pipeline, refitted anyway, would), while kept bags cost
+    nothing to fit and the ensemble is still built from them."""
+    from admm_automl.run import refit
+
+    real = refit.build_ensemble
+    monkeypatch.setattr(refit, "build_ensemble",
+                        lambda outcome, space, size, best, time_left, **kw:
+                        real(outcome, space, size, best, 0.0, **kw))
+    X, y = breast_cancer
+    built = {}
+    for bagging in (True, False):
+        model = ADMMClassifier(**SERIAL, max_evals=12, cv=3, ensemble_size=10,
+                               bagging=bagging).fit(X, y)
+        built[bagging] = model.ensemble_weights_
+    assert len(built[True]) >= 2
+    assert built[False] == {}
