@@ -9,8 +9,11 @@ member that is right but badly calibrated — where the weighted ensemble (:mod:
 only average them. Training it costs nothing but the small second-layer model: no pipeline is
 fitted again for it.
 
-* **Members**: those of the weighted ensemble (its greedy selection chose them, and their refits
-  already fit in the time budget), so a stack costs no refit the ensemble does not.
+* **Members**: those of the weighted ensemble (its greedy selection chose them), then the best
+  evaluation of each learner they leave out, in rank order, each while its fit (a refit on all
+  rows, or none for a kept bag) still fits in what is left of the time budget: a second layer
+  learns most from members that differ, which the greedy selection, scoring averages, may pass
+  over.
 * **Inputs of the second layer**, per member: the logit of the positive class's probability
   (binary), the log-probability of every class (multiclass; clipped at 1e-6), or the prediction
   (regression). The original features are not passed through (AutoGluon's layers do, with full
@@ -27,15 +30,15 @@ fitted again for it.
   weighted ensemble only when that loss is strictly lower.
 
 The fitted model is a :class:`StackedClassifier` / :class:`StackedRegressor`: its members refitted
-on all rows (as the weighted ensemble's are) under a second layer fitted on the search's
+on all rows or kept as bags of their fold models (:mod:`.bagging`), as the weighted ensemble's
+are, under a second layer fitted on the search's
 out-of-fold predictions (given frozen, so that refitting the stack, or measuring its constraints
 split by split, refits only its members). Given an unfitted second layer instead, ``fit`` does
 the whole stacking itself (members' out-of-fold predictions by ``cross_val_predict`` over ``cv``,
 the second layer on them, the members on all rows), as scikit-learn's ``StackingClassifier``
 does; it is the same model, only not assembled from a finished search.
 
-Not done: bagged members (each member's fold models averaged instead of one refit on all rows,
-as AutoGluon's layers are) and further layers.
+Not done: further layers, and a second layer that sees the original features.
 """
 
 from __future__ import annotations
