@@ -183,6 +183,8 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
     kept = outcome.predictions
     if size < 1 or best_eval_id not in kept:
         return None
+    if time_left is not None:  # a search that ran to the end of its budget leaves it below 0:
+        time_left = max(time_left, 0.0)  # what costs nothing to fit (the bags) still fits
     records = outcome.by_eval_id
     observed = {i: observation_of(records[i]) for i in kept}
     candidates = sorted((i for i in kept if not len(constraints) or constraints.feasible(observed[i])),

@@ -117,16 +117,19 @@ def test_fold_models_above_the_size_limit_are_not_kept(tmp_path, monkeypatch):
     assert fold_models.read_models(tmp_path, "gone.pkl") is None
 
 
-def test_bags_need_no_refit_so_they_fit_where_no_time_is_left(breast_cancer, monkeypatch):
-    """What bagging buys under a time budget: with nothing left of it after the search, refitted
+@pytest.mark.parametrize("time_left", [0.0, -0.5])
+def test_bags_need_no_refit_so_they_fit_where_no_time_is_left(time_left, breast_cancer,
+                                                              monkeypatch):
+    """What bagging buys under a time budget: with nothing left of it after the search (or a
+    search that ran a little past it: the last trial's end is not the budget's), refitted
     members do not fit (only the best pipeline, refitted anyway, would), while kept bags cost
     nothing to fit and the ensemble is still built from them."""
     from admm_automl.run import refit
 
     real = refit.build_ensemble
     monkeypatch.setattr(refit, "build_ensemble",
-                        lambda outcome, space, size, best, time_left, **kw:
-                        real(outcome, space, size, best, 0.0, **kw))
+                        lambda outcome, space, size, best, _, **kw:
+                        real(outcome, space, size, best, time_left, **kw))
     X, y = breast_cancer
     built = {}
     for bagging in (True, False):
