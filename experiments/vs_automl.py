@@ -255,7 +255,9 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
                   "best": str(getattr(model, "best_params_", None)
                               or getattr(model, "best_estimator", None)),
                   "ensemble": ({str(k): v for k, v in model.ensemble_weights_.items()}
-                               if name == "ADMM+ens" else None)}
+                               if name == "ADMM+ens" else None),
+                  "ensemble_kind": (getattr(model, "ensemble_kind_", None)
+                                    if name == "ADMM+ens" else None)}
         write_result(out.with_name(f"{name}.json"), result)
     return json.loads(out.read_text())
 
