@@ -1,8 +1,8 @@
 """The default ``ADMM`` against what a user would pick instead: FLAML's ``AutoML`` and a default
 random forest (and TPOT when it is installed), side by side, one core each.
 
-Protocol, the same for every method: a stratified 70/30 split with seed 0 of each dataset (plain
-70/30 for regression); the method gets the 70 % and the time budget (60 s and 300 s), and is scored
+Protocol, the same for every method: a stratified 70/30 split with seed s of each dataset (plain
+70/30 for regression; ``--seeds``, default 0 alone, and every method's own seed is s too); the method gets the 70 % and the time budget (60 s and 300 s), and is scored
 on the 30 % with its refitted model: test AUROC on every shared dataset (binary), accuracy on
 scikit-learn's digits (multiclass) and R² on diabetes (regression). Each run is its own process
 with BLAS/OpenMP at one thread and ``n_jobs=1``. Every method searches with its own default
@@ -38,11 +38,14 @@ Usage::
 
     python experiments/vs_automl.py run --data-dir ../shared/data              # both budgets
     python experiments/vs_automl.py run --data-dir ../shared/data --budgets 60 --datasets pc4 sonar
+    python experiments/vs_automl.py run --data-dir ../shared/data --budgets 60 --seeds 0 1 2 3 4
     python experiments/vs_automl.py table                                      # print the tables
     python experiments/vs_automl.py --smoke --data-dir ../shared/data          # CI: ~1 minute
 
-Results: ``experiments/results/vs_automl/<budget>/<dataset>/<method>.json`` (a run that has one is
-not repeated unless ``--force``). ``--parallel N`` runs N single-core runs at once.
+Results: ``experiments/results/vs_automl/<budget>/<dataset>/<method>.json`` for seed 0,
+``<method>@<seed>.json`` for another (a run that has one is not repeated unless ``--force``); the
+table has a row per dataset and seed (``<dataset>#<seed>``), and counts wins per row. AutoGluon
+takes no seed: its runs of one dataset differ by their split alone. ``--parallel N`` runs N single-core runs at once.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
+from typing import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -92,7 +96,7 @@ def available_methods() -> list[str]:
     return [m for m in METHODS if available(m)]
 
 
-def load_split(name: str, data_dir: str | None):
+def load_split(name: str, data_dir: str | None, seed: int = 0):
     """``(X_train, X_test, y_train, y_test, task, metric)`` of the protocol's 70/30 split."""
     from sklearn.model_selection import train_test_split
 
@@ -105,7 +109,7 @@ def load_split(name: str, data_dir: str | None):
         X, y = load_dataset(name, data_dir)
         metric = "roc_auc"
     task = "regression" if metric == "r2" else "classification"
-    parts = train_test_split(X, y, test_size=0.3, random_state=0,
+    parts = train_test_split(X, y, test_size=0.3, random_state=seed,
                              stratify=y if task == "classification" else None)
     return (*parts, task, metric)
 
@@ -121,24 +125,24 @@ def lodo_portfolio(name: str) -> object:
                                          "classification": entry["classification"]}
 
 
-def make_model(method: str, dataset: str, task: str, budget: float):
+def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 0):
     """``(model, fit keyword arguments)`` of one method."""
     if method.startswith("ADMM"):
         from admm_automl import ADMMClassifier, ADMMRegressor
 
         cls = ADMMClassifier if task == "classification" else ADMMRegressor
-        return cls(time_budget=budget, random_state=0, portfolio=lodo_portfolio(dataset),
+        return cls(time_budget=budget, random_state=seed, portfolio=lodo_portfolio(dataset),
                    ensemble_size=0 if method == "ADMM" else 16), {}
     if method == "FLAML":
         from flaml import AutoML
 
-        return AutoML(), {"task": task, "time_budget": budget, "n_jobs": 1, "seed": 0,
+        return AutoML(), {"task": task, "time_budget": budget, "n_jobs": 1, "seed": seed,
                           "verbose": 0}
     if method == "TPOT":
         from tpot import TPOTClassifier, TPOTRegressor
 
         cls = TPOTClassifier if task == "classification" else TPOTRegressor
-        return cls(max_time_mins=budget / 60, n_jobs=1, random_state=0, verbose=0), {}
+        return cls(max_time_mins=budget / 60, n_jobs=1, random_state=seed, verbose=0), {}
     if method in ("RF", *AUTOGLUON_PRESETS):
         return None, {}
     raise ValueError(f"unknown method {method!r}; known: {METHODS}")
@@ -217,18 +221,19 @@ def autogluon_child(folder: Path, budget: float, preset: str, problem: str) -> N
     (folder / "answer.json").write_text(json.dumps(answer))
 
 
-def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out: Path) -> dict:
+def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out: Path,
+            seed: int = 0) -> dict:
     """One run in this process; writes and returns its result (an ``ADMM+ens`` run also writes
     the ``ADMM`` result: its search's best single pipeline, refitted)."""
     warnings.simplefilter("ignore")
-    X_train, X_test, y_train, y_test, task, metric = load_split(dataset, data_dir)
-    model, fit_kwargs = make_model(method, dataset, task, budget)
+    X_train, X_test, y_train, y_test, task, metric = load_split(dataset, data_dir, seed)
+    model, fit_kwargs = make_model(method, dataset, task, budget, seed)
     if method in AUTOGLUON_PRESETS:
         model, fit_time, best = fit_autogluon(method, X_train, y_train, X_test, task, metric,
                                               budget)
         score = None if model is None else test_score(model, X_test, y_test, y_train, metric)
         return write_result(out, {"dataset": dataset, "method": method, "budget": budget,
-                                  "metric": metric, "score": score, "fit_time": fit_time,
+                                  "seed": seed, "metric": metric, "score": score, "fit_time": fit_time,
                                   "rows": int(len(y_train) + len(y_test)),
                                   "best": best if model is not None else None,
                                   "error": None if model is not None else best,
@@ -240,7 +245,7 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
         from admm_automl.evaluation.data import make_preprocessor
 
         forest = (RandomForestClassifier if task == "classification" else RandomForestRegressor)
-        model = make_pipeline(make_preprocessor(X_train), forest(n_jobs=1, random_state=0))
+        model = make_pipeline(make_preprocessor(X_train), forest(n_jobs=1, random_state=seed))
     start = time.monotonic()
     model.fit(X_train, y_train, **fit_kwargs)
     fit_time = time.monotonic() - start
@@ -249,7 +254,8 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
         results["ADMM"] = copy.copy(model)
         results["ADMM"].ensemble_ = None
     for name, fitted in results.items():
-        result = {"dataset": dataset, "method": name, "budget": budget, "metric": metric,
+        result = {"dataset": dataset, "method": name, "budget": budget, "seed": seed,
+                  "metric": metric,
                   "score": test_score(fitted, X_test, y_test, y_train, metric),
                   "fit_time": fit_time, "rows": int(len(y_train) + len(y_test)),
                   "best": str(getattr(model, "best_params_", None)
@@ -258,7 +264,7 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
                                if name == "ADMM+ens" else None),
                   "ensemble_kind": (getattr(model, "ensemble_kind_", None)
                                     if name == "ADMM+ens" else None)}
-        write_result(out.with_name(f"{name}.json"), result)
+        write_result(out.with_name(out.name.replace(method, name, 1)), result)
     return json.loads(out.read_text())
 
 
@@ -282,28 +288,38 @@ def test_score(model, X_test, y_test, y_train, metric: str) -> float:
     return float(r2_score(y_test, model.predict(X_test)))
 
 
-def result_path(root: Path, budget: float, dataset: str, method: str) -> Path:
-    return root / f"{budget:g}" / dataset / f"{method}.json"
+def result_path(root: Path, budget: float, dataset: str, method: str, seed: int = 0) -> Path:
+    """Seed 0's result is ``<method>.json`` (as before seeds), seed s's ``<method>@s.json``."""
+    return root / f"{budget:g}" / dataset / (f"{method}.json" if seed == 0
+                                             else f"{method}@{seed}.json")
 
 
 def run_all(datasets: list[str], methods: list[str], budgets: list[float], data_dir: str | None,
-            root: Path, parallel: int, force: bool) -> None:
+            root: Path, parallel: int, force: bool, seeds: Sequence[int] = (0,)) -> None:
     from admm_automl.benchmarks.runner import run_processes
 
     commands = []
     for budget in budgets:
-        for dataset in datasets:
-            for method in methods:
-                if method == "ADMM" and "ADMM+ens" in methods:
-                    continue  # the ADMM+ens run writes it
-                if force or not result_path(root, budget, dataset, method).is_file():
-                    cmd = [sys.executable, __file__, "run-one", "--dataset", dataset, "--method",
-                           method, "--budget", str(budget), "--root", str(root)]
-                    commands += [cmd + (["--data-dir", data_dir] if data_dir else [])]
+        for seed in seeds:
+            for dataset in datasets:
+                for method in methods:
+                    if method == "ADMM" and "ADMM+ens" in methods:
+                        continue  # the ADMM+ens run writes it
+                    if force or not result_path(root, budget, dataset, method, seed).is_file():
+                        cmd = [sys.executable, __file__, "run-one", "--dataset", dataset,
+                               "--method", method, "--budget", str(budget), "--root", str(root),
+                               "--seed", str(seed)]
+                        commands += [cmd + (["--data-dir", data_dir] if data_dir else [])]
     print(f"{len(commands)} runs, {parallel} at a time, on {platform.node()} "
           f"({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}), results in {root}",
           flush=True)
     run_processes(commands, parallel)
+
+
+def row_name(result: dict) -> str:
+    """A result's row of the table: its dataset, ``<dataset>#<seed>`` for a seed other than 0."""
+    seed = result.get("seed") or 0
+    return result["dataset"] if seed == 0 else f"{result['dataset']}#{seed}"
 
 
 def table(root: Path) -> str:
@@ -314,7 +330,7 @@ def table(root: Path) -> str:
         rows: dict[str, dict[str, dict]] = {}
         for path in sorted(budget_dir.glob("*/*.json")):
             r = json.loads(path.read_text())
-            rows.setdefault(r["dataset"], {})[r["method"]] = r
+            rows.setdefault(row_name(r), {})[r["method"]] = r
         methods = [m for m in METHODS if any(m in by for by in rows.values())]
         lines.append(f"\nbudget {budget_dir.name} s — test score (AUROC; digits accuracy; "
                      "diabetes R²)")
@@ -332,7 +348,8 @@ def table(root: Path) -> str:
         pairs_of_methods = [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:]
                             if a.startswith("ADMM")]
         for reference, other in pairs_of_methods:
-            for label, keep in (("shared", lambda d: d not in BUNDLED), ("all", lambda d: True)):
+            for label, keep in (("shared", lambda d: d.split("#")[0] not in BUNDLED),
+                                ("all", lambda d: True)):
                 both = {d: (by[reference]["score"], by[other]["score"]) for d, by in rows.items()
                         if keep(d) and reference in by and other in by}
                 if both:
@@ -380,7 +397,8 @@ def verdict(rows: dict[str, dict[str, dict]], peers: list[str]) -> str:
     """The campaign's rule (experiments/README.md), decided on the shared binary datasets: the
     default is ahead of each peer on at least 2/3 of the datasets where the two differ by more
     than the tie width, has the higher mean, and returns a model on every dataset."""
-    shared = {d: by for d, by in rows.items() if d not in BUNDLED and "ADMM+ens" in by}
+    shared = {d: by for d, by in rows.items()
+              if d.split("#")[0] not in BUNDLED and "ADMM+ens" in by}
     none = [d for d, by in shared.items() if by["ADMM+ens"]["score"] is None]
     parts = []
     for peer in peers:
@@ -407,6 +425,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--method", help="run-one: the method")
     parser.add_argument("--budgets", nargs="*", type=float, default=[60.0, 300.0])
     parser.add_argument("--budget", type=float, help="run-one: the budget")
+    parser.add_argument("--seeds", nargs="*", type=int, default=[0],
+                        help="split and method seeds (default: 0)")
+    parser.add_argument("--seed", type=int, default=0, help="run-one: the seed")
     parser.add_argument("--root", default=str(RESULTS))
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--force", action="store_true")
@@ -421,7 +442,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "run-one":
         r = run_one(args.dataset, args.method, args.budget, args.data_dir,
-                    result_path(Path(args.root), args.budget, args.dataset, args.method))
+                    result_path(Path(args.root), args.budget, args.dataset, args.method, args.seed),
+                    args.seed)
         print(json.dumps({k: r[k] for k in ("dataset", "method", "budget", "score")}), flush=True)
         return
     root = Path(tempfile.mkdtemp()) if args.smoke else Path(args.root)
@@ -435,7 +457,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.smoke:
             datasets = (["sonar"] if "sonar" in shared else []) + ["diabetes"]
             budgets, methods = [20.0], [m for m in methods if m != "TPOT"]
-        run_all(datasets, methods, budgets, args.data_dir, root, args.parallel, args.force)
+        run_all(datasets, methods, budgets, args.data_dir, root, args.parallel, args.force,
+                args.seeds)
     print(table(root))
 
 
