@@ -133,3 +133,26 @@ def test_the_estimator_uses_the_stack_when_it_beats_the_weighted_average(shrunk_
     refitted = clone(stacked.ensemble_).fit(X[:200], y[:200])
     assert refitted.final_estimator_ is stacked.ensemble_.final_estimator_
     assert stacked.summary()["ensemble"]["kind"] == "stack"
+
+
+def test_the_ensembles_auroc_shortcut_gives_the_scorers_loss():
+    """The greedy selection scores AUROC by ranks; the value is the scikit-learn scorer's, ties
+    included, and a split without both classes is left to the scorer."""
+    from types import SimpleNamespace
+
+    from admm_automl.evaluation.metrics import get_metric
+    from admm_automl.run import ensemble
+
+    rng = np.random.default_rng(3)
+    y = rng.choice(["no", "yes"], 500)
+    q = np.round(rng.uniform(size=500), 1)  # many ties
+    ctx = SimpleNamespace(y=y, splits=[SimpleNamespace(valid=np.arange(500))],
+                          labels=np.array(["no", "yes"]),
+                          metric=get_metric("roc_auc", "classification", "binary"))
+    values = np.column_stack([1 - q, q])
+    scorer = ctx.metric.make_scorer(ctx.labels)
+    expected = ctx.metric.loss(scorer, ensemble._FixedClassifier(values, ctx.labels),
+                               np.zeros((500, 1)), y)
+    assert ensemble.prediction_loss(ctx)(values) == pytest.approx(expected, abs=1e-12)
+    one_class = np.flatnonzero(y == "yes")
+    assert ensemble._auroc_loss(y[one_class] == "yes") is None
