@@ -111,7 +111,9 @@ class ADMM(BaseEstimator):
         k-fold cross-validation; None: one holdout split of ``validation_size`` (stratified for
         classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, and with a
         ``time_budget`` also while rows × features ≤ 2500 × the budget in seconds (below 100,000
-        rows), else a holdout (:func:`admm_automl.evaluation.splits.resolve_cv`).
+        rows), else a holdout (:func:`admm_automl.evaluation.splits.resolve_cv`); below 5000
+        rows the 5 folds are repeated on new shuffles (up to 3 times) while rows × features ×
+        repeats ≤ 500 × the budget (:func:`admm_automl.evaluation.splits.resolve_repeats`).
     validation_size : float, default=0.2
     executor : {"auto", "serial", "process", "dask"}, default="auto"
         Worker processes (which a timeout or memory limit can stop) or this process; ``"auto"``

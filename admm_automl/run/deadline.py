@@ -12,7 +12,8 @@ The decisions it drives:
 * **probes**: from :data:`PROBE_MIN_ROWS` training rows a pipeline is first fitted on a tenth of
   them, and on all only if that predicts it can finish in its timeout;
 * the **cv rule**: ``cv="auto"`` cross-validates while the budget affords it
-  (:func:`~admm_automl.evaluation.splits.resolve_cv`);
+  (:func:`~admm_automl.evaluation.splits.resolve_cv`), and on small data repeats the folds while
+  it affords that (:func:`~admm_automl.evaluation.splits.resolve_repeats`);
 * the **refit threads**: the refit runs under the same BLAS/OpenMP thread limit as the trials
   (:func:`refit_threads`), so that a loaded machine does not stretch it past the budget;
 * the **end**: an error when the budget ended before any evaluation finished

@@ -329,7 +329,7 @@ def _stack(ctx: Any, space: Any, records: dict[int, Any], members: list[int],
     classification = ctx.labels is not None
     if classification and len(np.unique(y)) < len(ctx.labels):
         return None
-    groups = np.repeat(np.arange(len(ctx.splits)), [len(split.valid) for split in ctx.splits])
+    groups = _row_groups(ctx)
     meta = meta_features([kept[i] for i in members], classification)
     seed = ctx.random_state if isinstance(ctx.random_state, (int, np.integer)) else 0
     try:
@@ -341,6 +341,16 @@ def _stack(ctx: Any, space: Any, records: dict[int, Any], members: list[int],
         return None
     kind = StackedClassifier if classification else StackedRegressor
     return loss(oof), kind(_members(ctx, space, records, members), FrozenEstimator(final))
+
+
+def _row_groups(ctx: Any) -> np.ndarray:
+    """The group of each pooled validation row for scoring a second layer: the first split that
+    validates its row — the split itself, unless the folds are repeated, whose copies of a row
+    must fall in one group (a layer fitted on one copy would be scored on another)."""
+    first = np.zeros(len(ctx.y), dtype=int)
+    for i, split in reversed(list(enumerate(ctx.splits))):
+        first[split.valid] = i
+    return first[np.concatenate([split.valid for split in ctx.splits])]
 
 
 def measure_constraints(ctx: Any, model: Any) -> dict[str, float]:

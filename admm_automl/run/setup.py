@@ -35,7 +35,7 @@ from ..evaluation.metrics import Metric, get_metric
 from ..evaluation.objective import PipelineObjective
 from ..evaluation.policy import TrialPolicy
 from ..evaluation.prefix_cache import DEFAULT_CACHE_MB
-from ..evaluation.splits import make_splits, resolve_cv
+from ..evaluation.splits import make_splits, resolve_cv, resolve_repeats
 from ..evaluation.trial import TrialContext
 from ..exceptions import DataError, InvalidParameterError
 from ..journal import Journal
@@ -122,16 +122,17 @@ def prepare_task(
     X: Any, y: np.ndarray, *, space: Any, task: str, target_type: str, scoring: Any = None,
     cv: int | None = None, validation_size: float = 0.2, split_seed: int = 0,
     model_seed: int | None = None, constraints: Any = None, sensitive_features: Any = None,
-    cache_size: float = DEFAULT_CACHE_MB,
+    cache_size: float = DEFAULT_CACHE_MB, repeats: int = 1,
 ) -> Task:
-    """Splits, metric, preprocessing and constraints for pipelines of ``space`` on (X, y)."""
+    """Splits (``cv``-fold ``repeats`` times, or a holdout), metric, preprocessing and
+    constraints for pipelines of ``space`` on (X, y)."""
     from ..constraints import make_constraints
 
     metric = get_metric(scoring, task, target_type)
     space.check_classes()
     try:
         splits = make_splits(y, classification=task == "classification", cv=cv,
-                             validation_size=validation_size, seed=split_seed)
+                             validation_size=validation_size, seed=split_seed, repeats=repeats)
     except ValueError as err:
         raise DataError(f"cannot make the validation split(s): {err}") from None
     labels = np.unique(y) if task == "classification" else None
@@ -228,8 +229,10 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(repr(_stable(value)).encode()).hexdigest()[:16]
 
 
-def run_header(task: Task, *, cv: int | None, validation_size: float) -> dict[str, Any]:
-    """What the losses recorded for ``task`` depend on; a journal refuses to resume under another."""
+def run_header(task: Task, *, cv: int | None, validation_size: float, repeats: int = 1
+               ) -> dict[str, Any]:
+    """What the losses recorded for ``task`` depend on; a journal refuses to resume under another
+    (``repeats`` is written only above 1, so that the journals of earlier versions resume)."""
     from .. import __version__
 
     ctx = task.context
@@ -243,7 +246,7 @@ def run_header(task: Task, *, cv: int | None, validation_size: float) -> dict[st
         "metric": task.metric.name if isinstance(task.metric.scorer, str)
         else f"{task.metric.name} ({getattr(task.metric.scorer, '__module__', '?')})",
         "splits": {"cv": cv, "validation_size": None if cv else validation_size,
-                   "seed": task.split_seed},
+                   "seed": task.split_seed, **({"repeats": repeats} if repeats > 1 else {})},
         "model_seed": ctx.random_state,
         "space": {"name": ctx.space.name, "fingerprint": _digest(ctx.space.modules)},
         "constraint_measures": _digest(measures) if measures else None,
@@ -383,8 +386,10 @@ def run_search(
     seeds = derive_seeds(s.random_state)
     n_features = X.shape[1] if len(getattr(X, "shape", ())) == 2 else 1
     cv = resolve_cv(s.cv, len(y), n_features, s.time_budget)
+    repeats = resolve_repeats(s.cv, len(y), n_features, s.time_budget)
     prepared = prepare_task(
         X, y, space=space, task=task, target_type=target_type, scoring=s.scoring, cv=cv,
+        repeats=repeats,
         validation_size=s.validation_size, split_seed=seeds.splits, model_seed=seeds.models,
         constraints=s.constraints, sensitive_features=sensitive_features,
         cache_size=kept_budget_mb(s.cache_size, s.memory_limit),
@@ -402,7 +407,7 @@ def run_search(
             "trial_timeout needs worker processes to stop a runaway fit: use executor='process' "
             "(or 'auto')"
         )
-    header = run_header(prepared, cv=cv, validation_size=s.validation_size)
+    header = run_header(prepared, cv=cv, validation_size=s.validation_size, repeats=repeats)
     ctx = prepared.context
     # the trials keep their fold models for the ensemble's bags (:mod:`.bagging` says when)
     bagging = (s.ensemble_size > 0 and s.bagging and len(ctx.splits) >= 2

@@ -3,6 +3,7 @@ instead of refits on all rows."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 
 import numpy as np
@@ -138,3 +139,22 @@ def test_bags_need_no_refit_so_they_fit_where_no_time_is_left(time_left, breast_
         built[bagging] = model.ensemble_weights_
     assert len(built[True]) >= 2
     assert built[False] == {}
+
+
+def test_repeated_folds_give_bags_of_every_repeats_models(breast_cancer, tmp_path):
+    """cv="auto" on small data with a generous budget repeats its folds: the journal says so,
+    and each member's bag averages the fold models of every repeat."""
+    from admm_automl.evaluation.splits import resolve_repeats
+
+    X, y = breast_cancer
+    repeats = resolve_repeats("auto", len(y), X.shape[1], time_budget=100)
+    assert repeats >= 2
+    model = ADMMClassifier(**{**SERIAL, "cv": "auto"}, max_evals=8, time_budget=100,
+                           ensemble_size=10, output_dir=tmp_path).fit(X, y)
+    header = json.loads((tmp_path / "journal.jsonl").read_text().splitlines()[0])
+    assert header["run"]["splits"]["cv"] == 5
+    assert header["run"]["splits"]["repeats"] == repeats
+    assert model.ensemble_ is not None
+    for member in dict(model.ensemble_.named_estimators_).values():
+        assert len(member.estimator.estimators_) == 5 * repeats
+    assert model.predict_proba(X).shape == (len(y), 2)

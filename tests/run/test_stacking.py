@@ -156,3 +156,26 @@ def test_the_ensembles_auroc_shortcut_gives_the_scorers_loss():
     assert ensemble.prediction_loss(ctx)(values) == pytest.approx(expected, abs=1e-12)
     one_class = np.flatnonzero(y == "yes")
     assert ensemble._auroc_loss(y[one_class] == "yes") is None
+
+
+def test_a_rows_copies_from_repeated_folds_are_scored_in_one_group():
+    """With repeated folds a row is validated once per repeat; a second layer fitted on one copy
+    must not be scored on another, so all copies fall in one group (and without repeats each
+    split is its own group)."""
+    from types import SimpleNamespace
+
+    from admm_automl.evaluation.splits import make_splits
+    from admm_automl.run.ensemble import _row_groups
+
+    y = np.repeat([0, 1], [30, 20])
+    for repeats in (1, 3):
+        splits = make_splits(y, classification=True, cv=5, validation_size=0.2, seed=0,
+                             repeats=repeats)
+        groups = _row_groups(SimpleNamespace(y=y, splits=splits))
+        rows = np.concatenate([s.valid for s in splits])
+        assert len(groups) == len(rows) == repeats * len(y)
+        for row in range(len(y)):
+            assert len(set(groups[rows == row])) == 1
+        assert sorted(set(groups)) == [0, 1, 2, 3, 4]
+        if repeats == 1:
+            assert groups.tolist() == np.repeat(range(5), [len(s.valid) for s in splits]).tolist()
