@@ -59,8 +59,9 @@ def resolve_repeats(cv: "int | str | None", n_rows: int, n_features: int = 1,
     """How many times ``cv="auto"`` repeats its k-fold cross-validation, each time on a new
     shuffle of the rows: on small data (below :data:`CV_MAX_ROWS` rows) with a time budget, as
     many times as ``n_rows * n_features * repeats <= REPEAT_CELLS_PER_SECOND * time_budget``
-    allows, between 1 and :data:`MAX_REPEATS` (at 60 s: up to 10,000 cells three times, up to
-    30,000 once; at 300 s: up to 50,000 and 150,000). 1 for any other ``cv``.
+    allows, between 1 and :data:`MAX_REPEATS` (at 60 s: three times up to 10,000 cells, twice up
+    to 15,000, else once; at 300 s: three times up to 50,000, twice up to 75,000). 1 for any
+    other ``cv``.
 
     Why: on a few hundred rows the five validation folds are still a small, fixed sample, and a
     long search finds the pipelines that happen to suit it — the longer the search, the more it

@@ -138,10 +138,15 @@ class _FixedRegressor(RegressorMixin, _Fixed):
     pass
 
 
+def pooled_rows(ctx: Any) -> np.ndarray:
+    """The validation rows of every split, in split order: the rows of the kept (pooled
+    out-of-fold) predictions."""
+    return np.concatenate([split.valid for split in ctx.splits])
+
+
 def pooled_targets(ctx: Any) -> np.ndarray:
-    """The targets of the validation rows of every split, in split order: the rows of the kept
-    (pooled out-of-fold) predictions."""
-    return ctx.y[np.concatenate([split.valid for split in ctx.splits])]
+    """The targets of :func:`pooled_rows`."""
+    return ctx.y[pooled_rows(ctx)]
 
 
 def prediction_loss(ctx: Any) -> Callable[[np.ndarray], float]:
@@ -350,7 +355,7 @@ def _row_groups(ctx: Any) -> np.ndarray:
     first = np.zeros(len(ctx.y), dtype=int)
     for i, split in reversed(list(enumerate(ctx.splits))):
         first[split.valid] = i
-    return first[np.concatenate([split.valid for split in ctx.splits])]
+    return first[pooled_rows(ctx)]
 
 
 def measure_constraints(ctx: Any, model: Any) -> dict[str, float]:
