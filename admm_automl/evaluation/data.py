@@ -10,9 +10,11 @@ kind               which columns                                          prepar
 ``number``         numeric or boolean dtype (nullable ones too)           median imputation (+
                                                                           missing indicator)
 ``category``       pandas ``category`` dtype; text (strings)              most frequent value,
-                                                                          one-hot encoding (above
-                                                                          50 distinct values:
-                                                                          target encoding)
+                                                                          one-hot encoding (codes
+                                                                          for tree learners:
+                                                                          :func:`ordinal_categories`;
+                                                                          above 50 distinct
+                                                                          values: target encoding)
 ``numeric_text``   every value reads as a number (``"3.5"``, ``" 7"``,    converted with
                    ``"1e3"``) or is a Python number in an object column   ``pandas.to_numeric``,
                                                                           then as ``number``
@@ -365,6 +367,33 @@ def make_preprocessor(X: Any) -> Any:
         steps = encoder(converter) if kind == "na_text" else make_pipeline(converter, imputer())
         branches.append((kind, steps, columns[kind]))
     return ColumnTransformer([b for b in branches if b[2]], verbose_feature_names_out=False)
+
+
+def ordinal_categories(preprocessor: Any) -> Any | None:
+    """A copy of a :func:`make_preprocessor` preprocessor whose low-cardinality category columns
+    become one column of integer codes each (scikit-learn's ``OrdinalEncoder``; a value the
+    training rows never had becomes −1), or None when it one-hot encodes nothing.
+
+    For the tree learners (their space choices declare ``categories: ordinal``): a tree splits a
+    column of codes as it splits a number, one cut isolating a run of values, so it needs no
+    column per value — and a few columns of codes keep a wide categorical table as narrow as its
+    raw form, where one-hot encoding makes each split see a single value at a time. FLAML gives
+    scikit-learn's forests the category codes; AutoGluon gives its tree models codes or the
+    category dtype, never a one-hot encoding. Linear models, k-nearest neighbours and SVMs keep
+    the one-hot encoding: to them a code would be a magnitude.
+    """
+    from sklearn.base import clone
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+    if not hasattr(preprocessor, "transformers"):
+        return None
+    ordinal = clone(preprocessor)
+    replaced = {f"{name}__onehotencoder": OrdinalEncoder(handle_unknown="use_encoded_value",
+                                                        unknown_value=-1)
+                for name, steps, _ in ordinal.transformers
+                if isinstance(getattr(steps, "named_steps", {}).get("onehotencoder"),
+                              OneHotEncoder)}
+    return ordinal.set_params(**replaced) if replaced else None
 
 
 def _target_encoder() -> Any:

@@ -154,8 +154,6 @@ def run_iterative_trial(
     """
     import warnings
 
-    from sklearn.base import clone
-
     from .data import take_rows
 
     space = ctx.space
@@ -177,7 +175,7 @@ def run_iterative_trial(
             start_t = 0
             pipeline = space.to_pipeline(
                 z, theta, iterations=iterations, random_state=ctx.random_state,
-                preprocessor=None if ctx.preprocessor is None else clone(ctx.preprocessor),
+                preprocessor=ctx.preprocessor_for(z),
             )
         else:
             start_t, pipeline = held

@@ -145,9 +145,11 @@ class PrefixCache:
 
 
 def prefix_keys(space: Any, z: Sequence[int], theta: np.ndarray, *, split: int, fidelity: float,
-                random_state: int | None, preprocessor: bool = True) -> list[str]:
+                random_state: int | None, preprocessor: str | None = "one_hot") -> list[str]:
     """The key of every prefix of the pipeline ``space.to_pipeline(z, θ, ...)`` builds: one per
-    step before the estimator (the preprocessor first when ``preprocessor``), in order.
+    step before the estimator (the preprocessor first, unless ``preprocessor`` is None; its
+    encoding of the category columns, ``"one_hot"`` or ``"ordinal"``, is a part of the key),
+    in order.
 
     A pipeline wrapped by the space's last module (:meth:`PipelineSpace.wraps`) has none.
     A key names the decoded steps up to it (algorithm and hyperparameter values; passthrough
@@ -159,8 +161,8 @@ def prefix_keys(space: Any, z: Sequence[int], theta: np.ndarray, *, split: int, 
     config = space.decode(z, theta)
     parts = [f"split={split}|fidelity={fidelity:.6g}|seed={random_state}"]
     keys = []
-    if preprocessor:
-        parts.append("preprocess")
+    if preprocessor is not None:
+        parts.append("preprocess" if preprocessor == "one_hot" else f"preprocess={preprocessor}")
         keys.append("|".join(parts))
     stages = [(m, j) for m, j in zip(space.modules, z) if not m.wraps]
     for module, j in stages[:-1]:

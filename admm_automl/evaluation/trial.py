@@ -23,13 +23,13 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..constraints.base import measure_all
 from ..space import PipelineSpace
-from .data import take_rows
+from .data import ordinal_categories, take_rows
 from .fold_models import write_models
 from .kept import DEFAULT_CACHE_MB, KeptStore
 from .metrics import Metric
@@ -86,6 +86,31 @@ class TrialContext:
         state.pop("_prefix_cache", None)
         return state
 
+    def encoding(self, z: Sequence[int]) -> str | None:
+        """How the pipeline of ``z`` encodes the category columns — ``"ordinal"`` where its
+        estimator asks for codes (:meth:`PipelineSpace.categories`) and the data have category
+        columns, else ``"one_hot"`` — or None without a preprocessor."""
+        if self.preprocessor is None:
+            return None
+        if self.space.categories(z) == "ordinal" and self._ordinal() is not None:
+            return "ordinal"
+        return "one_hot"
+
+    def preprocessor_for(self, z: Sequence[int]) -> Any:
+        """A fresh (unfitted) copy of the run's preprocessor for the pipeline of ``z``, encoding
+        the category columns as :meth:`encoding` says; None without a preprocessor."""
+        from sklearn.base import clone
+
+        encoding = self.encoding(z)
+        if encoding is None:
+            return None
+        return clone(self._ordinal() if encoding == "ordinal" else self.preprocessor)
+
+    def _ordinal(self) -> Any:
+        if "_ordinal_preprocessor" not in self.__dict__:
+            self.__dict__["_ordinal_preprocessor"] = ordinal_categories(self.preprocessor)
+        return self.__dict__["_ordinal_preprocessor"]
+
     def run(
         self, z: tuple[int, ...], theta: np.ndarray, fidelity: float, iterations: int | None = None
     ) -> dict[str, Any]:
@@ -116,8 +141,6 @@ def run_trial(
     ``models_dir``, a full-data trial writes its fitted pipelines there, one per split
     (``result["models"]``: the file's name, None when they were not kept).
     """
-    from sklearn.base import clone
-
     result: dict[str, Any] = {"status": "ok", "error": None, "fit_time": 0.0, "predict_time": 0.0}
     losses: list[float] = []
     measured: dict[str, list[float]] = {}
@@ -133,12 +156,12 @@ def run_trial(
             pipeline = ctx.space.to_pipeline(
                 z,
                 theta,
-                preprocessor=None if ctx.preprocessor is None else clone(ctx.preprocessor),
+                preprocessor=ctx.preprocessor_for(z),
                 random_state=ctx.random_state,
             )
             keys = prefix_keys(ctx.space, z, theta, split=i, fidelity=fidelity,
                                random_state=ctx.random_state,
-                               preprocessor=ctx.preprocessor is not None)
+                               preprocessor=ctx.encoding(z))
             rows = split.train_rows(fidelity)
             X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
             stop = (None if stopping is None

@@ -305,7 +305,7 @@ def _members(ctx: Any, space: Any, records: dict[int, Any], ids: Any) -> list[tu
     for eval_id in ids:
         z, theta = space.encode(records[eval_id]["config"])
         members.append((f"eval{eval_id}", space.to_pipeline(
-            z, space.encoding.project(theta), preprocessor=clone(ctx.preprocessor),
+            z, space.encoding.project(theta), preprocessor=ctx.preprocessor_for(z),
             random_state=ctx.random_state,
             rounds=observation_of(records[eval_id]).refit_rounds)))
     return members

@@ -15,6 +15,7 @@ from ..exceptions import ConfigError, InvalidParameterError, UnknownComponentErr
 from ..exceptions import did_you_mean, unknown_name_message
 from .hyperparameters import Categorical, Fixed, Float, Hyperparameter, Int, _freeze
 from .space import (
+    CATEGORY_ENCODINGS,
     CONTINUATIONS,
     PASSTHROUGH,
     TASKS,
@@ -38,7 +39,7 @@ _HP_KEYS = {
 }
 _ALIASES = {"log-float": ("float", True), "log-int": ("int", True)}
 _ALGORITHM_KEYS = {"name", "class", "task", "hyperparameters", "iterations", "requires", "max_rows",
-                   "stopping"}
+                   "stopping", "categories"}
 _ITERATIONS_KEYS = {"parameter", "t_min", "t_max", "method"}
 _STOPPING_KEYS = {"parameter", "method"}
 
@@ -184,6 +185,10 @@ def _algorithm(node: Any, path: str) -> Algorithm:
     stopping = (_stopping(spec["stopping"], name, hps, f"{path}.stopping")
                 if "stopping" in spec else None)
     requires = _requires(spec["requires"], f"{path}.requires") if "requires" in spec else ()
+    categories = spec.get("categories", "one_hot")
+    if categories not in CATEGORY_ENCODINGS:
+        raise ConfigError(f"{path}.categories: {categories!r}; expected one of "
+                          f"{list(CATEGORY_ENCODINGS)}")
     max_rows = spec.get("max_rows")
     if max_rows is not None and (
         isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1
@@ -193,6 +198,7 @@ def _algorithm(node: Any, path: str) -> Algorithm:
         return Algorithm(
             name, spec["class"], hps, task,
             iterations=iterations, requires=requires, max_rows=max_rows, stopping=stopping,
+            categories=categories,
         )
     except InvalidParameterError as err:
         raise ConfigError(f"{path}.iterations: {err}") from None

@@ -34,6 +34,8 @@ PASSTHROUGH = "none"
 TASKS = ("classification", "regression")
 #: how a partly trained model is trained further (see :class:`Iterations`)
 CONTINUATIONS = ("warm_start", "partial_fit")
+#: how a choice takes the category columns when it is the estimator (:attr:`Algorithm.categories`)
+CATEGORY_ENCODINGS = ("one_hot", "ordinal")
 #: the boosting libraries whose number of rounds a trial can stop early (see :class:`Stopping`)
 STOPPING_METHODS = ("hist_gradient_boosting", "lightgbm", "xgboost")
 
@@ -247,6 +249,10 @@ class Algorithm:
     stopping
         Early stopping of its number of rounds on each trial's validation rows (``None``: the
         rounds are fitted as configured); only on a pipeline's last (estimator) module.
+    categories
+        How the data's category columns reach it as the pipeline's estimator: ``"one_hot"``
+        (a 0/1 column per value) or ``"ordinal"`` (a column of codes: for tree learners;
+        :func:`admm_automl.evaluation.data.ordinal_categories`).
     """
 
     name: str
@@ -257,8 +263,13 @@ class Algorithm:
     requires: tuple[str, ...] = field(default=(), kw_only=True)
     max_rows: int | None = field(default=None, kw_only=True)
     stopping: Stopping | None = field(default=None, kw_only=True)
+    categories: str = field(default="one_hot", kw_only=True)
 
     def __post_init__(self) -> None:
+        if self.categories not in CATEGORY_ENCODINGS:
+            raise InvalidParameterError(
+                f"algorithm {self.name!r}: categories={self.categories!r}; expected one of "
+                f"{list(CATEGORY_ENCODINGS)}")
         if self.max_rows is not None and (not _is_int(self.max_rows) or self.max_rows < 1):
             raise InvalidParameterError(
                 f"algorithm {self.name!r}: max_rows={self.max_rows!r} must be a positive integer"
@@ -588,6 +599,15 @@ class PipelineSpace:
         i, module = [(i, m) for i, m in enumerate(self.modules) if not m.wraps][-1]
         stopping = module.choices[z[i]].stopping
         return None if stopping is None else (module.name, stopping)
+
+    def categories(self, z: Sequence[int]) -> str:
+        """How the category columns reach the estimator of ``z`` (:attr:`Algorithm.categories`;
+        ``"one_hot"`` when the last module wraps the pipeline)."""
+        if self.wraps(z):
+            return "one_hot"
+        z = self.encoding.check_z(z)
+        i, module = [(i, m) for i, m in enumerate(self.modules) if not m.wraps][-1]
+        return module.choices[z[i]].categories
 
     def iterations(self, z: Sequence[int]) -> dict[str, Iterations]:
         """Module name -> :class:`Iterations` of the chosen algorithms of ``z`` that declare one."""

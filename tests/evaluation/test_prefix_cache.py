@@ -109,7 +109,11 @@ def test_keys_name_the_steps_split_fidelity_and_seed():
     bare = prefix_keys(SPACE, *config(scaler=0), split=0, fidelity=1.0, random_state=0)
     assert bare[1] == bare[0]  # a passthrough step shares the key of the prefix before it
     assert len(prefix_keys(SPACE, z, theta, split=0, fidelity=1.0, random_state=0,
-                           preprocessor=False)) == 2
+                           preprocessor=None)) == 2
+    # the same steps after a preprocessor that encodes the categories otherwise share nothing
+    ordinal = prefix_keys(SPACE, z, theta, split=0, fidelity=1.0, random_state=0,
+                          preprocessor="ordinal")
+    assert len(ordinal) == len(keys) and not set(ordinal) & set(keys)
 
 
 def test_another_split_or_seed_is_a_miss(data):

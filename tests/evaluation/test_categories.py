@@ -1,0 +1,101 @@
+"""Category columns reach tree learners as codes and the others one-hot encoded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+from admm_automl import ADMMClassifier
+from admm_automl.evaluation.data import make_preprocessor, ordinal_categories
+from admm_automl.exceptions import ConfigError
+from admm_automl.space import space_from_dict
+
+
+def _data(n=240, seed=0):
+    rng = np.random.default_rng(seed)
+    colour = rng.choice(["red", "green", "blue", "grey"], n)
+    size = rng.normal(size=n)
+    y = ((colour == "red") | (colour == "blue")) ^ (size > 1.5)
+    return pd.DataFrame({"colour": colour, "size": size}), y.astype(int)
+
+
+SPACE_DICT = {
+    "name": "two_learners",
+    "modules": [{"name": "estimator", "choices": [
+        {"name": "tree", "class": "sklearn.tree.DecisionTreeClassifier", "categories": "ordinal",
+         "hyperparameters": {"max_depth": {"type": "int", "low": 1, "high": 4, "default": 2}}},
+        {"name": "logistic_regression", "class": "sklearn.linear_model.LogisticRegression"},
+    ]}],
+}
+SPACE = space_from_dict(SPACE_DICT)
+
+
+def _encoders(pipeline):
+    encoders = []
+    for _, steps, _ in pipeline.named_steps["preprocess"].transformers_:
+        encoders += [s for s in getattr(steps, "named_steps", {}).values()
+                     if isinstance(s, (OneHotEncoder, OrdinalEncoder))]
+    return encoders
+
+
+def test_ordinal_categories_gives_one_column_of_codes_per_category_column():
+    X, _ = _data()
+    one_hot = make_preprocessor(X).fit(X)
+    ordinal = ordinal_categories(make_preprocessor(X)).fit(X)
+    assert one_hot.transform(X).shape[1] == 1 + 4
+    codes = ordinal.transform(X)
+    assert codes.shape == (len(X), 2)
+    assert sorted(set(codes[:, 1])) == [0, 1, 2, 3]  # numbers first, then the categories
+    unseen = X.head(2).assign(colour=["purple", "red"])
+    assert ordinal.transform(unseen)[:, 1].tolist() == [-1, codes[X["colour"] == "red"][0, 1]]
+    assert ordinal_categories(make_preprocessor(np.zeros((4, 2)))) is None  # nothing to encode
+
+
+@pytest.mark.parametrize("learner, encoder", [("tree", OrdinalEncoder),
+                                               ("logistic_regression", OneHotEncoder)])
+@pytest.mark.parametrize("bagging", [False, True])
+def test_each_learner_gets_the_encoding_its_choice_declares_in_trials_refit_and_ensemble(
+        learner, encoder, bagging):
+    """The refitted best pipeline, the ensemble's refitted members, and (bagging) the trials'
+    own fold models that the bagged members are."""
+    from sklearn.frozen import FrozenEstimator
+
+    from admm_automl.run.bagging import BaggedClassifier
+
+    X, y = _data()
+    only = space_from_dict({"name": learner, "modules": [{"name": "estimator", "choices": [
+        c for c in SPACE_DICT["modules"][0]["choices"] if c["name"] == learner]}]})
+    model = ADMMClassifier(search_space=only, executor="serial", random_state=0,
+                           theta_solver="random", z_solver="random", max_evals=8, cv=3,
+                           portfolio=None, ensemble_size=8, bagging=bagging,
+                           stacking=False).fit(X, y)
+    pipelines = [model.best_pipeline_]
+    for member in [] if model.ensemble_ is None else model.ensemble_.estimators_:
+        member = member.estimator if isinstance(member, FrozenEstimator) else member
+        pipelines += (member.estimators_ if isinstance(member, BaggedClassifier) else [member])
+    assert all([type(e) for e in _encoders(p)] == [encoder] for p in pipelines)
+    assert learner != "tree" or len(pipelines) > 2
+
+
+def test_the_trial_context_encodes_codes_only_for_an_ordinal_learner_on_category_columns():
+    from admm_automl.evaluation.trial import TrialContext
+    from admm_automl.evaluation.metrics import get_metric
+
+    X, y = _data()
+    ctx = TrialContext(SPACE, X, y, [], get_metric(None, "classification", "binary"),
+                       make_preprocessor(X))
+    tree, linear = (0,), (1,)
+    assert (ctx.encoding(tree), ctx.encoding(linear)) == ("ordinal", "one_hot")
+    categorical_branch = ctx.preprocessor_for(tree).transformers[1][1]
+    assert isinstance(categorical_branch[-1], OrdinalEncoder)
+    numeric = TrialContext(SPACE, X[["size"]], y, [], ctx.metric, make_preprocessor(X[["size"]]))
+    assert numeric.encoding(tree) == "one_hot"  # no category columns: nothing to tell apart
+
+
+def test_a_space_file_with_an_unknown_encoding_is_refused_by_name():
+    with pytest.raises(ConfigError, match=r"categories: 'binary'; expected one of"):
+        space_from_dict({"name": "bad", "modules": [{"name": "estimator", "choices": [
+            {"name": "tree", "class": "sklearn.tree.DecisionTreeClassifier",
+             "categories": "binary"}]}]})
