@@ -49,7 +49,7 @@ class WorkerProcess:
     state : {"starting", "idle", "sent", "busy", "dead"}
         Loading the task; waiting; a job was sent; the worker acknowledged it and is in the trial.
     job : int or None
-        Index (in the current batch) of the job it was sent.
+        Ticket of the job it was sent (:meth:`.executors.ProcessExecutor.submit`).
     trial_start, deadline : float or None
         ``time.monotonic()`` when the job was sent, then when the worker acknowledged it; and when
         the worker must have answered (its start-up deadline while starting, the trial's timeout

@@ -1,8 +1,12 @@
 """Trials on a Dask cluster (``executor="dask"``), with the process pool's semantics.
 
 The executor contract is that of :mod:`.executors` (``start(task)``, ``run(jobs, timeouts)`` →
-results in job order, ``close()``, ``name``, ``enforces_timeout``); the objective above it keeps the
-cache and writes the journal in the driver, before an observation is used, as with every executor.
+results in job order, ``submit(job, timeout)`` → ticket and ``wait()`` → the tickets and results
+of the trials that ended, ``close()``, ``name``, ``enforces_timeout``); the objective above it keeps
+the cache and writes the journal in the driver, before an observation is used, as with every
+executor. ``submit`` is one ``client.submit`` and ``wait`` returns the trials in the order the
+scheduler reports them done (a done-callback per future, as ``distributed.as_completed`` is
+built), gathering the finished ones' results in one round trip.
 
 Where the cluster comes from
 ----------------------------
@@ -51,6 +55,7 @@ caller's main script in each of them: a script that uses it needs the ``if __nam
 from __future__ import annotations
 
 import contextlib
+import itertools
 import multiprocessing
 import os
 import queue
@@ -151,6 +156,11 @@ class DaskExecutor:
         self._environ: dict[str, str] = {}  # os.environ before it started
         self._own_client = False
         self._plugin: str | None = None  # name of the run's worker plugin
+        self._tickets = itertools.count()
+        self._futures: dict[int, tuple[Any, float, float | None]] = {}  # future, sent, timeout
+        self._late: dict[int, float] = {}  # when to give up on a trial's answer
+        self._finished: queue.SimpleQueue[int] = queue.SimpleQueue()  # ended, by callback
+        self._done: dict[int, dict[str, Any]] = {}  # ended, not yet returned
 
     # ------------------------------------------------------------------ contract
     def start(self, task: Any) -> None:
@@ -182,45 +192,95 @@ class DaskExecutor:
             deadline: float | None = None) -> list[dict[str, Any]]:
         """Run ``jobs`` on the cluster, each stopped after its timeout (``deadline``, the end of
         the time budget, is not enforced apart here: the objective's timeouts already end by it)."""
+        tickets = [self.submit(job, timeout) for job, timeout in zip(jobs, timeouts)]
+        done: dict[int, dict[str, Any]] = {}
+        while any(t not in done for t in tickets):
+            done.update(self.wait())
+        self._done.update({t: r for t, r in done.items() if t not in tickets})
+        return [done[t] for t in tickets]
+
+    def submit(self, job: Job, timeout: float | None = None,
+               deadline: float | None = None) -> int:
+        """Send ``job`` to the cluster (it starts when a worker thread is free) and return its
+        ticket; it is stopped after ``timeout`` seconds, and given up on :attr:`grace` seconds
+        later if the cluster has not answered (``deadline`` is not enforced apart, as in
+        :meth:`run`)."""
         from . import dask_plugin
 
         if self.client is None:
             raise WorkerError("start the executor before running trials")
         if self.client.status not in ("running", "connecting"):
             raise WorkerError(f"the Dask client is {self.client.status}: its scheduler is lost")
-        submitted = time.monotonic()
-        futures = self.client.map(
-            dask_plugin.run_trial, [self._plugin] * len(jobs), jobs, timeouts,
-            key=[f"trial-{uuid.uuid4().hex}" for _ in jobs],
-        )
-        deadlines = [None if t is None else submitted + t + self.grace for t in timeouts]
-        late: dict[int, float] = {}  # job -> seconds it was waited for
-        with contextlib.closing(_as_finished(futures, deadlines)) as finished:
-            for i, in_time in finished:
-                if not in_time:
-                    late[i] = time.monotonic() - submitted
-        results: list[dict[str, Any]] = []
-        for i, future in enumerate(futures):
-            if i in late:
+        ticket = next(self._tickets)
+        future = self.client.submit(dask_plugin.run_trial, self._plugin, job, timeout,
+                                    key=f"trial-{uuid.uuid4().hex}")
+        sent = time.monotonic()
+        self._futures[ticket] = (future, sent, timeout)
+        if timeout is not None:
+            self._late[ticket] = sent + timeout + self.grace
+        future.add_done_callback(lambda _, ticket=ticket: self._finished.put(ticket))
+        return ticket
+
+    def wait(self, timeout: float | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """Block until a submitted trial has ended (or ``timeout`` seconds pass, or none is
+        pending); return ``(ticket, result)`` of every trial that has ended since the last call
+        (a trial the cluster has not answered :attr:`grace` seconds after its timeout is
+        cancelled and returned as a ``timeout``)."""
+        end = None if timeout is None else time.monotonic() + timeout
+        ended: list[int] = []
+        while self._futures and not ended and not self._done:
+            waits = [at - time.monotonic() for at in self._late.values()]
+            if end is not None:
+                waits.append(end - time.monotonic())
+            try:
+                ended.append(self._finished.get(timeout=max(min(waits), 0.0) if waits else None))
+            except queue.Empty:
+                pass
+            while True:  # every other one that has ended meanwhile
+                try:
+                    ended.append(self._finished.get_nowait())
+                except queue.Empty:
+                    break
+            ended = [t for t in ended if t in self._futures]  # not one given up on as late
+            now = time.monotonic()
+            for ticket in [t for t, at in self._late.items() if now >= at and t not in ended]:
+                future, sent, limit = self._futures.pop(ticket)
+                del self._late[ticket]
+                future.cancel()
                 result = executor_result(
-                    "timeout", f"no answer from the Dask cluster {timeouts[i]:.3g} s + "
-                    f"{self.grace:g} s after the trial was sent; cancelled"
-                )
-                result["duration"] = late[i]
-            elif future.status == "finished":
-                result = None  # gathered below, all in one round trip
+                    "timeout", f"no answer from the Dask cluster {limit:.3g} s + "
+                    f"{self.grace:g} s after the trial was sent; cancelled")
+                result["duration"] = now - sent
+                self._done[ticket] = result
+            if end is not None and now >= end:
+                break
+        finished = []
+        for ticket in ended:
+            future, _, _ = self._futures.pop(ticket)
+            self._late.pop(ticket, None)
+            if future.status == "finished":
+                finished.append((ticket, future))
             else:
-                result = _failure(future)
-            results.append(result)
-        done = [i for i, result in enumerate(results) if result is None]
-        for i, result in zip(done, self.client.gather([futures[i] for i in done])):
-            results[i] = result
-        return results
+                self._done[ticket] = _failure(future)
+        if finished:  # gathered all in one round trip
+            results = self.client.gather([future for _, future in finished])
+            self._done.update((ticket, r) for (ticket, _), r in zip(finished, results))
+        done, self._done = list(self._done.items()), {}
+        return done
+
+    @property
+    def pending(self) -> int:
+        """Trials submitted and not yet returned by :meth:`wait` or :meth:`run`."""
+        return len(self._futures) + len(self._done)
 
     def close(self) -> None:
         """Remove the task from the workers (their trial processes end) and close what this
         executor opened (its client, its local cluster); a given client stays open."""
         client, self.client = self.client, None
+        for future, _, _ in self._futures.values():
+            future.cancel()
+        self._futures.clear()
+        self._late.clear()
         if client is not None and self._plugin is not None:
             with contextlib.suppress(Exception):
                 client.unregister_worker_plugin(self._plugin)

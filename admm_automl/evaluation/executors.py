@@ -4,12 +4,21 @@ The executor contract (what :class:`~admm_automl.evaluation.PipelineObjective` u
 
     executor.start(task)           # task: has .space and .run(z, θ, fidelity) -> result dict
     executor.run(jobs, timeouts, deadline=None)   # jobs [(z, θ, fidelity[, iterations])] -> results
+    ticket = executor.submit(job, timeout=None, deadline=None)   # asynchronous: returns at once
+    executor.wait(timeout=None)    # [(ticket, result)] of the jobs that ended since the last wait
+    executor.pending               # jobs submitted and not yet returned by ``wait``
     executor.close()
     executor.name, executor.enforces_timeout
 
 ``run`` returns one result dict per job, in order (see :mod:`.trial`), with ``duration``: the wall
 time of that trial alone (measured around ``task.run`` where it ran; for a trial stopped at its
-timeout or lost with its worker, from the moment the worker began it to its end).
+timeout or lost with its worker, from the moment the worker began it to its end). ``submit`` and
+``wait`` are the same trials one at a time: a job starts as soon as a worker is free, and
+``wait`` blocks until at least one submitted job has ended (or ``timeout`` seconds pass, or none
+is pending) and returns every one that has, in the order they ended — what a search that hands
+a free worker its next trial at once needs, instead of waiting for a batch's slowest trial.
+``run`` is ``submit`` for each job and ``wait`` until they have all ended; results of jobs
+submitted before it are kept for the next ``wait``.
 
 Why our own pool
 ----------------
@@ -52,11 +61,12 @@ OpenMP threads are capped per worker through the environment, before numpy loads
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from ..exceptions import InvalidParameterError, WorkerError
 from . import child_main
@@ -87,7 +97,9 @@ def refuse_nested_search() -> None:
 
 
 class SerialExecutor:
-    """Run trials one after another in this process (no timeout or memory limit can be enforced)."""
+    """Run trials one after another in this process (no timeout or memory limit can be enforced).
+
+    ``submit`` only queues a job; ``wait`` runs the oldest one and returns it."""
 
     name = "serial"
     enforces_timeout = False
@@ -97,21 +109,41 @@ class SerialExecutor:
     def start(self, task: Any) -> None:
         refuse_nested_search()
         self.task = task
+        self._queue: deque[tuple[int, Job]] = deque()
+        self._tickets = itertools.count()
 
     def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None],
             deadline: float | None = None) -> list[dict[str, Any]]:
         """Run every job to its end (a serial trial cannot be stopped: timeouts and the deadline
         are not enforced)."""
-        results = []
-        for job in jobs:
-            start = time.perf_counter()
-            try:
-                result = self.task.run(*job)
-            except Exception as err:  # the same answer as a worker process gives
-                result = error_result(err)
-            result["duration"] = time.perf_counter() - start
-            results.append(result)
-        return results
+        return [self._run_one(job) for job in jobs]
+
+    def submit(self, job: Job, timeout: float | None = None,
+               deadline: float | None = None) -> int:
+        """Queue ``job``; :meth:`wait` runs it (``timeout`` and ``deadline`` are not enforced)."""
+        ticket = next(self._tickets)
+        self._queue.append((ticket, job))
+        return ticket
+
+    def wait(self, timeout: float | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """Run the oldest queued job to its end and return it (nothing when none is queued)."""
+        if not self._queue:
+            return []
+        ticket, job = self._queue.popleft()
+        return [(ticket, self._run_one(job))]
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    def _run_one(self, job: Job) -> dict[str, Any]:
+        start = time.perf_counter()
+        try:
+            result = self.task.run(*job)
+        except Exception as err:  # the same answer as a worker process gives
+            result = error_result(err)
+        result["duration"] = time.perf_counter() - start
+        return result
 
     def close(self) -> None:
         self.task = None
@@ -162,7 +194,10 @@ class ProcessExecutor:
         self._finalizer: weakref.finalize | None = None
         self._broken: str | None = None  # why no worker can start any more
         self._start_failures = 0  # workers killed while starting, in a row
-        self._batch: _Batch | None = None  # the batch being run
+        self._jobs: dict[int, _Submitted] = {}  # submitted, not ended, by ticket
+        self._queue: deque[int] = deque()  # tickets waiting for a worker
+        self._done: dict[int, dict[str, Any]] = {}  # ended, not yet returned, in order
+        self._tickets = itertools.count()
 
     # ------------------------------------------------------------------ contract
     def start(self, task: Any) -> None:
@@ -201,33 +236,43 @@ class ProcessExecutor:
         long a job waited for a worker to start); a job cut by the deadline is a ``timeout`` with
         ``result["budget_stop"]``, one not begun by it ``cancelled`` (with ``budget_stop``), as is
         one left when no worker is."""
+        tickets = [self.submit(job, timeout, deadline) for job, timeout in zip(jobs, timeouts)]
+        while any(t not in self._done for t in tickets):
+            self._pump()
+        return [self._done.pop(t) for t in tickets]
+
+    def submit(self, job: Job, timeout: float | None = None,
+               deadline: float | None = None) -> int:
+        """Queue ``job`` and hand it to a worker at once if one is free; return its ticket.
+
+        It is stopped after ``timeout`` seconds from when its worker began it, and not run past
+        ``deadline`` (``time.monotonic()``), as in :meth:`run`."""
         if self._task_fd < 0:
             raise WorkerError("start the executor before running trials")
         if self._broken is not None and not self._live():
             raise WorkerError(f"no worker process is left and none can start: {self._broken}")
-        self._batch = batch = _Batch(jobs, timeouts, deadline)
-        while batch.queue or self._in_trial():
-            if batch.queue and deadline is not None and time.monotonic() >= deadline:
-                for i in batch.queue:  # still waiting for a worker when the budget ended
-                    batch.results[i] = executor_result(
-                        "cancelled", "not begun: the time budget ended while it waited for a worker")
-                    batch.results[i].update(duration=0.0, budget_stop=True)
-                batch.queue.clear()
-                continue
-            for worker in [w for w in self._workers if w.state == "idle"]:
-                if batch.queue:
-                    self._dispatch(worker)
-            if batch.queue and not self._live():  # broken: nothing can run what is left
-                for i in batch.queue:
-                    batch.results[i] = executor_result(
-                        "cancelled", f"not begun: no worker process is left ({self._broken})"
-                    )
-                    batch.results[i]["duration"] = 0.0
+        ticket = next(self._tickets)
+        self._jobs[ticket] = _Submitted(job, timeout, deadline)
+        self._queue.append(ticket)
+        self._dispatch_idle()
+        return ticket
+
+    def wait(self, timeout: float | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """Block until a submitted job has ended (or ``timeout`` seconds pass, or none is
+        pending); return ``(ticket, result)`` of every job that has ended since the last call,
+        in the order they ended."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self._done and self._jobs:
+            if end is not None and time.monotonic() >= end:
                 break
-            if batch.queue or self._in_trial():
-                self._step()
-        self._batch = None
-        return batch.results  # type: ignore[return-value]
+            self._pump(end)
+        done, self._done = list(self._done.items()), {}
+        return done
+
+    @property
+    def pending(self) -> int:
+        """Jobs submitted and not yet returned by :meth:`wait` or :meth:`run`."""
+        return len(self._jobs) + len(self._done)
 
     def close(self) -> None:
         """Kill the workers and release the task file (also done when the executor is collected)."""
@@ -258,35 +303,69 @@ class ProcessExecutor:
     def _in_trial(self) -> bool:
         return any(w.state in ("sent", "busy") for w in self._workers)
 
+    def _finish(self, ticket: int, result: dict[str, Any]) -> None:
+        del self._jobs[ticket]
+        self._done[ticket] = result
+
+    def _pump(self, end: float | None = None) -> None:
+        """Cancel the queued jobs whose deadline has passed, hand the others to idle workers,
+        and wait for the next message, death or deadline (not past ``end``)."""
+        now = time.monotonic()
+        for ticket in [t for t in self._queue if self._jobs[t].deadline is not None
+                       and now >= self._jobs[t].deadline]:
+            self._queue.remove(ticket)  # still waiting for a worker when the budget ended
+            result = executor_result(
+                "cancelled", "not begun: the time budget ended while it waited for a worker")
+            result.update(duration=0.0, budget_stop=True)
+            self._finish(ticket, result)
+        self._dispatch_idle()
+        if self._queue and not self._live():  # broken: nothing can run what is left
+            while self._queue:
+                result = executor_result(
+                    "cancelled", f"not begun: no worker process is left ({self._broken})")
+                result["duration"] = 0.0
+                self._finish(self._queue.popleft(), result)
+            return
+        if self._queue or self._in_trial():
+            self._step(end)
+
+    def _dispatch_idle(self) -> None:
+        for worker in [w for w in self._workers if w.state == "idle"]:
+            if self._queue:
+                self._dispatch(worker)
+
     def _dispatch(self, worker: WorkerProcess) -> None:
-        batch = self._batch
-        i = batch.queue.popleft()
+        ticket = self._queue.popleft()
         try:
-            worker.send(batch.jobs[i])
+            worker.send(self._jobs[ticket].job)
         except OSError:  # it died while idle: the job never reached it
-            batch.queue.appendleft(i)
+            self._queue.appendleft(ticket)
             self._lost(worker)
             return
-        worker.state, worker.job = "sent", i
-        self._set_deadline(worker, batch.timeouts[i])
+        worker.state, worker.job = "sent", ticket
+        self._set_deadline(worker)
 
-    def _set_deadline(self, worker: WorkerProcess, timeout: float | None) -> None:
-        """The trial's deadline: ``timeout`` from now, but not past the batch's deadline."""
+    def _set_deadline(self, worker: WorkerProcess) -> None:
+        """The trial's deadline: its timeout from now, but not past its job's deadline."""
+        submitted = self._jobs[worker.job]
         worker.trial_start = time.monotonic()
-        worker.deadline = None if timeout is None else worker.trial_start + timeout
-        end = self._batch.deadline
+        worker.deadline = (None if submitted.timeout is None
+                           else worker.trial_start + submitted.timeout)
+        end = submitted.deadline
         if end is not None and (worker.deadline is None or end < worker.deadline):
             worker.deadline = end
 
-    def _step(self) -> None:
-        """Wait for the next message, death or deadline (at most POLL_INTERVAL) and handle it."""
+    def _step(self, end: float | None = None) -> None:
+        """Wait for the next message, death or deadline (at most POLL_INTERVAL, not past
+        ``end``) and handle it."""
         from multiprocessing.connection import wait
 
         now = time.monotonic()
         deadlines = [w.deadline - now for w in self._workers if w.deadline is not None]
-        batch = self._batch
-        if batch is not None and batch.queue and batch.deadline is not None:
-            deadlines.append(batch.deadline - now)
+        deadlines += [self._jobs[t].deadline - now for t in self._queue
+                      if self._jobs[t].deadline is not None]
+        if end is not None:
+            deadlines.append(end - now)
         timeout = min([POLL_INTERVAL, *deadlines])
         ready = wait(list(self._workers), max(timeout, 0.0))
         for worker in ready:
@@ -322,21 +401,21 @@ class ProcessExecutor:
                 self._retire(worker)
         elif worker.state == "sent" and message == child_main.STARTED:
             worker.state = "busy"  # the trial's own time (and timeout) begins
-            self._set_deadline(worker, self._batch.timeouts[worker.job])
+            self._set_deadline(worker)
         elif worker.state in ("sent", "busy"):  # its result, with the trial's duration
-            self._batch.results[worker.job] = message
+            self._finish(worker.job, message)
             worker.state, worker.job, worker.deadline = "idle", None, None
 
     def _expire(self, worker: WorkerProcess, now: float) -> None:
         if worker.state in ("sent", "busy"):
             seconds = worker.deadline - worker.trial_start
-            at_end = worker.deadline == self._batch.deadline  # the budget's end, not its timeout
+            at_end = worker.deadline == self._jobs[worker.job].deadline  # not its timeout
             why = "the time budget ended" if at_end else TIME_LIMIT
             result = executor_result("timeout", f"stopped after {seconds:.3g} s: {why}")
             result["duration"] = now - worker.trial_start
             if at_end:
                 result["budget_stop"] = True
-            self._batch.results[worker.job] = result
+            self._finish(worker.job, result)
         else:
             self._broken = _with_output(
                 f"a worker process did not load the task within {self.start_timeout:g} s", worker
@@ -346,7 +425,7 @@ class ProcessExecutor:
     def _lost(self, worker: WorkerProcess) -> None:
         how = worker.death()
         if worker.state == "sent":  # it died before it began the trial: run it elsewhere
-            self._batch.queue.appendleft(worker.job)
+            self._queue.appendleft(worker.job)
         elif worker.state == "busy":
             output = worker.output_tail()
             error = f"the worker process (pid {worker.pid}) died during this trial: {how}"
@@ -355,7 +434,7 @@ class ProcessExecutor:
             result = executor_result("failed", error)
             result["traceback"] = output
             result["duration"] = time.monotonic() - worker.trial_start
-            self._batch.results[worker.job] = result
+            self._finish(worker.job, result)
         elif worker.state == "starting":
             if worker.proc.returncode is not None and worker.proc.returncode >= 0:
                 # it ended by itself, so would the next one
@@ -377,14 +456,12 @@ class ProcessExecutor:
             self._spawn()
 
 
-class _Batch:
-    """The jobs of one ``run``: what is left to send, and the results so far."""
+class _Submitted(NamedTuple):
+    """A job waiting for a worker or in a trial: what to run, its timeout and deadline."""
 
-    def __init__(self, jobs: Sequence[Job], timeouts: Sequence[float | None],
-                 deadline: float | None = None) -> None:
-        self.jobs, self.timeouts, self.deadline = jobs, timeouts, deadline
-        self.results: list[dict[str, Any] | None] = [None] * len(jobs)
-        self.queue = deque(range(len(jobs)))
+    job: Job
+    timeout: float | None
+    deadline: float | None
 
 
 def _with_output(text: str, worker: WorkerProcess) -> str:
