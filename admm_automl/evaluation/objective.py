@@ -13,15 +13,24 @@ Observers (such as the run's library of kept predictions, :mod:`admm_automl.run.
 told of every evaluation just before it is recorded, with its validation predictions when the
 trial returned them, and of the replayed ones (with the index of their learner, without
 predictions) at the start.
+
+Two ways to ask: a *batch* (calling the objective with requests) returns when every request of it
+is answered; :meth:`PipelineObjective.submit` and :meth:`PipelineObjective.collect` ask one
+request at a time and hand back each observation as soon as its trial ends, so that a search can
+keep every worker busy (the executors' ``submit``/``wait``, :mod:`.executors`). Both go through the
+same cache, replay, timeout and probe rules and the same journal record; an observation is
+recorded before it is handed back either way. A request asked while the same one is in flight is
+answered by that trial (as a cache hit), never run twice.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import time
-from dataclasses import replace
-from typing import Any, Protocol, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -48,6 +57,20 @@ class Observer(Protocol):
 
     def observed(self, record: dict[str, Any], observation: Observation, learner: int | None,
                  predictions: Any, models: str | None = None) -> None: ...
+
+@dataclass
+class _Flight:
+    """A request whose trial is in flight (asynchronous asks): the objective's tickets waiting
+    for it (the first asked it, the others asked the same while it ran), and what to do with its
+    observation (answer them, or decide on the full trial after a probe)."""
+
+    key: str
+    request: Request
+    tags: dict[str, Any]
+    budget_stop: bool
+    then: Callable[[Observation], None]
+    tickets: list[int] = field(default_factory=list)
+
 
 class PipelineObjective:
     """Evaluate requests on fixed splits; answer repeated requests from a cache.
@@ -116,6 +139,10 @@ class PipelineObjective:
                             and journal.path is not None)
         for mark in journal.unfinished:
             self._record_crash(mark)
+        self._tickets = itertools.count()
+        self._flights: dict[int, _Flight] = {}  # by the executor's ticket
+        self._in_flight: dict[str, _Flight] = {}  # the same, by cache key
+        self._ready: list[tuple[int, Observation]] = []  # answered, not yet collected
         executor.start(ctx)
 
     @property
@@ -167,6 +194,115 @@ class PipelineObjective:
                 source = self.cache[key] if key in self.cache else out[keys.index(key)]
                 out.append(replace(source, cached=True))
         return out
+
+    def submit(self, request: Request, time_left: float | None = None,
+               tags: dict[str, Any] | None = None) -> int:
+        """Ask for ``request`` without waiting: its trial starts as soon as a worker is free (a
+        cache hit or a replayed evaluation is answered at once); :meth:`collect` hands back its
+        observation, under the ticket returned here. ``time_left`` and ``tags`` as for a batch."""
+        ticket = next(self._tickets)
+        self._ask(request, time_left, dict(tags or {}), lambda obs: self._answer(ticket, obs),
+                  ticket)
+        return ticket
+
+    def collect(self, timeout: float | None = None) -> list[tuple[int, Observation]]:
+        """Wait until at least one submitted request is answered (or ``timeout`` seconds pass,
+        or none is pending) and return ``(ticket, observation)`` of every one answered since the
+        last call, each recorded in the journal before it is returned."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self._ready and self._flights:
+            left = None if end is None else max(end - time.monotonic(), 0.0)
+            if self.crash_marks:  # a serial executor runs the oldest submitted job now
+                flight = self._flights[min(self._flights)]
+                self.journal.start(flight.key, flight.request)
+                try:
+                    ended = self.executor.wait(left)
+                except BaseException:  # Ctrl-C or an exit, not a crash: a resume runs it again
+                    self.journal.interrupt(flight.key)
+                    raise
+            else:
+                ended = self.executor.wait(left)
+            for job_ticket, result in ended:
+                flight = self._flights.pop(job_ticket)
+                del self._in_flight[flight.key]
+                flight.then(self._observe(flight.key, flight.request, result, flight.tags,
+                                          flight.budget_stop))
+            if end is not None and time.monotonic() >= end:
+                break
+        ready, self._ready = self._ready, []
+        return ready
+
+    @property
+    def pending(self) -> int:
+        """Submitted requests not yet handed back by :meth:`collect`."""
+        return len(self._ready) + sum(len(f.tickets) for f in self._flights.values())
+
+    def _ask(self, request: Request, time_left: float | None, tags: dict[str, Any],
+             then: Callable[[Observation], None], ticket: int | None = None) -> None:
+        """Answer ``request`` through ``then``: at once from the cache, the replay or a trial in
+        flight, else by a trial sent to the executor (after its probe, when the policy probes
+        it). ``ticket`` counts the request as pending until answered."""
+        key = self._key(request)
+        if key in self.replay:
+            then(self.cache.setdefault(key, self.replay.pop(key)))
+            return
+        if key in self.cache:
+            then(replace(self.cache[key], cached=True))
+            return
+        if self._attach(key, then, ticket):
+            return
+        timeout, budget_stop = self.policy.timeout(time_left, self.succeeded)
+        deadline = None if time_left is None else time.monotonic() + time_left
+        n_train = len(self.ctx.splits[0].train) if getattr(self.ctx, "splits", None) else 0
+        if request.fidelity >= 1.0 and self.policy.probes(n_train, timeout):
+            probe = Request(request.z, request.theta, PROBE_FIDELITY, request.iterations)
+
+            def decide(obs: Observation) -> None:
+                if obs.ok and self.policy.full_duration(obs) <= timeout:
+                    if not self._attach(key, then, ticket):
+                        left = None if deadline is None else deadline - time.monotonic()
+                        self._send(key, request, left, tags, then, ticket)
+                    return
+                logger.debug("not fitted on all rows: the probe %s", obs.status.value
+                             if not obs.ok else f"took {obs.duration:.3g} s")
+                if not obs.budget_stop:  # the end of the budget says nothing of the pipeline
+                    self.cache[key] = obs
+                then(obs)
+
+            self._ask(probe, time_left, {**tags, "probe": True}, decide, ticket)
+            return
+        self._send(key, request, time_left, tags, then, ticket)
+
+    def _attach(self, key: str, then: Callable[[Observation], None], ticket: int | None) -> bool:
+        """Let the trial of ``key`` in flight, if there is one, answer ``then`` too (as a cache
+        hit: a duplicate, as within a batch)."""
+        flight = self._in_flight.get(key)
+        if flight is None:
+            return False
+        first = flight.then
+
+        def both(obs: Observation) -> None:
+            first(obs)
+            then(replace(obs, cached=True))
+
+        flight.then = both
+        flight.tickets += [] if ticket is None else [ticket]
+        return True
+
+    def _send(self, key: str, request: Request, time_left: float | None, tags: dict[str, Any],
+              then: Callable[[Observation], None], ticket: int | None) -> None:
+        """Hand the trial of ``request`` to the executor."""
+        timeout, budget_stop = self.policy.timeout(time_left, self.succeeded)
+        deadline = None if time_left is None else time.monotonic() + time_left
+        job = ((request.z, request.theta, request.fidelity)
+               + (() if request.iterations is None else (request.iterations,)))
+        job_ticket = self.executor.submit(job, timeout, deadline)
+        flight = _Flight(key, request, tags, budget_stop, then,
+                         [] if ticket is None else [ticket])
+        self._flights[job_ticket] = self._in_flight[key] = flight
+
+    def _answer(self, ticket: int, observation: Observation) -> None:
+        self._ready.append((ticket, observation))
 
     def _run_marked(self, key: str, request: Request, job: tuple, timeout: float | None,
                     deadline: float | None) -> dict[str, Any]:

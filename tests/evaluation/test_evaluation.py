@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from admm_automl.evaluation import (
     make_splits,
     nested_order,
 )
-from admm_automl.evaluation.policy import TrialPolicy
+from admm_automl.evaluation.policy import PROBE_FIDELITY, TrialPolicy
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.run.executor import make_executor
 from admm_automl.journal import Journal
@@ -243,6 +244,100 @@ def test_process_and_serial_executors_give_the_same_losses():
     finally:
         process.close()
     assert a == b
+
+
+def _records(journal):
+    """A journal's records without what differs between two runs of the same trials."""
+    return [{k: v for k, v in r.items() if k not in ("time", "duration", "fit_time",
+                                                      "predict_time")}
+            for r in journal.records]
+
+
+def _submit_all(objective, requests, **kwargs):
+    """Submit every request, then collect until all are answered; observations by ticket."""
+    tickets = [objective.submit(r, **kwargs) for r in requests]
+    answers = {}
+    while objective.pending:
+        answers.update(objective.collect())
+    return [answers[t] for t in tickets]
+
+
+def test_submitted_requests_give_the_journal_of_a_batch_with_one_worker(tmp_path):
+    requests = [Request(z_of("gnb"), THETA), Request(z_of("raiser"), THETA),
+                Request(z_of("nan"), THETA), Request((1, 0), THETA)]
+    batch = PipelineObjective(context(), SerialExecutor(), Journal(tmp_path / "a.jsonl"),
+                              worst_loss=1.0)
+    asked = PipelineObjective(context(), SerialExecutor(), Journal(tmp_path / "b.jsonl"),
+                              worst_loss=1.0)
+    by_batch = batch(requests, tags={"phase": "theta"})
+    by_submit = _submit_all(asked, requests, tags={"phase": "theta"})
+    batch.close()
+    asked.close()
+    assert [(o.eval_id, o.status, o.loss) for o in by_submit] == [
+        (o.eval_id, o.status, o.loss) for o in by_batch]
+    assert _records(asked.journal) == _records(batch.journal)
+    # the in-process trials ran between their start marks and their records alike
+    lines = [(tmp_path / name).read_text().splitlines() for name in ("a.jsonl", "b.jsonl")]
+    marks = [[next(iter(json.loads(x))) for x in f if len(json.loads(x)) == 1] for f in lines]
+    assert marks[0] == marks[1] == ["run"] + ["started"] * 4
+
+
+def test_a_request_asked_while_the_same_trial_is_in_flight_is_answered_by_it():
+    objective = PipelineObjective(context(), ProcessExecutor(1), Journal(), worst_loss=1.0)
+    try:
+        first = objective.submit(Request(z_of("gnb"), THETA))
+        again = objective.submit(Request(z_of("gnb"), THETA))
+        assert objective.pending == 2
+        answers = dict(objective.collect())
+        while objective.pending:
+            answers.update(objective.collect())
+        assert not answers[first].cached and answers[again].cached
+        assert answers[first].loss == answers[again].loss
+        assert len(objective.journal) == 1  # run once
+        later = objective.submit(Request(z_of("gnb"), THETA))  # a cache hit: answered at once
+        assert objective.collect(timeout=0) == [(later, replace(answers[first], cached=True))]
+    finally:
+        objective.close()
+
+
+@pytest.mark.slow
+def test_collect_hands_back_a_quick_trial_before_a_slow_one_and_journals_it_first():
+    objective = PipelineObjective(context(), ProcessExecutor(2), Journal(), worst_loss=1.0,
+                                  policy=TrialPolicy(trial_timeout=3.0))
+    try:
+        slow = objective.submit(Request(z_of("sleeper"), THETA))
+        quick = objective.submit(Request(z_of("gnb"), THETA))
+        [(ticket, observation)] = objective.collect()
+        assert ticket == quick and observation.status is Status.OK
+        assert [r["eval_id"] for r in objective.journal.records] == [observation.eval_id]
+        [(ticket, observation)] = objective.collect()
+        assert ticket == slow and observation.status is Status.TIMEOUT
+        assert objective.pending == 0 and objective.collect() == []
+    finally:
+        objective.close()
+
+
+@pytest.mark.slow
+def test_submitted_full_data_requests_are_probed_as_in_a_batch():
+    """With probes on, a pipeline whose probe cannot finish is answered by the probe and one
+    that can is then fitted on all rows, whether asked in a batch or one at a time."""
+    policy = TrialPolicy(trial_timeout=1.5, probe_min_rows=100)
+    requests = [Request(z_of("sleeper"), THETA), Request(z_of("gnb"), THETA)]
+    journals = []
+    for ask in ("batch", "submit"):
+        objective = PipelineObjective(context(), ProcessExecutor(1), Journal(), worst_loss=1.0,
+                                      policy=policy)
+        try:
+            answers = (objective(requests) if ask == "batch"
+                       else _submit_all(objective, requests))
+        finally:
+            objective.close()
+        assert [(o.status, o.fidelity) for o in answers] == [
+            (Status.TIMEOUT, PROBE_FIDELITY), (Status.OK, 1.0)]
+        journals.append([(r["status"], r["fidelity"], r.get("probe", False))
+                         for r in objective.journal.records])
+    assert sorted(journals[1]) == sorted(journals[0]) == sorted([
+        ("timeout", PROBE_FIDELITY, True), ("ok", PROBE_FIDELITY, True), ("ok", 1.0, False)])
 
 
 def test_unpicklable_context_gives_a_clear_error():
