@@ -4,6 +4,11 @@ A solver sees only a problem: it asks configurations, evaluates them through ``p
 (so caching, budgets, failure capture and the journal live in one place) and scores raw observations
 with ``problem.augment``, which applies the *current* ADMM terms. Earlier observations therefore stay
 valid when the duals change, and solvers can be warm-started with ``problem.history``.
+
+A problem of an asynchronous run also has ``submit`` (one suggestion, answered later),
+``collect`` (wait for answers) and ``free_workers`` (how many trials may start now): the solver
+hands a free worker its next suggestion at once instead of evaluating in batches
+(:meth:`admm_automl.solvers.base.BaseSolver.run`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,11 @@ import numpy as np
 from .records import Observation, Suggestion
 
 Evaluate = Callable[[Sequence[Suggestion]], list[Observation]]
+#: asynchronous evaluation (``problem.submit``): one suggestion -> a ticket, answered later
+Submit = Callable[[Suggestion], int]
+#: ``problem.collect()``: wait for answers -> ``[(ticket, observation)]`` of every trial answered
+#: now (other sub-problems' trials included: a solver keeps the tickets it submitted)
+Collect = Callable[[], list[tuple[int, Observation]]]
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,10 @@ class ThetaProblem:
     time_left: Callable[[], float | None] | None = None
     #: add cheap proposals when asks cost more than evaluations (``BaseSolver.run``)
     overhead_aware: bool = False
+    #: asynchronous evaluation (module docstring); None: ``evaluate`` in batches
+    submit: Submit | None = None
+    collect: Collect | None = None
+    free_workers: Callable[[], int] | None = None
 
 
 @dataclass
@@ -114,3 +128,7 @@ class ZProblem:
     observations: Callable[[], Sequence[tuple[tuple[int, ...], Observation]]] | None = None
     #: add cheap proposals when asks cost more than evaluations (``BaseSolver.run``)
     overhead_aware: bool = False
+    #: asynchronous evaluation (module docstring); None: ``evaluate`` in batches
+    submit: Submit | None = None
+    collect: Collect | None = None
+    free_workers: Callable[[], int] | None = None

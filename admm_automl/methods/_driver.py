@@ -171,6 +171,11 @@ class RunOptions:
     reserve : callable, optional
         Seconds of the time budget to keep back for the caller's work after the run (the
         estimator's refit), asked at every check (:class:`Budget`).
+    asynchronous : bool, default=False
+        Hand a worker its next trial as soon as it is free (the engine's ``submit``/``collect``)
+        instead of evaluating in batches of ``batch_size`` that wait for their slowest trial;
+        the sub-problems get ``submit``/``collect`` (:mod:`admm_automl.problem`). With one
+        worker the history is that of a batch run.
     overhead_aware : bool or None
         Whether the solvers that can (``supports_cheap_proposals``) add cheap proposals to a
         batch when their asks cost more than the evaluations
@@ -193,6 +198,7 @@ class RunOptions:
     clock: Callable[[], float] = time.monotonic
     start_time: float | None = None
     reserve: Callable[[], float] | None = None
+    asynchronous: bool = False
     overhead_aware: bool | None = None
 
     def __post_init__(self) -> None:
@@ -233,7 +239,24 @@ class RunOptions:
         """A recorder over ``engine`` with this run's budget, starting now (or at start_time)."""
         budget = Budget(self.max_evals, self.time_budget, clock=self.clock,
                         start_time=self.start_time, reserve=self.reserve)
-        return Recorder(encoding, engine, budget, constraints, listeners=self.listeners)
+        return Recorder(encoding, engine, budget, constraints, listeners=self.listeners,
+                        workers=self.batch_size)
+
+    def asynchronous_hooks(self, recorder: "Recorder", phase: str,
+                           point: Callable[[Any], Point],
+                           done: Callable[[Any, Observation], Any]) -> dict[str, Any]:
+        """The ``submit``/``collect``/``free_workers`` fields of a sub-problem whose suggestions
+        become points by ``point(suggestion)`` and whose answers ``done(suggestion,
+        observation)`` records (None fields when the run is not asynchronous)."""
+        if not self.asynchronous:
+            return {}
+
+        def submit(suggestion: Any) -> int:
+            return recorder.submit(point(suggestion), phase,
+                                   on_done=lambda obs: done(suggestion, obs))
+
+        return {"submit": submit, "collect": recorder.collect,
+                "free_workers": recorder.free_workers}
 
     def drive(self, recorder: "Recorder", iterate: Callable[[int], Any],
               summarize: Callable[[int], dict[str, Any]], start: Callable[[], Any],
@@ -289,7 +312,7 @@ class Recorder:
 
     def __init__(
         self, encoding: Encoding, engine: Engine, budget: Budget, constraints: Constraints,
-        *, listeners: Sequence[RunListener] = (),
+        *, listeners: Sequence[RunListener] = (), workers: int = 1,
     ) -> None:
         self.encoding = encoding
         self.engine = engine
@@ -306,6 +329,9 @@ class Recorder:
         self.fastest = 0.0
         self.iteration = 0
         self.tags: dict[str, Any] = {}
+        #: trials that may run at once (asynchronous submission, :meth:`submit`)
+        self.workers = max(1, int(workers))
+        self._flights: dict[int, tuple[Point, str, int, Callable[[Observation], Any] | None]] = {}
 
     def evaluate(self, points: Sequence[Point], phase: str) -> list[Observation]:
         """Evaluate ``(z, θ, fidelity)`` points; raises :class:`BudgetExhausted` when the budget
@@ -328,28 +354,97 @@ class Recorder:
         for listener in self.listeners:
             listener.evaluating(self, points, phase)
         observations = self.engine(requests, time_left=time_left, tags=tags)
-        items = []
-        for (z, theta, *_), obs in zip(points, observations):
-            item = Evaluated(z, np.array(theta), obs, phase, self.iteration)
-            items.append(item)
-            if not obs.cached:
-                self.n_evals += not obs.budget_stop  # a cancelled trial is no evaluation
-                self.fresh.append((z, obs))
-                self.n_failed += not (obs.ok or obs.budget_stop)
-                if obs.duration > 0:
-                    self.fastest = min(self.fastest or obs.duration, obs.duration)
-                self._log(item)
-            if obs.fidelity >= 1.0 and (
-                self.incumbent is None
-                or self.constraints.rank(obs) < self.constraints.rank(self.incumbent.observation)
-            ):
-                self.incumbent = item
-        self.evaluated.extend(items)
+        items = [self._record(point, obs, phase, self.iteration)
+                 for point, obs in zip(points, observations)]
         for listener in self.listeners:
             listener.evaluated(self, items)
         if len(observations) < len(points) or any(o.budget_stop for o in observations):
             raise BudgetExhausted("time_budget")
         return observations
+
+    def _record(self, point: Point, obs: Observation, phase: str, iteration: int) -> Evaluated:
+        """Count and keep one answered point; update the incumbent."""
+        z, theta = point[0], point[1]
+        item = Evaluated(z, np.array(theta), obs, phase, iteration)
+        if not obs.cached:
+            self.n_evals += not obs.budget_stop  # a cancelled trial is no evaluation
+            self.fresh.append((z, obs))
+            self.n_failed += not (obs.ok or obs.budget_stop)
+            if obs.duration > 0:
+                self.fastest = min(self.fastest or obs.duration, obs.duration)
+            self._log(item)
+        if obs.fidelity >= 1.0 and (
+            self.incumbent is None
+            or self.constraints.rank(obs) < self.constraints.rank(self.incumbent.observation)
+        ):
+            self.incumbent = item
+        self.evaluated.append(item)
+        return item
+
+    # ------------------------------------------------------------------ asynchronous
+    @property
+    def in_flight(self) -> int:
+        """Points submitted and not yet answered."""
+        return len(self._flights)
+
+    def free_workers(self) -> int:
+        """How many more points may be submitted now: workers without a trial, and no more
+        than ``max_evals`` leaves room for beside the points in flight."""
+        free = self.workers - len(self._flights)
+        if self.budget.max_evals is not None:
+            free = min(free, self.budget.max_evals - self.n_evals - len(self._flights))
+        return free
+
+    def submit(self, point: Point, phase: str,
+               on_done: Callable[[Observation], Any] | None = None) -> int:
+        """Submit one ``(z, θ, fidelity)`` point without waiting for it (the engine's
+        ``submit``); return its ticket. ``on_done(observation)`` is called when it is answered,
+        after it is recorded. Raises :class:`BudgetExhausted` when the budget cannot start it:
+        points in flight count against ``max_evals``."""
+        budget = self.budget
+        if budget.max_evals is not None and self.n_evals + len(self._flights) >= budget.max_evals:
+            raise BudgetExhausted("max_evals")
+        time_left = budget.time_left()
+        if time_left is not None and time_left <= max(self.fastest, 1e-3):
+            raise BudgetExhausted("time_budget")
+        request = Request(point[0], self.encoding.project(point[1]), *point[2:])
+        for listener in self.listeners:
+            listener.evaluating(self, [point], phase)
+        ticket = self.engine.submit(request, time_left=time_left,
+                                    tags={"phase": phase, "admm_iter": self.iteration,
+                                          **self.tags})
+        self._flights[ticket] = (point, phase, self.iteration, on_done)
+        return ticket
+
+    def collect(self) -> list[tuple[int, Observation]]:
+        """Wait until a submitted point is answered (at once when none is in flight) and
+        return ``(ticket, observation)`` of every one answered now, each recorded first (the
+        journal by the engine, then here) and its ``on_done`` called. Raises
+        :class:`BudgetExhausted` after recording them when one was stopped at the end of the
+        time budget."""
+        answers = self.engine.collect() if self._flights else []
+        items = []
+        for ticket, obs in answers:
+            point, phase, iteration, _ = self._flights[ticket]
+            items.append(self._record(point, obs, phase, iteration))
+        if items:
+            for listener in self.listeners:
+                listener.evaluated(self, items)
+        for ticket, obs in answers:
+            on_done = self._flights.pop(ticket)[3]
+            if on_done is not None:
+                on_done(obs)
+        if any(obs.budget_stop for _, obs in answers):
+            raise BudgetExhausted("time_budget")
+        return answers
+
+    def drain(self) -> None:
+        """Wait for every point in flight and record it (the end of a run)."""
+        while self._flights:
+            try:
+                self.collect()
+            except BudgetExhausted:
+                pass
 
     def observations(self) -> list[tuple[tuple[int, ...], Observation]]:
         """Every new evaluation of the run so far as ``(z, observation)``, oldest first, whatever
@@ -453,6 +548,7 @@ def _iterate(recorder: Recorder, schedule: Schedule, iterate: Callable[[int], An
                 return trace, "exhausted"
             recorder.iteration += 1
     except BudgetExhausted as stop:
+        recorder.drain()  # the trials still in flight when the budget stopped the run
         if not trace or trace[-1]["iteration"] != recorder.iteration:
             done(summarize(schedule(recorder.iteration)))
         return trace, str(stop) or "budget"

@@ -219,17 +219,20 @@ class _ADMMRun:
         def augment(x: np.ndarray, obs: Observation) -> float:
             return obs.loss + penalty(x) + self.constraints.term(obs, s.mu, rho)
 
+        def point(sug: Suggestion) -> tuple:
+            full = theta.copy()
+            full[active] = np.clip(np.asarray(sug.config, dtype=float), 0.0, 1.0)
+            return ((z, full, 1.0 if sug.fidelity is None else sug.fidelity)
+                    + (() if sug.iterations is None else (sug.iterations,)))
+
+        def done(sug: Suggestion, obs: Observation) -> None:
+            self._count([sug])
+            self.theta_history.setdefault(z, []).append((np.array(sug.config), obs))
+
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
-            points = []
-            for sug in suggestions:
-                full = theta.copy()
-                full[active] = np.clip(np.asarray(sug.config, dtype=float), 0.0, 1.0)
-                points.append((z, full, 1.0 if sug.fidelity is None else sug.fidelity)
-                              + (() if sug.iterations is None else (sug.iterations,)))
-            observations = self.recorder.evaluate(points, "theta")
-            self._count(suggestions[: len(observations)])
-            history = self.theta_history.setdefault(z, [])
-            history.extend((np.array(sug.config), obs) for sug, obs in zip(suggestions, observations))
+            observations = self.recorder.evaluate([point(sug) for sug in suggestions], "theta")
+            for sug, obs in zip(suggestions, observations):
+                done(sug, obs)
             return observations
 
         problem = ThetaProblem(
@@ -240,6 +243,7 @@ class _ADMMRun:
             grids=tuple(enc.grids[i] for i in active),
             training_length=None if length is None else lambda x: length,
             overhead_aware=self.options.cheap_proposals,
+            **self.options.asynchronous_hooks(self.recorder, "theta", point, done),
         )
         solver = self.theta_solvers.get(z)
         if solver is None:
@@ -275,10 +279,11 @@ class _ADMMRun:
         s, enc = self.state, self.encoding
         theta, u, mu = s.theta.copy(), s.u.copy(), s.mu
 
+        def point(sug: Suggestion) -> tuple:
+            return (enc.check_z(sug.config), theta, 1.0 if sug.fidelity is None else sug.fidelity)
+
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
-            points = [(enc.check_z(sug.config), theta, 1.0 if sug.fidelity is None else sug.fidelity)
-                      for sug in suggestions]
-            observations = self.recorder.evaluate(points, "z")
+            observations = self.recorder.evaluate([point(sug) for sug in suggestions], "z")
             self._count(suggestions[: len(observations)])
             return observations
 
@@ -293,6 +298,8 @@ class _ADMMRun:
             n_train=self.method.n_train, batch_size=self.options.batch_size,
             observations=self.recorder.observations,
             overhead_aware=self.options.cheap_proposals,
+            **self.options.asynchronous_hooks(self.recorder, "z", point,
+                                              lambda sug, obs: self._count([sug])),
         )
         if self.z_solver is None:
             self.z_solver = self.method.z_solver()

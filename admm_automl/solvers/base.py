@@ -50,6 +50,16 @@ from ..records import Observation, Suggestion
 DUPLICATE_TOL = 1e-6
 
 
+#: times a batch solver is asked again when it proposes a configuration still in flight
+PENDING_RETRIES = 16
+
+
+def _identity(config: Any, fidelity: float | None) -> tuple:
+    """A hashable identity of a proposal: its coordinates (to 1e-9) and fidelity."""
+    values = np.round(np.asarray(config, dtype=float).ravel(), 9)
+    return (*values.tolist(), fidelity)
+
+
 def random_z(rng: np.random.Generator, n_choices: tuple[int, ...]) -> tuple[int, ...]:
     """One uniform choice per module."""
     return tuple(int(rng.integers(k)) for k in n_choices)
@@ -173,9 +183,19 @@ class BaseSolver(ParamsMixin, abc.ABC):
 
     # -------------------------------------------------------------- ask / tell
     def ask(self) -> Suggestion:
+        """A new suggestion. A solver with ``supports_batch`` whose proposal repeats one still
+        pending (asked, not yet told: in flight) is asked again, up to :data:`PENDING_RETRIES`
+        times: the engine would answer the repeat from the trial in flight, so it would take a
+        worker's turn and teach nothing."""
         if not hasattr(self, "problem_"):
             raise SolverError(f"{type(self).__name__}.ask() called before setup()")
         config, fidelity = self._ask()
+        if self.supports_batch and self.pending_:
+            taken = {_identity(s.config, s.fidelity) for s in self.pending_.values()}
+            for _ in range(PENDING_RETRIES):
+                if _identity(config, fidelity) not in taken:
+                    break
+                config, fidelity = self._ask()
         return self._issue(config, fidelity)
 
     def ask_cheap(self, n: int) -> list[Suggestion]:
@@ -226,7 +246,10 @@ class BaseSolver(ParamsMixin, abc.ABC):
         self.fresh_left_ = int(n_evals)
         self.cached_left_ = max(100, 10 * int(n_evals))
         self.last_cached_ = False
-        self._run()
+        if getattr(self.problem_, "submit", None) is not None and type(self)._run is BaseSolver._run:
+            self._run_async()
+        else:
+            self._run()
 
     def _run(self) -> None:
         """The loop of :meth:`run`; override to drive a foreign loop through :meth:`_evaluate`.
@@ -250,6 +273,52 @@ class BaseSolver(ParamsMixin, abc.ABC):
             if balance is not None:
                 balance.observe((asked - start) / n,
                                 (time.perf_counter() - asked) / len(suggestions))
+
+    def _run_async(self) -> None:
+        """The loop of :meth:`run` on a problem with ``submit``: whenever a worker is free, ask
+        and submit a suggestion (up to ``problem.batch_size`` of them in flight for a solver with
+        ``supports_batch``, one otherwise), and tell each answer as it comes back, in the order
+        trials end. The asks see the suggestions still in flight as pending (``pending_``: the
+        constant liar of ``bo``, the pulls counted by ``cmab``), as they see a batch's; a
+        proposal that repeats one in flight is not submitted (the loop waits for an answer
+        instead). The call returns when its evaluations are all answered, so the next
+        sub-problem starts from every result of this one, as in a sequential run. With one
+        worker this is ask, evaluate, tell: the history of a batch of one. Cheap proposals are
+        not added here."""
+        problem = self.problem_
+        width = max(1, int(getattr(problem, "batch_size", 1))) if self.supports_batch else 1
+        mine: dict[int, Suggestion] = {}
+        try:
+            while True:
+                while len(mine) < min(width, self.fresh_left_) and not self._run_done():
+                    if mine and problem.free_workers() <= 0:
+                        break  # every worker (or the rest of the budget) is taken: wait
+                    suggestion = self.ask()
+                    flying = {_identity(s.config, s.fidelity) for s in mine.values()}
+                    if _identity(suggestion.config, suggestion.fidelity) in flying:
+                        del self.pending_[suggestion.id]  # a repeat of a trial in flight
+                        break
+                    try:
+                        ticket = problem.submit(suggestion)
+                    except BaseException:
+                        self.pending_.pop(suggestion.id, None)
+                        raise
+                    mine[ticket] = suggestion
+                if not mine:
+                    return
+                for ticket, observation in problem.collect():
+                    if ticket not in mine:  # another sub-problem's trial
+                        continue
+                    self.tell(mine.pop(ticket), observation)
+                    if observation.cached:
+                        self.cached_left_ -= 1
+                    else:
+                        self.fresh_left_ -= 1
+                    self.last_cached_ = observation.cached
+        except BaseException:
+            for suggestion in mine.values():
+                self.pending_.pop(suggestion.id, None)
+            raise
 
     def _run_done(self) -> bool:
         """Whether :meth:`run` has made its new evaluations, spent its free cache hits, or has

@@ -213,6 +213,12 @@ class ToyEngine:
     with a ``clock`` (an object with a ``now`` attribute), advances it. An evaluation longer than
     ``timeout`` is stopped there, as the real engine's per-trial limit does: status ``TIMEOUT``,
     the failure loss 1.0, ``duration=timeout``.
+
+    ``submit``/``collect`` are the asynchronous engine's: a submitted request runs on one of the
+    workers at once (the caller keeps at most as many in flight as it has workers) and ends
+    ``duration`` later on the ``clock`` (which ``collect`` moves to that end); ``collect``
+    returns the trial that ends first (the oldest, without a clock), as a cluster of workers
+    would. A request asked while the same one is in flight is answered with it.
     """
 
     def __init__(self, space: Any, loss: Callable[[dict], float], *, fidelity_bias: float = 0.0,
@@ -228,6 +234,10 @@ class ToyEngine:
         self.tags_seen: list[dict] = []
         self.time_left_seen: list[float | None] = []
         self.cache: dict[str, Observation] = {}
+        self._tickets = 0
+        #: in flight: (end time, order, ticket, key, observation); answered, not collected
+        self._running: list[tuple[float, int, int, str, Observation]] = []
+        self._ready: list[tuple[int, Observation]] = []
 
     def __call__(self, requests: Sequence[Request], time_left: float | None = None,
                  tags: dict | None = None) -> list[Observation]:
@@ -235,27 +245,60 @@ class ToyEngine:
         self.tags_seen.append(dict(tags or {}))
         out = []
         for r in requests:
-            key = f"{self.space.key(r.z, r.theta)}|{r.fidelity:.6g}"
+            key = self._key(r)
             if key in self.cache:
                 out.append(replace(self.cache[key], cached=True))
                 continue
-            self.calls.append((r.z, np.array(r.theta), r.fidelity, (tags or {}).get("phase")))
-            config = self.space.decode(r.z, r.theta)
-            seconds = self.duration(config) if callable(self.duration) else self.duration
-            timed_out = self.timeout is not None and seconds > self.timeout
-            seconds = min(seconds, self.timeout) if timed_out else seconds
+            obs = self._evaluate(r, tags)
             if self.clock is not None:
-                self.clock.now += seconds
-            if timed_out:
-                obs = Observation(loss=1.0, status=Status.TIMEOUT, fidelity=r.fidelity,
-                                  duration=seconds, eval_id=len(self.calls) - 1)
-            else:
-                loss = self.loss(config) + self.fidelity_bias * (1.0 - r.fidelity)
-                obs = Observation(loss=loss, fidelity=r.fidelity, fit_time=seconds,
-                                  duration=seconds, eval_id=len(self.calls) - 1)
+                self.clock.now += obs.duration
             self.cache[key] = obs
             out.append(obs)
         return out
+
+    def submit(self, request: Request, time_left: float | None = None,
+               tags: dict | None = None) -> int:
+        self.time_left_seen.append(time_left)
+        self.tags_seen.append(dict(tags or {}))
+        ticket, self._tickets = self._tickets, self._tickets + 1
+        key = self._key(request)
+        running = [r for r in self._running if r[3] == key]
+        if key in self.cache or running:
+            source = self.cache[key] if key in self.cache else running[0][4]
+            self._ready.append((ticket, replace(source, cached=True)))
+            return ticket
+        obs = self._evaluate(request, tags)
+        now = 0.0 if self.clock is None else self.clock.now
+        self._running.append((now + obs.duration, ticket, ticket, key, obs))
+        return ticket
+
+    def collect(self, timeout: float | None = None) -> list[tuple[int, Observation]]:
+        if not self._ready and self._running:
+            first = min(self._running) if self.clock is not None else self._running[0]
+            self._running.remove(first)
+            end, _, ticket, key, obs = first
+            if self.clock is not None:
+                self.clock.now = max(self.clock.now, end)
+            self.cache[key] = obs
+            self._ready.append((ticket, obs))
+        ready, self._ready = self._ready, []
+        return ready
+
+    def _key(self, r: Request) -> str:
+        return f"{self.space.key(r.z, r.theta)}|{r.fidelity:.6g}"
+
+    def _evaluate(self, r: Request, tags: dict | None) -> Observation:
+        self.calls.append((r.z, np.array(r.theta), r.fidelity, (tags or {}).get("phase")))
+        config = self.space.decode(r.z, r.theta)
+        seconds = self.duration(config) if callable(self.duration) else self.duration
+        timed_out = self.timeout is not None and seconds > self.timeout
+        seconds = min(seconds, self.timeout) if timed_out else seconds
+        if timed_out:
+            return Observation(loss=1.0, status=Status.TIMEOUT, fidelity=r.fidelity,
+                               duration=seconds, eval_id=len(self.calls) - 1)
+        loss = self.loss(config) + self.fidelity_bias * (1.0 - r.fidelity)
+        return Observation(loss=loss, fidelity=r.fidelity, fit_time=seconds,
+                           duration=seconds, eval_id=len(self.calls) - 1)
 
 
 class FakeClock:

@@ -34,8 +34,12 @@ false (:data:`THETA_CAPABILITY_CHECKS`, :data:`Z_CAPABILITY_CHECKS`):
     ``run(n)`` hands the problem batches of up to ``problem.batch_size`` suggestions, at least
     one of them larger than one, with n evaluations in all (:func:`check_theta_batch_asks`,
     :func:`check_z_batch_asks`; a z batch may repeat a pipeline: random and Thompson-sampling
-    draws are independent and the cache answers repeats). Not declared: ``run`` hands over one
-    suggestion at a time whatever ``batch_size`` is (:func:`check_theta_asks_one_at_a_time`,
+    draws are independent and the cache answers repeats). Asynchronous (a problem with
+    ``submit``/``collect`` whose answers come back in random order): ``run(n)`` keeps up to
+    ``batch_size`` suggestions in flight, never submits one that repeats a suggestion in flight,
+    and makes n evaluations (:func:`check_theta_asynchronous`, :func:`check_z_asynchronous`).
+    Not declared: ``run`` hands over one suggestion at a time whatever ``batch_size`` is, in
+    batches and asynchronously (:func:`check_theta_asks_one_at_a_time`,
     :func:`check_z_asks_one_at_a_time`).
 ``supports_fidelity`` (z) — suggestions may carry a fidelity (a fraction of the training rows)
     below 1. Declared: the solver does ask partial data on a 1000-row problem, and ``best`` never
@@ -503,6 +507,70 @@ def check_z_batch_asks(make: Make) -> None:
     _check_batch_rounds(make, lambda: make_z_problem(n_choices, batch_size=BATCH_SIZE), check)
 
 
+class _InFlight:
+    """Makes ``problem`` asynchronous (in place): ``submit`` keeps a suggestion in flight and
+    ``collect`` evaluates one of those in flight, picked at random, through the problem's own
+    ``evaluate`` (answers come back out of order, as trials of different costs end). Records the
+    number in flight after each submit and every submit that repeats a suggestion in flight."""
+
+    def __init__(self, problem: Any, workers: int, seed: int) -> None:
+        from ..solvers.base import _identity
+
+        self.rng = np.random.default_rng(seed)
+        self.flying: dict[int, Suggestion] = {}
+        self.widths: list[int] = []
+        self.repeats: list[Any] = []
+        self.identity = _identity
+        self.evaluate = problem.evaluate
+        self.workers = workers
+        problem.submit, problem.collect = self.submit, self.collect
+        problem.free_workers = lambda: self.workers - len(self.flying)
+
+    def submit(self, suggestion: Suggestion) -> int:
+        ident = self.identity(suggestion.config, suggestion.fidelity)
+        if any(self.identity(s.config, s.fidelity) == ident for s in self.flying.values()):
+            self.repeats.append(suggestion.config)
+        ticket = suggestion.id
+        self.flying[ticket] = suggestion
+        self.widths.append(len(self.flying))
+        return ticket
+
+    def collect(self) -> list[tuple[int, Observation]]:
+        if not self.flying:
+            return []
+        ticket = list(self.flying)[int(self.rng.integers(len(self.flying)))]
+        (observation,) = self.evaluate([self.flying.pop(ticket)])
+        return [(ticket, observation)]
+
+
+def _check_asynchronous(make: Make, make_problem: Callable[[], tuple[Any, Any]],
+                        width: int) -> None:
+    solver = make()
+    problem, log = make_problem()
+    flight = _InFlight(problem, BATCH_SIZE, seed=24)
+    solver.setup(problem, np.random.default_rng(24))
+    solver.run(12)
+    assert len(log) == 12, f"{len(log)} evaluations, not 12"
+    # one at a time: a solver that drives its own loop evaluates through ``evaluate`` instead
+    widest = max(flight.widths, default=0 if width == 1 else None)
+    assert widest is not None and (widest == width if width > 1 else widest <= 1), \
+        f"in flight after each submit: {flight.widths}"
+    assert not flight.repeats, f"submitted while the same suggestion was in flight: {flight.repeats}"
+
+
+def check_theta_asynchronous(make: Make) -> None:
+    """``supports_batch``, asynchronously: ``run(12)`` keeps ``batch_size`` suggestions in flight
+    while answers come back out of order, never submits a repeat of one in flight, and makes 12
+    evaluations."""
+    _check_asynchronous(make, lambda: make_theta_problem(3, batch_size=BATCH_SIZE), BATCH_SIZE)
+
+
+def check_z_asynchronous(make: Make) -> None:
+    """``supports_batch``, asynchronously: as :func:`check_theta_asynchronous`, on a z-problem."""
+    _check_asynchronous(make, lambda: make_z_problem((6, 5, 4), batch_size=BATCH_SIZE),
+                        BATCH_SIZE)
+
+
 def check_theta_asks_one_at_a_time(make: Make) -> None:
     """Without ``supports_batch``: ``run`` hands the problem one suggestion at a time although
     ``batch_size`` is larger (also on a learning-curve problem, for a solver that needs a
@@ -512,6 +580,8 @@ def check_theta_asks_one_at_a_time(make: Make) -> None:
     solver.setup(problem, np.random.default_rng(23))
     solver.run(8)
     assert len(log) == 8 and set(log.batches) == {1}, f"batch sizes {log.batches}"
+    if not solver_capabilities(solver).needs_training_length:
+        _check_asynchronous(make, lambda: make_theta_problem(3, batch_size=BATCH_SIZE), 1)
     if solver_capabilities(solver).needs_training_length:
         solver = make()
         problem, log = make_curve_problem(2, batch_size=BATCH_SIZE)
@@ -528,6 +598,7 @@ def check_z_asks_one_at_a_time(make: Make) -> None:
     solver.setup(problem, np.random.default_rng(23))
     solver.run(8)
     assert len(log) == 8 and set(log.batches) == {1}, f"batch sizes {log.batches}"
+    _check_asynchronous(make, lambda: make_z_problem((6, 5, 4), batch_size=BATCH_SIZE), 1)
 
 
 # ---------------------------------------------------------------- supports_fidelity (z)
@@ -813,7 +884,8 @@ def check_z_no_cheap_proposals(make: Make) -> None:
 # ---------------------------------------------------------------- gating
 #: capability → (checks for the θ-solvers that declare it, checks for those that do not)
 THETA_CAPABILITY_CHECKS: dict[str, tuple[tuple[Check, ...], tuple[Check, ...]]] = {
-    "supports_batch": ((check_theta_batch_asks,), (check_theta_asks_one_at_a_time,)),
+    "supports_batch": ((check_theta_batch_asks, check_theta_asynchronous),
+                       (check_theta_asks_one_at_a_time,)),
     "keeps_state": ((check_theta_keeps_state_rescores,), ()),
     "needs_training_length": (
         (check_theta_training_lengths_in_range, check_theta_training_lengths_respect_t_min,
@@ -825,7 +897,8 @@ THETA_CAPABILITY_CHECKS: dict[str, tuple[tuple[Check, ...], tuple[Check, ...]]] 
 }
 #: capability → (checks for the z-solvers that declare it, checks for those that do not)
 Z_CAPABILITY_CHECKS: dict[str, tuple[tuple[Check, ...], tuple[Check, ...]]] = {
-    "supports_batch": ((check_z_batch_asks,), (check_z_asks_one_at_a_time,)),
+    "supports_batch": ((check_z_batch_asks, check_z_asynchronous),
+                       (check_z_asks_one_at_a_time,)),
     "supports_fidelity": ((check_z_fidelity_uses_partial_data, check_z_fidelity_best_is_full_data),
                           (check_z_full_data_only,)),
     "supports_cheap_proposals": ((check_z_cheap_proposals,), (check_z_no_cheap_proposals,)),

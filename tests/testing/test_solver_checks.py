@@ -83,6 +83,25 @@ class UnbatchedZ(_OneAtATime, UniformZ):
     supports_batch = True
 
 
+class SynchronousBatchTheta(_BatchOf, UniformTheta):
+    """Declares batches, but its own loop evaluates in batches even when the problem can take
+    one suggestion at a time (``submit``): asynchronously, nothing is ever in flight."""
+
+    supports_batch = True
+
+
+class RepeatingBatchZ(UniformZ):
+    """Declares batches, but asks the pending choice again instead of a new one: asynchronously
+    only one suggestion is ever in flight (a repeat is not submitted)."""
+
+    supports_batch = True
+
+    def _ask(self):
+        if self.pending_:
+            return tuple(next(iter(self.pending_.values())).config), None
+        return super()._ask()
+
+
 class UndeclaredBatchTheta(_BatchOf, UniformTheta):
     """Batches without declaring it."""
 
@@ -239,6 +258,8 @@ class UndeclaredCheapZ(UniformZ):
 # ------------------------------------------------------------------ every gated check can fail
 #: (check, broken toy, what the failure says)
 BROKEN = [
+    (sc.check_theta_asynchronous, SynchronousBatchTheta, "in flight after each submit: \\[\\]"),
+    (sc.check_z_asynchronous, RepeatingBatchZ, "in flight after each submit: \\[1, 1"),
     (sc.check_theta_batch_asks, RepeatingBatchTheta, "asks one point twice"),
     (sc.check_z_batch_asks, UnbatchedZ, "batch sizes"),
     (sc.check_theta_asks_one_at_a_time, UndeclaredBatchTheta, "batch sizes"),

@@ -85,8 +85,15 @@ class ThompsonSamplingZSolver(BaseZSolver):
         self.rewards_ = [np.zeros(k) for k in self.problem_.n_choices]
 
     def _ask(self) -> tuple[tuple[int, ...], None]:
+        """One Thompson draw per module. Pulls still pending (asked in a batch or in flight,
+        not yet told) count as pulls with reward 0 until their result comes: the posterior of an
+        arm being tried is not sampled as if it had not been, so a batch spreads over arms."""
+        counts = [n.copy() for n in self.counts_]
+        for suggestion in self.pending_.values():
+            for i, j in enumerate(suggestion.config):
+                counts[i][int(j)] += 1.0
         z = []
-        for n, r in zip(self.counts_, self.rewards_):
+        for n, r in zip(counts, self.rewards_):
             omega = self.rng_.beta(self.alpha0 + r, self.delta0 + n - r)
             z.append(int(np.argmax(omega)))
         return tuple(z), None

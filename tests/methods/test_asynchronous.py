@@ -1,0 +1,116 @@
+"""Asynchronous runs (``asynchronous=True``): a free worker gets the next suggestion at once.
+
+On the toy engine, whose ``submit``/``collect`` simulate workers on a fake clock (a trial ends
+``duration`` after it starts; the one that ends first is answered first)."""
+
+from __future__ import annotations
+
+import pytest
+
+from admm_automl.methods._driver import Schedule
+from admm_automl.testing import SYNTHETIC
+
+
+def _durations(config):
+    """Trial costs 10x apart by learner, so trials end out of submission order."""
+    return 10.0 if "forest" in str(config) or "svc" in str(config) else 1.0
+
+
+class _Watch:
+    """Wraps a toy engine's submit/collect: records what is in flight at each submit."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.in_flight = {}
+        self.overlaps = []  # (key submitted, keys already in flight)
+        self.max_in_flight = 0
+        submit, collect = engine.submit, engine.collect
+
+        def watched_submit(request, time_left=None, tags=None):
+            key = engine._key(request)
+            self.overlaps.append((key, set(self.in_flight.values())))
+            ticket = submit(request, time_left, tags)
+            self.in_flight[ticket] = key
+            self.max_in_flight = max(self.max_in_flight, len(self.in_flight))
+            return ticket
+
+        def watched_collect(timeout=None):
+            answers = collect(timeout)
+            for ticket, _ in answers:
+                self.in_flight.pop(ticket, None)
+            return answers
+
+        engine.submit, engine.collect = watched_submit, watched_collect
+
+
+@pytest.mark.parametrize("theta, z", [("random", "random"), ("bo", "cmab"), ("random", "flash")])
+def test_with_one_worker_an_asynchronous_run_has_the_batch_runs_history(make_engine,
+                                                                         make_optimizer, theta, z):
+    runs = []
+    for asynchronous in (False, True):
+        engine = make_engine(SYNTHETIC)
+        result = make_optimizer("admm", engine, theta=theta, z=z, max_evals=30,
+                                asynchronous=asynchronous, batch_size=1).run()
+        runs.append(([(c[0], tuple(c[1]), c[3]) for c in engine.calls],
+                     [(e.z, e.observation.loss) for e in result.evaluated]))
+    assert runs[1] == runs[0]
+
+
+@pytest.mark.parametrize("theta, z", [("bo", "cmab"), ("random", "random"), ("tpe", "cmab")])
+def test_suggestions_in_flight_are_never_proposed_again_and_the_workers_stay_busy(
+        make_engine, make_optimizer, fake_clock, theta, z):
+    if theta == "tpe":
+        pytest.importorskip("optuna")
+    engine = make_engine(SYNTHETIC, duration=_durations, clock=fake_clock)
+    watch = _Watch(engine)
+    result = make_optimizer("admm", engine, theta=theta, z=z, max_evals=60, asynchronous=True,
+                            batch_size=4, schedule=Schedule(8, 0, 8), clock=fake_clock).run()
+    assert result.n_evals == 60
+    assert all(key not in flying for key, flying in watch.overlaps)
+    assert watch.max_in_flight == 4
+    # every answer was recorded once, in the order the trials ended on the clock
+    assert len({e.observation.eval_id for e in result.evaluated if not e.observation.cached}) \
+        == len([e for e in result.evaluated if not e.observation.cached])
+
+
+def test_an_asynchronous_run_ends_trials_sooner_than_batches_when_costs_differ(
+        make_engine, make_optimizer):
+    """The same 40 evaluations on 4 simulated workers: batches wait for their slowest trial,
+    the asynchronous run hands a free worker its next trial, so it ends sooner on the clock."""
+    from admm_automl.testing import FakeClock
+
+    ends = {}
+    for asynchronous in (False, True):
+        clock = FakeClock()
+        engine = make_engine(SYNTHETIC, duration=_durations, clock=clock)
+        if not asynchronous:  # batches of 4 on 4 workers take as long as their slowest trial
+            call = engine.__class__.__call__
+
+            def batch(requests, time_left=None, tags=None, call=call, engine=engine, clock=clock):
+                start = clock.now
+                out = []
+                longest = 0.0
+                for r in requests:
+                    clock.now = start
+                    out += call(engine, [r], time_left, tags)
+                    longest = max(longest, clock.now - start)
+                clock.now = start + longest
+                return out
+
+            engine.__call__ = batch
+            engine_callable = batch
+        make_optimizer("admm", engine if asynchronous else _Callable(engine, engine_callable),
+                       theta="random", z="random", max_evals=40, asynchronous=asynchronous,
+                       batch_size=4, schedule=Schedule(8, 0, 8), clock=clock).run()
+        ends[asynchronous] = clock.now
+    assert ends[True] < ends[False]
+
+
+class _Callable:
+    """An engine whose batch call is ``call`` (the toy engine's own, simulated in parallel)."""
+
+    def __init__(self, engine, call):
+        self.engine, self.call = engine, call
+
+    def __call__(self, requests, time_left=None, tags=None):
+        return self.call(requests, time_left, tags)
