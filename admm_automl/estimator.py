@@ -130,6 +130,13 @@ class ADMM(BaseEstimator):
         On a Dask cluster given by address or client, as many as its workers have threads.
     dask_address : str, optional
         Address of a Dask scheduler, e.g. ``"tcp://10.0.0.5:8786"`` (needs ``executor="dask"``).
+    asynchronous : bool, default=False
+        With several workers, hand a worker the next trial as soon as it is free instead of
+        evaluating in batches of ``n_jobs`` trials that wait for their slowest one: each
+        sub-solver keeps up to ``n_jobs`` suggestions in flight and learns each result as its
+        trial ends (pending suggestions are never proposed again; ``bo`` treats them by its
+        constant liar, ``cmab`` counts them as pulls). ADMM's steps keep their order: a step ends
+        when its evaluations have all come back. With one worker the history is the same.
     trial_timeout : float, optional
         Seconds one evaluation may take (status ``timeout``). None with a ``time_budget``: a
         quarter of the time left, at least a tenth of the budget; from 10 000 training rows a
@@ -255,7 +262,8 @@ class ADMM(BaseEstimator):
         constraint_mode: str = "auto", penalty_weight: float = 1.0,
         fairness_mitigation: Any = "auto", scoring: Any = None,
         cv: Any = "auto", validation_size: float = 0.2, executor: str = "auto",
-        n_jobs: int = 1, dask_address: str | None = None, trial_timeout: float | None = None,
+        n_jobs: int = 1, dask_address: str | None = None, asynchronous: bool = False,
+        trial_timeout: float | None = None,
         memory_limit: int | None = None, cache_size: float = 256.0, output_dir: Any = None,
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
@@ -282,6 +290,7 @@ class ADMM(BaseEstimator):
         self.executor = executor
         self.n_jobs = n_jobs
         self.dask_address = dask_address
+        self.asynchronous = asynchronous
         self.trial_timeout = trial_timeout
         self.memory_limit = memory_limit
         self.cache_size = cache_size

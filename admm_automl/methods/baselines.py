@@ -49,32 +49,37 @@ def split_free_constraints(options: RunOptions, name: str) -> Constraints:
 def joint_problem(
     joint: JointSpace, recorder: Recorder, phase: str,
     value: Callable[[Any, Observation], float], history: list[tuple[np.ndarray, Observation]],
-    start: np.ndarray | None, batch_size: int, pipeline_space: Any = None,
-    overhead_aware: bool = False,
+    start: np.ndarray | None, options: RunOptions, pipeline_space: Any = None,
 ) -> ThetaProblem:
     """The θ-problem of one solver over ``joint``: its points are decoded and evaluated at full
     fidelity through ``recorder`` (tagged ``phase``) and scored by ``value``; no ADMM penalty. It
     carries the joint coordinates' low-cost point and grids, and ``pipeline_space`` when the box is
     the whole space's (JOPT), for solvers that search the conditional space natively, and, when
     the space has iterative learners, each point's training length and the run's time left (for
-    ``bapi``). ``overhead_aware`` lets the solver add cheap proposals when its asks cost more than
-    the evaluations, the help ADMM's sub-problems get under a time budget: every method of a run
-    gets the same (:attr:`~admm_automl.methods._driver.RunOptions.cheap_proposals`)."""
+    ``bapi``). From the run's ``options``: the batch size, the cheap proposals that a solver whose
+    asks cost more than the evaluations may add, the help ADMM's sub-problems get under a time
+    budget (:attr:`~admm_automl.methods._driver.RunOptions.cheap_proposals`), and the
+    asynchronous evaluation hooks (:meth:`RunOptions.asynchronous_hooks`): every method of a run
+    gets the same."""
     enc = joint.encoding
 
+    def point(s: Suggestion) -> tuple:
+        return ((*joint.decode(s.config), 1.0 if s.fidelity is None else s.fidelity)
+                + (() if s.iterations is None else (s.iterations,)))
+
     def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
-        points = [(*joint.decode(s.config), 1.0 if s.fidelity is None else s.fidelity)
-                  + (() if s.iterations is None else (s.iterations,)) for s in suggestions]
-        return recorder.evaluate(points, phase)
+        return recorder.evaluate([point(s) for s in suggestions], phase)
+
 
     return ThetaProblem(
         dim=joint.dim, evaluate=evaluate, augment=value, penalty=lambda x: 0.0,
         discrete=joint.discrete, names=joint.names, history=history,
-        start=None if start is None else start.copy(), batch_size=batch_size,
+        start=None if start is None else start.copy(), batch_size=options.batch_size,
         low_cost=joint.low_cost, grids=joint.grids, pipeline_space=pipeline_space,
         training_length=(lambda x: enc.training_length(joint.decode(x)[0]))
         if enc.has_training_length else None,
-        time_left=recorder.budget.time_left, overhead_aware=overhead_aware,
+        time_left=recorder.budget.time_left, overhead_aware=options.cheap_proposals,
+        **options.asynchronous_hooks(recorder, phase, point, lambda s, obs: None),
     )
 
 
@@ -151,8 +156,7 @@ class JointOptimizer(_SingleSolverMethod):
         enc, joint = self.encoding, self.joint
         x0 = joint.encode(enc.check_z(enc.initial_z), enc.project(enc.initial_theta))
         problem = joint_problem(joint, recorder, "joint", self._value, [(x0, first)], x0,
-                                self.options.batch_size, pipeline_space=self.space,
-                                overhead_aware=self.options.cheap_proposals)
+                                self.options, pipeline_space=self.space)
         solver = self.theta_solver()
         solver.setup(problem, np.random.default_rng(self.options.solver_seeds()[0]))
         return solver
@@ -221,16 +225,18 @@ class SelectionOptimizer(_SingleSolverMethod):
         enc = self.encoding
         z0, theta = self.initial_z(), enc.project(enc.initial_theta)
 
+        def point(s: Suggestion) -> tuple:
+            return enc.check_z(s.config), theta, 1.0 if s.fidelity is None else s.fidelity
+
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
-            points = [(enc.check_z(s.config), theta, 1.0 if s.fidelity is None else s.fidelity)
-                      for s in suggestions]
-            return recorder.evaluate(points, "z")
+            return recorder.evaluate([point(s) for s in suggestions], "z")
 
         problem = ZProblem(
             n_choices=enc.n_choices, evaluate=evaluate, augment=self._value,
             module_names=enc.module_names, choice_names=enc.choice_names, history=[(z0, first)],
             start=z0, n_train=self.n_train, batch_size=self.options.batch_size,
             observations=recorder.observations,
+            **self.options.asynchronous_hooks(recorder, "z", point, lambda s, obs: None),
         )
         solver = self.z_solver()
         solver.setup(problem, np.random.default_rng(self.options.solver_seeds()[1]))

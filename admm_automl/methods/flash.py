@@ -425,8 +425,7 @@ class _FlashRun:
         values = [self.method._value(None, obs) for _, obs in history]
         start = history[int(np.nanargmin(values))][0] if np.isfinite(values).any() else None
         problem = joint_problem(joint, self.recorder, "tune", self.method._value, history, start,
-                                self.options.batch_size,
-                                overhead_aware=self.options.cheap_proposals)
+                                self.options)
         self.tuner = self.method.theta_solver()
         self.tuner.setup(problem, self.theta_rng)
 

@@ -461,7 +461,8 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
             constraints=prepared.constraints, constraint_mode=s.constraint_mode,
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
             max_evals=max_evals, time_budget=s.time_budget, seed=seed,
-            batch_size=getattr(executor, "n_workers", 1), start_time=deadline.start,
+            batch_size=getattr(executor, "n_workers", 1), asynchronous=s.asynchronous,
+            start_time=deadline.start,
             reserve=reserve, listeners=tuple(listeners), warm_start=warm_start,
         )
         result = optimizer.run()

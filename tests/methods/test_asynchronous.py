@@ -114,3 +114,25 @@ class _Callable:
 
     def __call__(self, requests, time_left=None, tags=None):
         return self.call(requests, time_left, tags)
+
+
+@pytest.mark.slow
+def test_an_asynchronous_fit_on_two_worker_processes_journals_every_evaluation_once(tmp_path):
+    """Through the estimator, the engine and the process pool: the budget is exact, every
+    evaluation is recorded once, in the journal's order of arrival, and the history matches."""
+    import json
+
+    from sklearn.datasets import load_breast_cancer
+
+    from admm_automl import ADMM
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = ADMM(max_evals=16, inner_iter=4, inner_iter_step=0, n_jobs=2, asynchronous=True,
+                 executor="process", ensemble_size=0, random_state=0,
+                 output_dir=tmp_path).fit(X[:300], y[:300])
+    assert model.n_evals_ == 16
+    records = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    ids = [r["eval_id"] for r in records if "eval_id" in r]
+    assert ids == list(range(len(ids))) and len(set(r["key"] for r in records if "key" in r)) \
+        == len(ids)
+    assert len(model.history_) == len(ids) and model.score(X[300:], y[300:]) > 0.8
