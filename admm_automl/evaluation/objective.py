@@ -14,13 +14,12 @@ told of every evaluation just before it is recorded, with its validation predict
 trial returned them, and of the replayed ones (with the index of their learner, without
 predictions) at the start.
 
-Two ways to ask: a *batch* (calling the objective with requests) returns when every request of it
-is answered; :meth:`PipelineObjective.submit` and :meth:`PipelineObjective.collect` ask one
-request at a time and hand back each observation as soon as its trial ends, so that a search can
-keep every worker busy (the executors' ``submit``/``wait``, :mod:`.executors`). Both go through the
-same cache, replay, timeout and probe rules and the same journal record; an observation is
-recorded before it is handed back either way. A request asked while the same one is in flight is
-answered by that trial (as a cache hit), never run twice.
+Requests are asked one at a time (:meth:`PipelineObjective.submit`) and each observation is handed
+back as soon as its trial ends (:meth:`PipelineObjective.collect`), so that a search can keep every
+worker busy (the executors' ``submit``/``wait``, :mod:`.executors`); a *batch* (calling the
+objective with requests) is its requests submitted, then collected until all are answered. A
+request asked while the same one is in flight is answered by that trial (as a cache hit), never
+run twice; a probed request's full trial is sent when its probe's answer allows it.
 """
 
 from __future__ import annotations
@@ -161,39 +160,20 @@ class PipelineObjective:
         time_left: float | None = None,
         tags: dict[str, Any] | None = None,
     ) -> list[Observation]:
-        keys = [self._key(r) for r in requests]
-        todo: dict[str, Request] = {}
-        fresh: dict[str, Observation] = {}
-        for key, request in zip(keys, requests):
-            if key in self.replay:
-                fresh[key] = self.cache[key] = self.replay.pop(key)
-            elif key not in self.cache and key not in todo:
-                todo[key] = request
-        if todo:
-            called = time.monotonic()
-            todo = self._probe(todo, time_left, tags or {}, fresh)
-            if time_left is not None:
-                time_left -= time.monotonic() - called
-            timeout, budget_stop = self.policy.timeout(time_left, self.succeeded)
-            jobs = [(r.z, r.theta, r.fidelity) + (() if r.iterations is None else (r.iterations,))
-                    for r in todo.values()]
-            deadline = None if time_left is None else time.monotonic() + time_left
-            if self.crash_marks:  # lazily: each trial between its start mark and its record
-                results = (self._run_marked(key, request, job, timeout, deadline)
-                           for (key, request), job in zip(todo.items(), jobs))
-            else:
-                results = (self.executor.run(jobs, [timeout] * len(jobs), deadline=deadline)
-                           if jobs else [])
-            for (key, request), result in zip(todo.items(), results):
-                fresh[key] = self._observe(key, request, result, tags or {}, budget_stop)
-        out = []
-        for key in keys:
-            if key in fresh:  # the first occurrence of a new request
-                out.append(fresh.pop(key))
-            else:  # a cache hit, or a duplicate within the batch
-                source = self.cache[key] if key in self.cache else out[keys.index(key)]
-                out.append(replace(source, cached=True))
-        return out
+        """Answer a batch: :meth:`submit` each request, :meth:`collect` until all are answered
+        (answers to requests submitted before are kept for the next :meth:`collect`)."""
+        tickets = [self.submit(request, time_left, tags) for request in requests]
+        asked = set(tickets)
+        mine: dict[int, Observation] = {}
+        others: list[tuple[int, Observation]] = []
+        while len(mine) < len(tickets):
+            for ticket, observation in self.collect():
+                if ticket in asked:
+                    mine[ticket] = observation
+                else:
+                    others.append((ticket, observation))
+        self._ready[:0] = others
+        return [mine[t] for t in tickets]
 
     def submit(self, request: Request, time_left: float | None = None,
                tags: dict[str, Any] | None = None) -> int:
@@ -304,16 +284,6 @@ class PipelineObjective:
     def _answer(self, ticket: int, observation: Observation) -> None:
         self._ready.append((ticket, observation))
 
-    def _run_marked(self, key: str, request: Request, job: tuple, timeout: float | None,
-                    deadline: float | None) -> dict[str, Any]:
-        """Run one trial in this process between a start mark and its record (crash-only)."""
-        self.journal.start(key, request)
-        try:
-            return self.executor.run([job], [timeout], deadline=deadline)[0]
-        except BaseException:  # Ctrl-C or an exit, not a crash: a resume runs it again
-            self.journal.interrupt(key)
-            raise
-
     def _record_crash(self, mark: dict[str, Any]) -> None:
         """Record a trial an earlier session started in its own process and never finished as
         failed; it is replayed like the other recorded evaluations when the search asks it."""
@@ -358,29 +328,3 @@ class PipelineObjective:
             self.cache[key] = observation
         self.succeeded |= observation.ok and observation.fidelity >= 1.0
         return observation
-
-    def _probe(self, todo: dict[str, Request], time_left: float | None, tags: dict[str, Any],
-               fresh: dict[str, Observation]) -> dict[str, Request]:
-        """Run full-data requests on a subsample first (module docstring); answer those that
-        could not finish on all rows by their probe (in ``fresh``) and return the others."""
-        n_train = len(self.ctx.splits[0].train) if getattr(self.ctx, "splits", None) else 0
-        timeout, _ = self.policy.timeout(time_left, self.succeeded)
-        if not self.policy.probes(n_train, timeout):
-            return todo
-        probes = {key: Request(r.z, r.theta, PROBE_FIDELITY, r.iterations) for key, r in todo.items()
-                  if r.fidelity >= 1.0}
-        if not probes:
-            return todo
-        answers = dict(zip(probes, self(list(probes.values()), time_left, {**tags, "probe": True})))
-        kept = {}
-        for key, request in todo.items():
-            probe = answers.get(key)
-            if probe is None or (probe.ok and self.policy.full_duration(probe) <= timeout):
-                kept[key] = request
-                continue
-            logger.debug("not fitted on all rows: the probe %s", probe.status.value
-                         if not probe.ok else f"took {probe.duration:.3g} s")
-            fresh[key] = probe
-            if not probe.budget_stop:  # the end of the budget says nothing of the pipeline
-                self.cache[key] = probe
-        return kept
