@@ -69,6 +69,8 @@ class _Flight:
     budget_stop: bool
     then: Callable[[Observation], None]
     tickets: list[int] = field(default_factory=list)
+    #: its place in a batch's journal order (None: recorded when its trial ends)
+    order: int | None = None
 
 
 class PipelineObjective:
@@ -142,6 +144,12 @@ class PipelineObjective:
         self._flights: dict[int, _Flight] = {}  # by the executor's ticket
         self._in_flight: dict[str, _Flight] = {}  # the same, by cache key
         self._ready: list[tuple[int, Observation]] = []  # answered, not yet collected
+        # a batch records its trials in the order they were asked: those that end early wait
+        # here for the ones before them
+        self._ordered = False
+        self._orders = itertools.count()
+        self._held: dict[int, tuple[_Flight, dict[str, Any]]] = {}
+        self._released = 0
         executor.start(ctx)
 
     @property
@@ -161,17 +169,30 @@ class PipelineObjective:
         tags: dict[str, Any] | None = None,
     ) -> list[Observation]:
         """Answer a batch: :meth:`submit` each request, :meth:`collect` until all are answered
-        (answers to requests submitted before are kept for the next :meth:`collect`)."""
-        tickets = [self.submit(request, time_left, tags) for request in requests]
-        asked = set(tickets)
-        mine: dict[int, Observation] = {}
-        others: list[tuple[int, Observation]] = []
-        while len(mine) < len(tickets):
-            for ticket, observation in self.collect():
-                if ticket in asked:
-                    mine[ticket] = observation
-                else:
-                    others.append((ticket, observation))
+        (answers to requests submitted before are kept for the next :meth:`collect`). The
+        batch's trials are recorded in the order they were asked (its probes first), whatever
+        order they end in, so that a seeded search with the same batch size writes the same
+        journal on any executor."""
+        # what an interrupted batch left is recorded as it ends; this batch's order starts anew
+        for flight in self._flights.values():
+            flight.order = None
+        for order in sorted(self._held):
+            self._finish(*self._held.pop(order))
+        self._orders, self._released = itertools.count(), 0
+        self._ordered = True
+        try:
+            tickets = [self.submit(request, time_left, tags) for request in requests]
+            asked = set(tickets)
+            mine: dict[int, Observation] = {}
+            others: list[tuple[int, Observation]] = []
+            while len(mine) < len(tickets):
+                for ticket, observation in self.collect():
+                    if ticket in asked:
+                        mine[ticket] = observation
+                    else:
+                        others.append((ticket, observation))
+        finally:
+            self._ordered = False
         self._ready[:0] = others
         return [mine[t] for t in tickets]
 
@@ -204,9 +225,13 @@ class PipelineObjective:
                 ended = self.executor.wait(left)
             for job_ticket, result in ended:
                 flight = self._flights.pop(job_ticket)
-                del self._in_flight[flight.key]
-                flight.then(self._observe(flight.key, flight.request, result, flight.tags,
-                                          flight.budget_stop))
+                if flight.order is None:
+                    self._finish(flight, result)
+                else:
+                    self._held[flight.order] = (flight, result)
+            while self._released in self._held:  # a batch's, in the order they were asked
+                self._finish(*self._held.pop(self._released))
+                self._released += 1
             if end is not None and time.monotonic() >= end:
                 break
         ready, self._ready = self._ready, []
@@ -215,7 +240,14 @@ class PipelineObjective:
     @property
     def pending(self) -> int:
         """Submitted requests not yet handed back by :meth:`collect`."""
-        return len(self._ready) + sum(len(f.tickets) for f in self._flights.values())
+        flights = [*self._flights.values(), *(f for f, _ in self._held.values())]
+        return len(self._ready) + sum(len(f.tickets) for f in flights)
+
+    def _finish(self, flight: _Flight, result: dict[str, Any]) -> None:
+        """Record an ended trial and hand its observation on."""
+        del self._in_flight[flight.key]
+        flight.then(self._observe(flight.key, flight.request, result, flight.tags,
+                                  flight.budget_stop))
 
     def _ask(self, request: Request, time_left: float | None, tags: dict[str, Any],
              then: Callable[[Observation], None], ticket: int | None = None) -> None:
@@ -278,7 +310,8 @@ class PipelineObjective:
                + (() if request.iterations is None else (request.iterations,)))
         job_ticket = self.executor.submit(job, timeout, deadline)
         flight = _Flight(key, request, tags, budget_stop, then,
-                         [] if ticket is None else [ticket])
+                         [] if ticket is None else [ticket],
+                         next(self._orders) if self._ordered else None)
         self._flights[job_ticket] = self._in_flight[key] = flight
 
     def _answer(self, ticket: int, observation: Observation) -> None:

@@ -318,6 +318,22 @@ def test_collect_hands_back_a_quick_trial_before_a_slow_one_and_journals_it_firs
 
 
 @pytest.mark.slow
+def test_a_batch_is_journaled_in_the_order_it_was_asked_whatever_ends_first():
+    """So a seeded search with the same batch size writes the same journal on any executor."""
+    objective = PipelineObjective(context(), ProcessExecutor(2), Journal(), worst_loss=1.0,
+                                  policy=TrialPolicy(trial_timeout=2.0))
+    try:
+        slow, quick = objective([Request(z_of("sleeper"), THETA), Request(z_of("gnb"), THETA)])
+    finally:
+        objective.close()
+    assert slow.status is Status.TIMEOUT and quick.status is Status.OK
+    assert quick.duration < slow.duration  # it ended first ...
+    # ... and is recorded second, as it was asked
+    assert [r["status"] for r in objective.journal.records] == ["timeout", "ok"]
+    assert (slow.eval_id, quick.eval_id) == (0, 1)
+
+
+@pytest.mark.slow
 def test_submitted_full_data_requests_are_probed_as_in_a_batch():
     """With probes on, a pipeline whose probe cannot finish is answered by the probe and one
     that can is then fitted on all rows, whether asked in a batch or one at a time."""
