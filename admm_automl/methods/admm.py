@@ -23,6 +23,17 @@ Sub-solvers run ``I_t`` new evaluations per call: fixed ``I`` or adaptive ``min(
 (AdADMM-F, §5 of the paper). The incumbent is the best observation over *all* full-fidelity
 evaluations, not only the iterates.
 
+With several workers the sub-solvers evaluate in parallel: in batches of as many suggestions as
+workers, each waiting for its slowest trial (the default), or asynchronously
+(``RunOptions.asynchronous``), a worker getting the sub-solver's next suggestion as soon as it is
+free, with the suggestions in flight pending for the solver's later asks. Liu et al. (2020) write
+the loop sequentially; what parallel evaluation changes is only the order in which a sub-solver
+learns its results (a batch at once; or as trials end), and that it asks while some are pending.
+The steps' order is kept either way: a step ends when all its evaluations have come back, so
+each step starts from every result of the one before, and the δ-, z- and dual steps see the same
+information as in a sequential run. The price is the tail of each step, when fewer trials than
+workers are left.
+
 The z-step scores every pipeline at θ^{t+1}: the θ-step winner for the algorithms it tuned, the
 values earlier iterations left for the others (the initial θ for an algorithm never tuned). A
 tuned pipeline thus competes with untuned ones, and when no pull beats it z^{t+1} = z^t: the
