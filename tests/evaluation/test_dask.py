@@ -11,6 +11,7 @@ run in the fast suite.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -267,6 +268,73 @@ def test_a_dask_worker_killed_mid_trial_has_its_trial_run_again_elsewhere(client
     assert list(has_task.values()) == [True, True]
     results = executor.run([job(OK, 0.0, 0.3), job(OK, 0.0, 0.4)], [None, None])
     assert [(r["status"], r["loss"]) for r in results] == [("ok", 0.3), ("ok", 0.4)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_asynchronous_trials_on_a_cluster_of_dask_programs_survive_a_killed_worker(tmp_path):
+    """A cluster as a user starts one: the ``dask scheduler`` and ``dask worker`` programs as
+    separate processes. Trials are submitted one at a time, two in flight; a Dask worker killed
+    mid-trial is replaced by its nanny and its trial run again: every trial ends with its own
+    result, none is lost."""
+    import subprocess
+
+    dask = os.path.join(os.path.dirname(sys.executable), "dask")
+    if not os.path.exists(dask):
+        pytest.skip("the dask command-line program is not installed")
+    scheduler_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    scheduler = subprocess.Popen(
+        [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+         "--scheduler-file", str(scheduler_file)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    workers = None
+    try:
+        deadline = time.monotonic() + 30
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = subprocess.Popen(
+            [dask, "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "2",
+             "--nthreads", "1", "--host", "127.0.0.1", "--dashboard-address", ":0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        address = json.loads(scheduler_file.read_text())["address"]
+        executor = DaskExecutor(address=address)
+        with distributed.Client(address, set_as_default=False) as watcher:
+            watcher.wait_for_workers(2, timeout=30)
+            executor.start(ProbeTask())
+            try:
+                pids = worker_pids(watcher)
+                tickets = {executor.submit(job(OK, 2.0, loss)): loss for loss in (0.1, 0.2)}
+                done = {}
+                killed = False
+                waiting = [0.3, 0.4]  # submitted as workers free up
+                while len(done) < 4:
+                    if not killed:
+                        busy = [a for a, keys in watcher.processing().items()
+                                if any(str(k).startswith("trial-") for k in keys)]
+                        if busy:
+                            time.sleep(0.5)  # inside the 2 s trial
+                            os.kill(pids[busy[0]], signal.SIGKILL)
+                            killed = True
+                    for ticket, result in executor.wait(timeout=0.5):
+                        done[ticket] = result
+                        if waiting:
+                            loss = waiting.pop(0)
+                            tickets[executor.submit(job(OK, 0.5, loss))] = loss
+            finally:
+                executor.close()
+        assert killed
+        assert sorted((r["status"], r["loss"]) for r in done.values()) == [
+            ("ok", 0.1), ("ok", 0.2), ("ok", 0.3), ("ok", 0.4)]
+        assert {t: r["loss"] for t, r in done.items()} == tickets  # each under its own ticket
+    finally:
+        for process in (workers, scheduler):
+            if process is not None:
+                process.terminate()
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
 
 
 # ---------------------------------------------------------------------------- start-up
