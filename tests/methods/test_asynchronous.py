@@ -136,3 +136,20 @@ def test_an_asynchronous_fit_on_two_worker_processes_journals_every_evaluation_o
     assert ids == list(range(len(ids))) and len(set(r["key"] for r in records if "key" in r)) \
         == len(ids)
     assert len(model.history_) == len(ids) and model.score(X[300:], y[300:]) > 0.8
+
+
+@pytest.mark.slow
+def test_with_one_worker_process_an_asynchronous_fit_writes_the_same_journal():
+    """The estimator end to end, one worker process: the same evaluations, in the same order,
+    with the same losses, and the same model."""
+    from sklearn.datasets import load_breast_cancer
+
+    from admm_automl import ADMM
+
+    X, y = load_breast_cancer(return_X_y=True)
+    fits = [ADMM(max_evals=12, inner_iter=3, inner_iter_step=0, n_jobs=1, executor="process",
+                 asynchronous=asynchronous, ensemble_size=0, random_state=0).fit(X[:300], y[:300])
+            for asynchronous in (False, True)]
+    columns = ["eval_id", "pipeline", "loss", "status", "fidelity"]
+    assert fits[1].history_[columns].equals(fits[0].history_[columns])
+    assert (fits[1].predict_proba(X[300:]) == fits[0].predict_proba(X[300:])).all()
