@@ -196,10 +196,18 @@ class _FairlearnMetric(_GroupConstraint):
     cross-validation folds: it needs no more than one split, and it measures the sampling error
     of the very rates the constraint compares. The resamples come from a fixed seed, so a
     pipeline's bound is the same in every evaluation.
+
+    A classifier that predicts one class for every validation row meets every parity vacuously
+    (fairlearn's value is then 0, or 1 for a ratio): it accepts nobody, or everybody. Searched by
+    a threshold-free score such as AUROC, such pipelines are easy to find (a boosted model of ten
+    small trees whose probabilities never reach 0.5 ranks well and predicts no positive), so by
+    default (``allow_one_class=False``) their value is the worst one — 1 for a difference, 0 for
+    a ratio — and they do not meet the constraint; ``allow_one_class=True`` keeps fairlearn's.
     """
 
     confidence: float | None
     n_bootstrap: int
+    allow_one_class: bool
 
     @property
     def mitigation_target(self) -> str | None:
@@ -216,6 +224,10 @@ class _FairlearnMetric(_GroupConstraint):
         if isinstance(n, bool) or not isinstance(n, int) or n < 10:
             raise InvalidParameterError(
                 f"{self.name}: n_bootstrap must be an integer >= 10, got {n!r}")
+        if not isinstance(self.allow_one_class, bool):
+            raise InvalidParameterError(
+                f"{self.name}: allow_one_class must be True or False, got "
+                f"{self.allow_one_class!r}")
 
     def measure(self, pipeline, X, y, rows) -> float:
         return self.measure_point(pipeline, X, y, rows)[0]
@@ -225,6 +237,9 @@ class _FairlearnMetric(_GroupConstraint):
 
         y_true, groups, keep = self._rows(y, rows)
         y_pred = (pipeline.predict(X) == self.positive_).astype(int)[keep]
+        if not self.allow_one_class and len(np.unique(y_pred)) < 2:  # vacuous (class docstring)
+            worst = 0.0 if self.name.endswith("_ratio") else 1.0
+            return worst, None if self.confidence is None else worst
         value = float(getattr(fairlearn.metrics, self.name)(y_true, y_pred,
                                                             sensitive_features=groups))
         if self.confidence is None:
@@ -254,37 +269,41 @@ class _FairlearnMetric(_GroupConstraint):
 class _Difference(_FairlearnMetric):
     """Parameters: ``threshold`` (largest difference allowed, default 0.1), ``group_by`` (a
     column of X or a list of columns; None: ``sensitive_features``), ``bins`` (edges for one
-    numeric column), ``confidence`` and ``n_bootstrap`` (a bound that holds on new data, see
+    numeric column), ``confidence`` and ``n_bootstrap`` (a bound that holds on new data), and
+    ``allow_one_class`` (whether a classifier predicting one class meets it; see
     :class:`_FairlearnMetric`)."""
 
     def __init__(self, threshold: float = 0.1, sense: str = "<=",
                  group_by: "str | int | list | None" = None,
                  bins: Sequence[float] | None = None, confidence: float | None = None,
-                 n_bootstrap: int = 200) -> None:
+                 n_bootstrap: int = 200, allow_one_class: bool = False) -> None:
         self.threshold = threshold
         self.sense = sense
         self.group_by = group_by
         self.bins = bins
         self.confidence = confidence
         self.n_bootstrap = n_bootstrap
+        self.allow_one_class = allow_one_class
 
 
 class _Ratio(_FairlearnMetric):
     """Parameters: ``threshold`` (smallest ratio allowed, default 0.8: the "four-fifths rule"),
-    ``group_by``, ``bins``, ``confidence`` and ``n_bootstrap`` as for the differences."""
+    ``group_by``, ``bins``, ``confidence``, ``n_bootstrap`` and ``allow_one_class`` as for the
+    differences."""
 
     senses = (">=",)
 
     def __init__(self, threshold: float = 0.8, sense: str = ">=",
                  group_by: "str | int | list | None" = None,
                  bins: Sequence[float] | None = None, confidence: float | None = None,
-                 n_bootstrap: int = 200) -> None:
+                 n_bootstrap: int = 200, allow_one_class: bool = False) -> None:
         self.threshold = threshold
         self.sense = sense
         self.group_by = group_by
         self.bins = bins
         self.confidence = confidence
         self.n_bootstrap = n_bootstrap
+        self.allow_one_class = allow_one_class
 
 
 @CONSTRAINTS.register("demographic_parity_difference")
@@ -335,6 +354,10 @@ class DisparateImpact(_GroupConstraint):
     bins : list of float, optional
         Edges for a numeric column, e.g. ``[20, 30, 40, 50, 60, 70]``.
     metric : {"roc_auc", "accuracy", "selection_rate", "tpr", "fpr"}
+    allow_one_class : bool, default=False
+        Whether a classifier that predicts one class for every row meets a spread of the
+        selection rate, TPR or FPR (all 0, or all 1: vacuously equal); by default its value is
+        1, the worst (see :class:`_FairlearnMetric`). AUROC and accuracy are not affected.
     """
 
     def __init__(
@@ -344,12 +367,14 @@ class DisparateImpact(_GroupConstraint):
         group_by: "str | int | None" = None,
         bins: Sequence[float] | None = None,
         metric: str = "roc_auc",
+        allow_one_class: bool = False,
     ) -> None:
         self.threshold = threshold
         self.sense = sense
         self.group_by = group_by
         self.bins = bins
         self.metric = metric
+        self.allow_one_class = allow_one_class
 
     def validate(self) -> None:
         super().validate()
@@ -386,6 +411,9 @@ class DisparateImpact(_GroupConstraint):
             y_pred = pipeline.predict_proba(X)[:, classes.index(self.positive_)][keep]
         else:
             y_pred = (pipeline.predict(X) == self.positive_).astype(int)[keep]
+            if (self.metric != "accuracy" and not self.allow_one_class
+                    and len(np.unique(y_pred)) < 2):
+                return 1.0  # rates equal vacuously: nobody, or everybody, selected
         frame = MetricFrame(
             metrics=_metric_function(self.metric), y_true=y_true, y_pred=y_pred,
             sensitive_features=groups,

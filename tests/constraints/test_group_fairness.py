@@ -218,3 +218,47 @@ def test_a_bounded_constraint_reports_its_point_value_beside_the_bound():
     (line,) = describe_constraints(search)
     assert line == (f"demographic_parity_difference <= 1: {bounds[search.best_eval_id_]:.4g} "
                     f"(90% bound; {points[search.best_eval_id_]:.4g} on the validation rows), met")
+
+
+class _OneClass:
+    """Predicts the positive class for every row (its scores could still rank well); every
+    rate of every group is then 1, so every difference is 0 and every ratio 1 (predicting the
+    negative class for every row gives ratios of 0/0)."""
+
+    classes_ = np.array([0, 1])
+
+    def predict(self, frame):
+        return np.ones(len(frame), dtype=int)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("confidence", [None, 0.9])
+def test_a_classifier_of_one_class_does_not_meet_a_parity_vacuously(name, confidence):
+    """fairlearn gives it perfect parity (0, or 1 for a ratio): it selects everybody. By default
+    it gets the worst value instead; allow_one_class=True keeps fairlearn's."""
+    X, y = data()
+    rows = np.arange(400, 600)
+    split = [Split(np.arange(400), rows, np.arange(400))]
+    values = {}
+    for allow in (False, True):
+        constraint = CONSTRAINTS.create({"name": name, "params": {
+            "group_by": "sex", "confidence": confidence, "allow_one_class": allow}})
+        constraint.bind(X, y, groups=None, splits=split, task="classification")
+        values[allow] = constraint.measure(_OneClass(), X.iloc[rows], y[rows], rows)
+        assert constraint.feasible(values[allow]) is allow
+    vacuous = getattr(fm, name)(y[rows], np.ones(200, dtype=int),
+                                sensitive_features=X["sex"].iloc[rows])
+    assert values[True] == pytest.approx(vacuous)
+    assert values[False] == (0.0 if name.endswith("ratio") else 1.0)
+
+
+def test_a_spread_of_selection_rates_is_not_met_by_a_classifier_of_one_class():
+    X, y = data()
+    rows = np.arange(400, 600)
+    split = [Split(np.arange(400), rows, np.arange(400))]
+    for metric, allow, expected in [("selection_rate", False, 1.0), ("selection_rate", True, 0.0),
+                                    ("tpr", False, 1.0), ("tpr", True, 0.0)]:
+        constraint = CONSTRAINTS.create({"name": "disparate_impact", "params": {
+            "group_by": "sex", "metric": metric, "allow_one_class": allow}})
+        constraint.bind(X, y, groups=None, splits=split, task="classification")
+        assert constraint.measure(_OneClass(), X.iloc[rows], y[rows], rows) == expected
