@@ -250,16 +250,18 @@ def load_thresholds(path: Path, rows: int) -> dict[str, dict[str, float]]:
 
 def measure_on_test(task: str, thresholds: dict[str, float], model: Any, X_test: Any,
                     y_test: np.ndarray) -> tuple[dict[str, float], bool]:
-    """Test AUROC and every constraint's value of a fitted ``model`` (predict, predict_proba)
-    by the package's constraint objects bound to the test rows (no confidence bound), and
-    whether every constraint is met."""
+    """Test AUROC, the share of test rows predicted positive (``selection_rate``: a model that
+    meets a parity by selecting almost nobody shows here) and every constraint's value of a
+    fitted ``model`` (predict, predict_proba) by the package's constraint objects bound to the
+    test rows (no confidence bound), and whether every constraint is met."""
     from sklearn.metrics import roc_auc_score
 
     from admm_automl.constraints import make_constraints
     from admm_automl.evaluation.splits import Split
 
     rows = np.arange(len(y_test))
-    values = {"roc_auc": float(roc_auc_score(y_test, model.predict_proba(X_test)[:, 1]))}
+    values = {"roc_auc": float(roc_auc_score(y_test, model.predict_proba(X_test)[:, 1])),
+              "selection_rate": float(np.mean(model.predict(X_test) == np.unique(y_test)[1]))}
     feasible = True
     for c in make_constraints(constraint_specs(task, thresholds, confidence=False)):
         c.bind(X_test, y_test, groups=None, splits=[Split(rows, rows, rows)],
@@ -628,17 +630,20 @@ def analyze(root: Path) -> str:
         limits = ", ".join(f"{k} ≤ {v:g}" for k, v in any_run["thresholds"].items())
         lines += [f"### {task} ({any_run['dataset']}: {limits}; budget {any_run['budget']:g} s, "
                   f"{any_run['train_rows']} train / {any_run['test_rows']} test rows)", "",
-                  "| method | feasible on test | median test AUROC (feasible) | median s to 1st "
-                  "feasible | median evaluations | median wall s |", "|---|---|---|---|---|---|"]
+                  "| method | feasible on test | median test AUROC (feasible) | median test "
+                  "selection rate (feasible) | median s to 1st feasible | median evaluations | "
+                  "median wall s |", "|---|---|---|---|---|---|---|"]
         for method in [m for m in order if m in by_method]:
             done = list(by_method[method].values())
             ok = [r["test"]["roc_auc"] for r in done if r["test_feasible"]]
+            rates = [r["test"].get("selection_rate", math.nan) for r in done
+                     if r["test_feasible"]]
             known = [r for r in done if r["found_feasible"] is not None]
             firsts = [r["first_feasible_time"] if r["found_feasible"] else math.inf
                       for r in known]
             first = (float(np.percentile(firsts, 50, method="nearest")) if firsts else math.nan)
             lines.append(f"| {method} | {len(ok)}/{len(done)} | {_fmt(_median(ok))} | "
-                         f"{_fmt(first, '.1f')} | {_median([r['n_evals'] for r in done]):.0f} | "
+                         f"{_fmt(_median(rates), '.3f')} | {_fmt(first, '.1f')} | {_median([r['n_evals'] for r in done]):.0f} | "
                          f"{_median([r['wall_time'] for r in done]):.1f} |")
         if "ADMM" in by_method:
             lines.append("")
