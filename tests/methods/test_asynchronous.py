@@ -83,37 +83,28 @@ def test_an_asynchronous_run_ends_trials_sooner_than_batches_when_costs_differ(
     for asynchronous in (False, True):
         clock = FakeClock()
         engine = make_engine(SYNTHETIC, duration=_durations, clock=clock)
-        if not asynchronous:  # batches of 4 on 4 workers take as long as their slowest trial
-            call = engine.__class__.__call__
-
-            def batch(requests, time_left=None, tags=None, call=call, engine=engine, clock=clock):
-                start = clock.now
-                out = []
-                longest = 0.0
-                for r in requests:
-                    clock.now = start
-                    out += call(engine, [r], time_left, tags)
-                    longest = max(longest, clock.now - start)
-                clock.now = start + longest
-                return out
-
-            engine.__call__ = batch
-            engine_callable = batch
-        make_optimizer("admm", engine if asynchronous else _Callable(engine, engine_callable),
+        make_optimizer("admm", engine if asynchronous else _ParallelBatches(engine, clock),
                        theta="random", z="random", max_evals=40, asynchronous=asynchronous,
                        batch_size=4, schedule=Schedule(8, 0, 8), clock=clock).run()
         ends[asynchronous] = clock.now
     assert ends[True] < ends[False]
 
 
-class _Callable:
-    """An engine whose batch call is ``call`` (the toy engine's own, simulated in parallel)."""
+class _ParallelBatches:
+    """The toy engine's batches run as on as many workers as requests: every request starts
+    at the batch's start on the clock, and the batch ends with its slowest."""
 
-    def __init__(self, engine, call):
-        self.engine, self.call = engine, call
+    def __init__(self, engine, clock):
+        self.engine, self.clock = engine, clock
 
     def __call__(self, requests, time_left=None, tags=None):
-        return self.call(requests, time_left, tags)
+        start, end, out = self.clock.now, self.clock.now, []
+        for request in requests:
+            self.clock.now = start
+            out += self.engine([request], time_left, tags)
+            end = max(end, self.clock.now)
+        self.clock.now = end
+        return out
 
 
 @pytest.mark.slow
