@@ -51,8 +51,9 @@ from fault_probe import OK, RAISE, SEGFAULT, ProbeTask, job  # noqa: E402
 
 X, Y = load_breast_cancer(return_X_y=True)
 
-# timing-sensitive (deadlines, killed workers): `make test` runs them alone, after the rest
-pytestmark = pytest.mark.serial
+# The tests on the module's cluster or timed against deadlines are marked serial: `make test` runs
+# them alone, after the rest; the checks of parameters and addresses run beside other tests.
+serial = pytest.mark.serial
 
 
 SPACE = tiny_space({
@@ -119,6 +120,7 @@ def parent(pid):
 
 
 # ---------------------------------------------------------------------------- pipelines
+@serial
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(client, tmp_path):
@@ -155,6 +157,7 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
     assert [r["eval_id"] for r in records] == list(range(7))
 
 
+@serial
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_seeded_search_on_a_scheduler_address_has_the_process_pools_history(client):
@@ -176,6 +179,7 @@ def test_a_seeded_search_on_a_scheduler_address_has_the_process_pools_history(cl
 
 
 # ---------------------------------------------------------------------------- the probe task
+@serial
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_trials_run_in_processes_of_the_given_clients_workers_which_stays_open(client, probe):
@@ -197,6 +201,7 @@ def test_trials_run_in_processes_of_the_given_clients_workers_which_stays_open(c
     assert client.submit(sum, [1, 2]).result() == 3  # the user's client is still open
 
 
+@serial
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_raising_and_a_crashing_trial_are_recorded_and_the_worker_goes_on(probe):
@@ -210,6 +215,7 @@ def test_a_raising_and_a_crashing_trial_are_recorded_and_the_worker_goes_on(prob
     assert [r["loss"] for r in results] == [0.5, 0.6]
 
 
+@serial
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_trial_past_its_timeout_is_stopped_and_frees_its_worker(probe):
@@ -229,6 +235,7 @@ def test_a_trial_past_its_timeout_is_stopped_and_frees_its_worker(probe):
     assert time.monotonic() - started < 30
 
 
+@serial
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_dask_worker_killed_mid_trial_has_its_trial_run_again_elsewhere(client, probe):
@@ -270,6 +277,7 @@ def test_a_dask_worker_killed_mid_trial_has_its_trial_run_again_elsewhere(client
     assert [(r["status"], r["loss"]) for r in results] == [("ok", 0.3), ("ok", 0.4)]
 
 
+@serial
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_asynchronous_trials_on_a_cluster_of_dask_programs_survive_a_killed_worker(tmp_path):
@@ -338,6 +346,7 @@ def test_asynchronous_trials_on_a_cluster_of_dask_programs_survive_a_killed_work
 
 
 # ---------------------------------------------------------------------------- start-up
+@serial
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_memory_limit_too_low_for_the_trial_processes_stops_start(client):
@@ -356,6 +365,7 @@ def test_an_address_with_no_scheduler_is_a_clear_error():
         DaskExecutor(address="tcp://127.0.0.1:9", start_timeout=1.0).start(ProbeTask())
 
 
+@serial  # its check for left-over processes counts any child a test beside it would start
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_fit_starts_a_local_cluster_of_n_jobs_workers_and_closes_it():

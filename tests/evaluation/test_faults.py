@@ -31,8 +31,10 @@ from admm_automl.exceptions import WorkerError
 from admm_automl.journal import Journal
 from fault_probe import OK, RAISE, SEGFAULT, THREADS, ProbeTask, job
 
-# timing-sensitive (deadlines, killed workers): `make test` runs them alone, after the rest
-pytestmark = pytest.mark.serial
+# The tests timed against deadlines or killing workers at chosen moments are marked serial: `make
+# test` runs them alone, after the rest. The others (crashes, imports, memory limits, scripts with
+# generous deadlines) run beside other tests.
+serial = pytest.mark.serial
 
 
 SIGKILLED = "died during this trial: killed by signal 9 (SIGKILL)"
@@ -88,6 +90,7 @@ def alive(pid):
 
 
 # ---------------------------------------------------------------------------- results
+@serial
 @pytest.mark.timeout(30)
 def test_results_come_in_order_with_each_trials_own_duration(pool):
     executor = pool(2)
@@ -127,6 +130,7 @@ def test_a_raising_task_and_a_segfault_are_recorded_and_the_pool_goes_on(pool):
     assert (same["status"], same["error"]) == ("failed", "RuntimeError: probe failure")
 
 
+@serial
 @pytest.mark.timeout(30)
 def test_a_trial_past_its_timeout_is_stopped_and_the_others_finish(pool):
     executor = pool(2)
@@ -138,6 +142,7 @@ def test_a_trial_past_its_timeout_is_stopped_and_the_others_finish(pool):
     assert quick["status"] == "ok" and quick["loss"] == 0.2
 
 
+@serial
 @pytest.mark.timeout(30)
 def test_no_trial_runs_past_the_batch_deadline_however_long_it_waited_for_a_worker(pool):
     """One worker: the first trial times out, so the second waits for a replacement worker to
@@ -183,6 +188,7 @@ def test_a_task_that_is_not_importable_travels_by_value(pool):
 
 
 # ---------------------------------------------------------------------------- killed workers
+@serial
 @pytest.mark.slow
 @pytest.mark.timeout(120)  # ~18 s on quiet cores, ~28 s on busy ones; a hang fails a round
 def test_workers_killed_mid_trial_and_while_starting_in_a_loop_of_20(pool):
@@ -215,6 +221,7 @@ def test_workers_killed_mid_trial_and_while_starting_in_a_loop_of_20(pool):
     assert [r["status"] for r in executor.run([job(), job()], [None, None])] == ["ok", "ok"]
 
 
+@serial
 @pytest.mark.timeout(30)
 def test_workers_killed_while_starting_are_replaced():
     executor = ProcessExecutor(2)
@@ -231,6 +238,7 @@ def test_workers_killed_while_starting_are_replaced():
     assert time.monotonic() - started < 10
 
 
+@serial
 @pytest.mark.timeout(30)
 def test_start_gives_up_clearly_when_every_worker_is_killed_while_starting():
     executor = ProcessExecutor(1)
@@ -245,6 +253,7 @@ def test_start_gives_up_clearly_when_every_worker_is_killed_while_starting():
     assert executor.worker_pids() == {}
 
 
+@serial
 @pytest.mark.timeout(30)
 def test_a_worker_killed_while_idle_loses_no_trial(pool):
     executor = pool(2)
@@ -255,6 +264,7 @@ def test_a_worker_killed_while_idle_loses_no_trial(pool):
     assert [(r["status"], r["loss"]) for r in results] == [("ok", 0.1), ("ok", 0.2), ("ok", 0.3)]
 
 
+@serial
 @pytest.mark.timeout(30)
 def test_when_no_worker_can_start_the_rest_comes_back_unevaluated_then_run_raises(pool):
     executor = pool(1)
@@ -300,6 +310,7 @@ def test_close_kills_the_workers_and_so_does_the_death_of_the_parent(tmp_path):
 
 
 # ---------------------------------------------------------------------------- cannot start
+@serial
 @pytest.mark.timeout(30)
 def test_a_worker_that_cannot_load_the_task_stops_start_with_its_own_error():
     started = time.monotonic()
@@ -316,6 +327,7 @@ def test_a_memory_limit_too_low_to_start_is_named_with_the_size_needed():
         ProcessExecutor(1, memory_limit_mb=32).start(ProbeTask())
 
 
+@serial
 @pytest.mark.timeout(30)
 def test_a_worker_that_does_not_load_within_the_start_timeout_stops_start():
     started = time.monotonic()
@@ -480,6 +492,7 @@ def test_fit_with_a_memory_limit_too_low_to_start_says_so(tmp_path):
     assert "__main__" not in proc.stderr  # no main-guard advice: that is not the cause
 
 
+@serial
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_fit_goes_on_when_workers_are_killed_at_start_up_and_mid_trial(tmp_path):
