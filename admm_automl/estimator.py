@@ -135,8 +135,10 @@ class ADMM(BaseEstimator):
         evaluating in batches of ``n_jobs`` trials that wait for their slowest one: each
         sub-solver keeps up to ``n_jobs`` suggestions in flight and learns each result as its
         trial ends (pending suggestions are never proposed again; ``bo`` treats them by its
-        constant liar, ``cmab`` counts them as pulls). ADMM's steps keep their order: a step ends
-        when its evaluations have all come back. With one worker the history is the same.
+        constant liar, ``cmab`` counts them as pulls). ADMM's steps overlap at their ends: a step
+        hands idle workers to the next once all its trials are submitted and at most half are
+        still running; those are recorded when they end (:mod:`admm_automl.methods.admm`). With
+        one worker the history is the same.
     trial_timeout : float, optional
         Seconds one evaluation may take (status ``timeout``). None with a ``time_budget``: a
         quarter of the time left, at least a tenth of the budget; from 10 000 training rows a

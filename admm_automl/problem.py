@@ -8,7 +8,9 @@ valid when the duals change, and solvers can be warm-started with ``problem.hist
 A problem of an asynchronous run also has ``submit`` (one suggestion, answered later),
 ``collect`` (wait for answers) and ``free_workers`` (how many trials may start now): the solver
 hands a free worker its next suggestion at once instead of evaluating in batches
-(:meth:`admm_automl.solvers.base.BaseSolver.run`).
+(:meth:`admm_automl.solvers.base.BaseSolver.run`). With ``overlap`` the solver's run may end
+while the last of its trials are still in flight, so that the optimiser's next step takes the
+idle workers; the optimiser records those trials when they end.
 """
 
 from __future__ import annotations
@@ -99,6 +101,11 @@ class ThetaProblem:
     submit: Submit | None = None
     collect: Collect | None = None
     free_workers: Callable[[], int] | None = None
+    #: asynchronous: a run may return with its last trials in flight (module docstring)
+    overlap: bool = False
+    #: asynchronous: ``(config, fidelity)`` of the trials in flight that answer this problem's
+    #: points, earlier steps' included, so that a solver does not propose them again
+    in_flight: Callable[[], Sequence[tuple[Any, float | None]]] | None = None
 
 
 @dataclass
@@ -132,3 +139,8 @@ class ZProblem:
     submit: Submit | None = None
     collect: Collect | None = None
     free_workers: Callable[[], int] | None = None
+    #: asynchronous: a run may return with its last trials in flight (module docstring)
+    overlap: bool = False
+    #: asynchronous: ``(config, fidelity)`` of the trials in flight that answer this problem's
+    #: points, earlier steps' included, so that a solver does not propose them again
+    in_flight: Callable[[], Sequence[tuple[Any, float | None]]] | None = None

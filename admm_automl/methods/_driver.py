@@ -244,10 +244,15 @@ class RunOptions:
 
     def asynchronous_hooks(self, recorder: "Recorder", phase: str,
                            point: Callable[[Any], Point],
-                           done: Callable[[Any, Observation], Any]) -> dict[str, Any]:
+                           done: Callable[[Any, Observation], Any],
+                           config: Callable[[Point], Any] | None = None) -> dict[str, Any]:
         """The ``submit``/``collect``/``free_workers`` fields of a sub-problem whose suggestions
         become points by ``point(suggestion)`` and whose answers ``done(suggestion,
-        observation)`` records (None fields when the run is not asynchronous)."""
+        observation)`` records (None fields when the run is not asynchronous), and ``overlap``:
+        a sub-solver's run may end with its last trials in flight, which ``done`` records when
+        they end, during a later step (:meth:`Recorder.collect`) or at the end of the run
+        (:meth:`Recorder.drain`). ``config(point)``, the inverse of ``point`` (None for a point
+        the sub-problem cannot propose), gives the sub-problem's ``in_flight``."""
         if not self.asynchronous:
             return {}
 
@@ -255,8 +260,13 @@ class RunOptions:
             return recorder.submit(point(suggestion), phase,
                                    on_done=lambda obs: done(suggestion, obs))
 
+        def in_flight() -> list[tuple[Any, float]]:
+            found = ((config(p), p[2]) for p in recorder.points_in_flight())
+            return [(c, fidelity) for c, fidelity in found if c is not None]
+
         return {"submit": submit, "collect": recorder.collect,
-                "free_workers": recorder.free_workers}
+                "free_workers": recorder.free_workers, "overlap": True,
+                "in_flight": in_flight if config is not None else None}
 
     def drive(self, recorder: "Recorder", iterate: Callable[[int], Any],
               summarize: Callable[[int], dict[str, Any]], start: Callable[[], Any],
@@ -387,6 +397,10 @@ class Recorder:
         """Points submitted and not yet answered."""
         return len(self._flights)
 
+    def points_in_flight(self) -> list[Point]:
+        """The ``(z, θ, fidelity)`` points submitted and not yet answered."""
+        return [flight[0] for flight in self._flights.values()]
+
     def free_workers(self) -> int:
         """How many more points may be submitted now: workers without a trial, and no more
         than ``max_evals`` leaves room for beside the points in flight."""
@@ -512,6 +526,7 @@ def drive(
     try:
         trace, stop = _iterate(recorder, schedule, iterate, summarize, start, callback,
                                max_idle_iterations, name)
+        recorder.drain()  # what the last steps left in flight (asynchronous, ``overlap``)
         return trace, stop
     finally:
         for listener in listeners:

@@ -27,12 +27,21 @@ With several workers the sub-solvers evaluate in parallel: in batches of as many
 workers, each waiting for its slowest trial (the default), or asynchronously
 (``RunOptions.asynchronous``), a worker getting the sub-solver's next suggestion as soon as it is
 free, with the suggestions in flight pending for the solver's later asks. Liu et al. (2020) write
-the loop sequentially; what parallel evaluation changes is only the order in which a sub-solver
-learns its results (a batch at once; or as trials end), and that it asks while some are pending.
-The steps' order is kept either way: a step ends when all its evaluations have come back, so
-each step starts from every result of the one before, and the δ-, z- and dual steps see the same
-information as in a sequential run. The price is the tail of each step, when fewer trials than
-workers are left.
+the loop sequentially. In batches, what changes is only the order in which a sub-solver learns
+its results (a batch at once), and that it asks while some are pending; a step ends when all its
+evaluations have come back, so each starts from every result of the one before, and the δ-, z-
+and dual steps see the same information as in a sequential run — at the price of the tail of each
+step, when fewer trials than workers are left. Asynchronously, up to as many trials as workers
+are in flight across the steps: a step ends once all its evaluations are submitted, a worker is
+idle and at most half of them are still running (:data:`~admm_automl.solvers.base.OVERLAP_TAIL`),
+and the next step takes the idle workers. So a step may start from all but the last (at most
+half) of the results of the one before: the θ-step's winner, the δ-, z- and dual steps use
+those that have come back. The rest are recorded when they end — a θ-step's in the history of
+its algorithm selection, which later θ-steps start from, and every one in the run's history and
+incumbent — and a solver that lives on (the z-solver; a θ-solver that keeps its state) is told
+them during its next step. A solver does not propose a pipeline another step has in flight
+(``problem.in_flight``). With one worker no trial is ever left running at a step's end: the
+history is the sequential one.
 
 The z-step scores every pipeline at θ^{t+1}: the θ-step winner for the algorithms it tuned, the
 values earlier iterations left for the others (the initial θ for an algorithm never tuned). A
@@ -240,6 +249,9 @@ class _ADMMRun:
             self._count([sug])
             self.theta_history.setdefault(z, []).append((np.array(sug.config), obs))
 
+        def config(p: tuple) -> np.ndarray | None:  # the pipeline of z is set by θ[active]
+            return p[1][active] if p[0] == z else None
+
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
             observations = self.recorder.evaluate([point(sug) for sug in suggestions], "theta")
             for sug, obs in zip(suggestions, observations):
@@ -254,7 +266,7 @@ class _ADMMRun:
             grids=tuple(enc.grids[i] for i in active),
             training_length=None if length is None else lambda x: length,
             overhead_aware=self.options.cheap_proposals,
-            **self.options.asynchronous_hooks(self.recorder, "theta", point, done),
+            **self.options.asynchronous_hooks(self.recorder, "theta", point, done, config),
         )
         solver = self.theta_solvers.get(z)
         if solver is None:
@@ -298,6 +310,10 @@ class _ADMMRun:
             self._count(suggestions[: len(observations)])
             return observations
 
+        def config(p: tuple) -> tuple[int, ...] | None:  # z's pipeline at this θ
+            active = enc.active(p[0])
+            return p[0] if np.array_equal(p[1][active], theta[active]) else None
+
         def augment(zc: tuple[int, ...], obs: Observation) -> float:
             # with θ fixed the coupling penalty does not depend on z
             return obs.loss + self.constraints.term(obs, mu, self.rho, u)
@@ -310,7 +326,7 @@ class _ADMMRun:
             observations=self.recorder.observations,
             overhead_aware=self.options.cheap_proposals,
             **self.options.asynchronous_hooks(self.recorder, "z", point,
-                                              lambda sug, obs: self._count([sug])),
+                                              lambda sug, obs: self._count([sug]), config),
         )
         if self.z_solver is None:
             self.z_solver = self.method.z_solver()

@@ -52,12 +52,16 @@ DUPLICATE_TOL = 1e-6
 
 #: times a batch solver is asked again when it proposes a configuration still in flight
 PENDING_RETRIES = 16
+#: on a problem with ``overlap``, the fraction of a call's evaluations it may leave in flight
+#: when it returns (:meth:`BaseSolver._run_async`): enough to keep workers busy across the
+#: steps of an optimiser, few enough that the next step starts from most of this one's results
+OVERLAP_TAIL = 0.5
 
 
 def _identity(config: Any, fidelity: float | None) -> tuple:
-    """A hashable identity of a proposal: its coordinates (to 1e-9) and fidelity."""
+    """A hashable identity of a proposal: its coordinates (to 1e-9) and fidelity (None: 1)."""
     values = np.round(np.asarray(config, dtype=float).ravel(), 9)
-    return (*values.tolist(), fidelity)
+    return (*values.tolist(), 1.0 if fidelity is None else float(fidelity))
 
 
 def random_z(rng: np.random.Generator, n_choices: tuple[int, ...]) -> tuple[int, ...]:
@@ -143,6 +147,8 @@ class BaseSolver(ParamsMixin, abc.ABC):
         self.problem_ = problem
         self.rng_ = rng
         self.pending_: dict[int, Suggestion] = {}
+        #: an asynchronous run's suggestions left in flight by an earlier call (their tickets)
+        self.flying_: dict[int, Suggestion] = {}
         self.trials_: list[tuple[Any, Observation]] = []
         self.n_asked_ = 0
         self.fresh_left_ = self.cached_left_ = 0
@@ -186,17 +192,35 @@ class BaseSolver(ParamsMixin, abc.ABC):
         """A new suggestion. A solver with ``supports_batch`` whose proposal repeats one still
         pending (asked, not yet told: in flight) is asked again, up to :data:`PENDING_RETRIES`
         times: the engine would answer the repeat from the trial in flight, so it would take a
-        worker's turn and teach nothing."""
+        worker's turn and teach nothing. So is one that repeats a trial the problem says is in
+        flight for an earlier step (``problem.in_flight``)."""
         if not hasattr(self, "problem_"):
             raise SolverError(f"{type(self).__name__}.ask() called before setup()")
         config, fidelity = self._ask()
-        if self.supports_batch and self.pending_:
-            taken = {_identity(s.config, s.fidelity) for s in self.pending_.values()}
+        in_flight = getattr(self.problem_, "in_flight", None)
+        others = list(in_flight()) if in_flight is not None else []
+        if self.supports_batch and (self.pending_ or others):
+            taken = {self._identity(s.config, s.fidelity) for s in self.pending_.values()}
+            taken |= {self._identity(c, f) for c, f in others}
             for _ in range(PENDING_RETRIES):
-                if _identity(config, fidelity) not in taken:
+                if self._identity(config, fidelity) not in taken:
                     break
                 config, fidelity = self._ask()
         return self._issue(config, fidelity)
+
+    def _identity(self, config: Any, fidelity: float | None) -> tuple:
+        """What the problem evaluates for a proposal, hashable: on a θ-problem its coordinates
+        clipped to the unit box and its discrete ones at their nearest admissible value
+        (``problem.grids``), as the engine projects them, so that two proposals one pipeline
+        apart are one."""
+        grids = getattr(self.problem_, "grids", ())
+        values = np.asarray(config, dtype=float).ravel()
+        if grids and len(grids) == values.size:
+            values = np.clip(values, 0.0, 1.0)
+            for k, grid in enumerate(grids):
+                if grid is not None:
+                    values[k] = grid[np.abs(grid - values[k]).argmin()]
+        return _identity(values, fidelity)
 
     def ask_cheap(self, n: int) -> list[Suggestion]:
         """``n`` cheap suggestions (``Suggestion.cheap``) from :meth:`_cheap_configs`: what the
@@ -281,21 +305,34 @@ class BaseSolver(ParamsMixin, abc.ABC):
         trials end. The asks see the suggestions still in flight as pending (``pending_``: the
         constant liar of ``bo``, the pulls counted by ``cmab``), as they see a batch's; a
         proposal that repeats one in flight is not submitted (the loop waits for an answer
-        instead). The call returns when its evaluations are all answered, so the next
-        sub-problem starts from every result of this one, as in a sequential run. With one
-        worker this is ask, evaluate, tell: the history of a batch of one. Cheap proposals are
-        not added here."""
+        instead). With one worker this is ask, evaluate, tell: the history of a batch of one.
+        Cheap proposals are not added here.
+
+        The call returns when its evaluations are all answered, so that the next sub-problem
+        starts from every result of this one, as in a sequential run; or, on a problem with
+        ``overlap``, as soon as every one of them is submitted, a worker would be idle and at
+        most :data:`OVERLAP_TAIL` of them are still in flight: the tail of a step no longer
+        holds workers idle. The trials left in flight are answered during a later call (their
+        tickets are kept in ``flying_``) and told then, unless :meth:`update_problem` or a new
+        :meth:`setup` came first and dropped them from ``pending_``: the optimiser still
+        records them when they end."""
         problem = self.problem_
         width = max(1, int(getattr(problem, "batch_size", 1))) if self.supports_batch else 1
+        overlap = bool(getattr(problem, "overlap", False))
+        tail = math.floor(OVERLAP_TAIL * self.fresh_left_)
+        # this call's suggestions in flight, and an earlier call's still pending here
         mine: dict[int, Suggestion] = {}
+        earlier = {t: s for t, s in self.flying_.items() if s.id in self.pending_}
+        self.flying_ = {}
         try:
             while True:
                 while len(mine) < min(width, self.fresh_left_) and not self._run_done():
-                    if mine and problem.free_workers() <= 0:
+                    if (mine or earlier) and problem.free_workers() <= 0:
                         break  # every worker (or the rest of the budget) is taken: wait
                     suggestion = self.ask()
-                    flying = {_identity(s.config, s.fidelity) for s in mine.values()}
-                    if _identity(suggestion.config, suggestion.fidelity) in flying:
+                    flying = {self._identity(s.config, s.fidelity)
+                              for s in (*mine.values(), *earlier.values())}
+                    if self._identity(suggestion.config, suggestion.fidelity) in flying:
                         del self.pending_[suggestion.id]  # a repeat of a trial in flight
                         break
                     try:
@@ -304,9 +341,15 @@ class BaseSolver(ParamsMixin, abc.ABC):
                         self.pending_.pop(suggestion.id, None)
                         raise
                     mine[ticket] = suggestion
-                if not mine:
+                done = not mine and (not earlier or self._run_done())
+                if done or (overlap and mine and len(mine) >= self.fresh_left_
+                            and len(mine) <= tail and problem.free_workers() > 0):
+                    self.flying_ = {**earlier, **mine}
                     return
                 for ticket, observation in problem.collect():
+                    if ticket in earlier:  # an answer to an earlier call: no evaluation of this one
+                        self.tell(earlier.pop(ticket), observation)
+                        continue
                     if ticket not in mine:  # another sub-problem's trial
                         continue
                     self.tell(mine.pop(ticket), observation)
@@ -316,7 +359,7 @@ class BaseSolver(ParamsMixin, abc.ABC):
                         self.fresh_left_ -= 1
                     self.last_cached_ = observation.cached
         except BaseException:
-            for suggestion in mine.values():
+            for suggestion in (*mine.values(), *earlier.values()):
                 self.pending_.pop(suggestion.id, None)
             raise
 

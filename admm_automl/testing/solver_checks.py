@@ -556,12 +556,28 @@ def _check_asynchronous(make: Make, make_problem: Callable[[], tuple[Any, Any]],
     assert widest is not None and (widest == width if width > 1 else widest <= 1), \
         f"in flight after each submit: {flight.widths}"
     assert not flight.repeats, f"submitted while the same suggestion was in flight: {flight.repeats}"
+    # with ``overlap`` a run may end with up to half its evaluations in flight; the next run
+    # tells their answers when they come, without counting them among its own evaluations
+    solver = make()
+    problem, log = make_problem()
+    flight = _InFlight(problem, BATCH_SIZE, seed=25)
+    problem.overlap = True
+    solver.setup(problem, np.random.default_rng(25))
+    for run in (1, 2):
+        solver.run(12)
+        assert len(flight.flying) <= 6, f"{len(flight.flying)} of 12 left in flight"
+        assert len(log) == 12 * run - len(flight.flying), \
+            f"{len(log)} evaluations after run {run}, {len(flight.flying)} in flight"
+        assert len(solver.trials_) == len(log), \
+            f"{len(log)} answers, {len(solver.trials_)} told to the solver"
+    assert not flight.repeats, f"submitted while the same suggestion was in flight: {flight.repeats}"
 
 
 def check_theta_asynchronous(make: Make) -> None:
     """``supports_batch``, asynchronously: ``run(12)`` keeps ``batch_size`` suggestions in flight
     while answers come back out of order, never submits a repeat of one in flight, and makes 12
-    evaluations."""
+    evaluations; with ``problem.overlap`` it leaves at most 6 in flight and a second ``run(12)``
+    tells their answers."""
     _check_asynchronous(make, lambda: make_theta_problem(3, batch_size=BATCH_SIZE), BATCH_SIZE)
 
 

@@ -90,6 +90,46 @@ def test_an_asynchronous_run_ends_trials_sooner_than_batches_when_costs_differ(
     assert ends[True] < ends[False]
 
 
+def test_the_next_step_takes_the_workers_a_step_leaves_idle_at_its_end(make_engine,
+                                                                       make_optimizer,
+                                                                       fake_clock):
+    """8 workers, steps of 8 evaluations, costs 10x apart: a step hands over once all its trials
+    are submitted and a worker is idle, leaving at most half of them in flight, so the next
+    step's trials start beside them; every trial is recorded once, none is left running."""
+    engine = make_engine(SYNTHETIC, duration=_durations, clock=fake_clock)
+    running, beside = {}, []  # (phase, iteration) of each trial in flight; of those at a submit
+    submit, collect = engine.submit, engine.collect
+
+    def watched_submit(request, time_left=None, tags=None):
+        step = (tags["phase"], tags["admm_iter"])
+        beside.append((step, list(running.values())))
+        ticket = submit(request, time_left, tags)
+        running[ticket] = step
+        return ticket
+
+    def watched_collect(timeout=None):
+        answers = collect(timeout)
+        for ticket, _ in answers:
+            running.pop(ticket, None)
+        return answers
+
+    engine.submit, engine.collect = watched_submit, watched_collect
+    result = make_optimizer("admm", engine, theta="random", z="random", max_evals=80,
+                            asynchronous=True, batch_size=8, schedule=Schedule(8, 0, 8),
+                            clock=fake_clock).run()
+    overlapped = 0
+    for step, others in beside:
+        earlier = [o for o in others if o != step]
+        overlapped += bool(earlier)
+        for other in set(earlier):  # what a step left in flight: at most half its 8
+            assert earlier.count(other) <= 4, (step, others)
+        assert len(others) < 8
+    assert overlapped >= 5  # the steps did overlap
+    assert result.n_evals == 80 and not engine._running and not engine._ready
+    fresh = [e.observation.eval_id for e in result.evaluated if not e.observation.cached]
+    assert len(fresh) == len(set(fresh)) == 80
+
+
 class _ParallelBatches:
     """The toy engine's batches run as on as many workers as requests: every request starts
     at the batch's start on the clock, and the batch ends with its slowest."""
