@@ -197,12 +197,11 @@ class BaseSolver(ParamsMixin, abc.ABC):
         if not hasattr(self, "problem_"):
             raise SolverError(f"{type(self).__name__}.ask() called before setup()")
         config, fidelity = self._ask()
-        in_flight = getattr(self.problem_, "in_flight", None)
-        others = list(in_flight()) if in_flight is not None else []
-        if self.supports_batch and (self.pending_ or others):
+        if self.supports_batch:
+            in_flight = getattr(self.problem_, "in_flight", None)
             taken = {self._identity(s.config, s.fidelity) for s in self.pending_.values()}
-            taken |= {self._identity(c, f) for c, f in others}
-            for _ in range(PENDING_RETRIES):
+            taken |= {self._identity(c, f) for c, f in (in_flight() if in_flight else ())}
+            for _ in range(PENDING_RETRIES if taken else 0):
                 if self._identity(config, fidelity) not in taken:
                     break
                 config, fidelity = self._ask()
