@@ -71,6 +71,39 @@ def test_a_wrapper_reads_the_groups_from_X_and_meets_demographic_parity(cls):
     assert clone(model).get_params()["group_by"] == "sex"
 
 
+@pytest.mark.parametrize("cls", [ThresholdOptimizerClassifier, ExponentiatedGradientClassifier])
+def test_the_probabilities_rank_rows_by_the_learner_within_each_level_of_the_decision(cls):
+    from sklearn.metrics import roc_auc_score
+
+    # labels that depend on x within each group, and on the group: a mitigation shifts the
+    # groups' decisions, the learner still ranks the rows of a group
+    rng = np.random.default_rng(1)
+    group = rng.integers(0, 2, 1000)
+    X = pd.DataFrame({"x": rng.normal(size=1000), "sex": np.where(group == 1, "m", "f")})
+    logit = 2.0 * X["x"].to_numpy() + 1.5 * (2 * group - 1)
+    y = np.where(rng.random(1000) < 1.0 / (1.0 + np.exp(-logit)), "yes", "no")
+    model = cls(linear(), group_by="sex", random_state=0).fit(X, y)
+    pmf = np.asarray(model._pmf(X))[:, 1]  # what the decisions are drawn from
+    proba = model.predict_proba(X)
+    score = model._score(X)
+    assert np.allclose(proba.sum(axis=1), 1.0) and proba.min() >= 0.0 and proba.max() <= 1.0
+    assert np.allclose(proba[:, 1], pmf, atol=1e-6)  # the probabilities, nearly unchanged
+    # a level of the decision's probability is ordered by the learner's score; levels keep
+    # their order
+    for level in np.unique(pmf):
+        rows = pmf == level
+        order = np.argsort(proba[rows, 1], kind="stable")
+        assert np.all(np.diff(score[rows][order]) >= 0)
+    assert np.all(np.diff(pmf[np.argsort(proba[:, 1], kind="stable")]) >= 0)
+    # so a ranking metric sees the learner's ranking where the probabilities alone tie
+    truth = np.asarray(y) == "yes"
+    assert len(np.unique(pmf)) < 20 < len(np.unique(proba[:, 1]))
+    assert roc_auc_score(truth, proba[:, 1]) > roc_auc_score(truth, pmf) + 0.01
+    # the decisions are still drawn from the probabilities of fairlearn's decision
+    draws = np.random.default_rng(0).random(len(pmf)) < pmf
+    assert np.array_equal(model.predict(X) == "yes", draws)
+
+
 def test_a_wrapper_refuses_what_it_cannot_mitigate():
     X, y = unfair()
     with pytest.raises(InvalidParameterError, match="binary classification only"):
