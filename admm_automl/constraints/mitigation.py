@@ -51,15 +51,29 @@ TARGETS = {
 TIE_BREAK = 1e-6
 
 
+def _score_method(estimator: Any) -> str:
+    """The method a binary classifier's score is read from: ``predict_proba``, else
+    ``decision_function``, else ``predict``."""
+    return next(m for m in ("predict_proba", "decision_function", "predict")
+                if hasattr(estimator, m))
+
+
+def _positive(out: Any, method: str) -> np.ndarray:
+    """The output of ``method`` as a score of the positive class in [0, 1], increasing with the
+    classifier's confidence: the second column of ``predict_proba``, the logistic of
+    ``decision_function``, the predicted label (0/1)."""
+    out = np.asarray(out, dtype=float)
+    if method == "predict_proba":
+        return out[:, 1]
+    if method == "decision_function":
+        return 1.0 / (1.0 + np.exp(-out))
+    return out
+
+
 def _positive_score(estimator: Any, X: Any) -> np.ndarray:
-    """A fitted binary classifier's score of the positive class, in [0, 1] and increasing with
-    its confidence: ``predict_proba``, else the logistic of ``decision_function``, else the
-    predicted label."""
-    if hasattr(estimator, "predict_proba"):
-        return np.asarray(estimator.predict_proba(X), dtype=float)[:, 1]
-    if hasattr(estimator, "decision_function"):
-        return 1.0 / (1.0 + np.exp(-np.asarray(estimator.decision_function(X), dtype=float)))
-    return np.asarray(estimator.predict(X), dtype=float)
+    """A fitted binary classifier's score of the positive class (:func:`_positive`)."""
+    method = _score_method(estimator)
+    return _positive(getattr(estimator, method)(X), method)
 
 
 class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -98,8 +112,9 @@ class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def predict_proba(self, X: Any) -> np.ndarray:
         """The probability of each class under the mitigation's randomised decision, its ties
         broken by the underlying learner's score (module docstring)."""
-        positive = np.asarray(self._pmf(X), dtype=float)[:, 1]
-        positive = (positive + TIE_BREAK * self._score(X)) / (1.0 + TIE_BREAK)
+        score = self._score(X)
+        positive = np.asarray(self._pmf(X, score), dtype=float)[:, 1]
+        positive = (positive + TIE_BREAK * score) / (1.0 + TIE_BREAK)
         return np.column_stack([1.0 - positive, positive])
 
     def predict(self, X: Any) -> np.ndarray:
@@ -110,10 +125,35 @@ class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return self.classes_[(rng.random(len(positive)) < positive).astype(int)]
 
 
+class _Scores(BaseEstimator):
+    """The scores of a learner, precomputed, as fairlearn's ``ThresholdOptimizer`` reads an
+    estimator: ``predict`` of a one-column matrix of scores is that column."""
+
+    def fit(self, S: Any, y: Any = None) -> "_Scores":
+        return self
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return True
+
+    def predict(self, S: Any) -> np.ndarray:
+        return np.asarray(S, dtype=float)[:, 0]
+
+
 class ThresholdOptimizerClassifier(_GroupMitigation):
-    """fairlearn's ``ThresholdOptimizer`` around ``estimator``: the estimator is fitted, then one
-    threshold (or a random choice between two) per group on its scores maximises ``objective``
-    subject to ``constraints`` holding exactly on the training rows.
+    """fairlearn's ``ThresholdOptimizer`` around ``estimator``: one threshold (or a random choice
+    between two) per group on the estimator's scores maximises ``objective`` subject to
+    ``constraints`` holding exactly on the training rows.
+
+    The thresholds are chosen on held-out scores: those of ``cv`` estimators each fitted without
+    the rows it scores (stratified folds), as scikit-learn's ``TunedThresholdClassifierCV``
+    and AutoGluon's decision-threshold calibration choose a threshold; the estimator is then
+    fitted on every row. fairlearn's own ``fit`` chooses them on the scores of the rows the
+    estimator was fitted on, which a learner that fits its training rows closely (deep trees,
+    boosting, nearest neighbours) separates almost perfectly: thresholds that equalise those
+    scores do not equalise the scores of new rows (on compas, extra trees of unlimited depth
+    post-processed for equalized odds ≤ 0.088 reached 0.11 on the test rows; in a synthetic test
+    a forest's equalized odds difference on new rows was above 0.3 this way, below 0.08 with
+    held-out scores). ``cv=None`` is fairlearn's way, at about a third of the cost.
 
     Parameters
     ----------
@@ -127,13 +167,15 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
         What the thresholds maximise.
     grid_size : int
         Thresholds tried per group.
+    cv : int or None, default=3
+        Folds of the held-out scores the thresholds are chosen on (None: the training scores).
     random_state : int, optional
-        Seeds the randomised predictions.
+        Seeds the randomised predictions and the folds.
     """
 
     def __init__(self, estimator: Any = None, *, group_by: Any = None,
                  bins: Sequence[float] | None = None, constraints: str = "demographic_parity",
-                 objective: str = "accuracy_score", grid_size: int = 1000,
+                 objective: str = "accuracy_score", grid_size: int = 1000, cv: int | None = 3,
                  random_state: int | None = None) -> None:
         self.estimator = estimator
         self.group_by = group_by
@@ -141,22 +183,39 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
         self.constraints = constraints
         self.objective = objective
         self.grid_size = grid_size
+        self.cv = cv
         self.random_state = random_state
 
     def _fit(self, X: Any, y: np.ndarray, groups: np.ndarray) -> Any:
         from fairlearn.postprocessing import ThresholdOptimizer
+        from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-        method = "predict_proba" if hasattr(self.estimator, "predict_proba") else "auto"
+        if self.cv is not None and not (isinstance(self.cv, int) and self.cv >= 2):
+            raise InvalidParameterError(f"ThresholdOptimizerClassifier: cv must be None or an "
+                                        f"int >= 2, got {self.cv!r}")
+        self.estimator_ = clone(self.estimator)
+        if self.cv is None:
+            scores = _positive_score(self.estimator_.fit(X, y), X)
+        else:
+            folds = StratifiedKFold(int(self.cv), shuffle=True,
+                                    random_state=0 if self.random_state is None
+                                    else self.random_state)
+            method = _score_method(self.estimator_)
+            scores = _positive(cross_val_predict(clone(self.estimator), X, y, cv=folds,
+                                                 method=method), method)
+            self.estimator_.fit(X, y)
         return ThresholdOptimizer(
-            estimator=clone(self.estimator), constraints=TARGETS[self.constraints][0],
-            objective=self.objective, grid_size=self.grid_size, predict_method=method,
-        ).fit(X, y, sensitive_features=groups)
+            estimator=_Scores(), constraints=TARGETS[self.constraints][0],
+            objective=self.objective, grid_size=self.grid_size, prefit=True,
+            predict_method="predict",
+        ).fit(scores[:, None], y, sensitive_features=groups)
 
-    def _pmf(self, X: Any) -> np.ndarray:
-        return self.mitigator_._pmf_predict(X, sensitive_features=self._groups(X))
+    def _pmf(self, X: Any, score: np.ndarray | None = None) -> np.ndarray:
+        score = self._score(X) if score is None else score
+        return self.mitigator_._pmf_predict(score[:, None], sensitive_features=self._groups(X))
 
     def _score(self, X: Any) -> np.ndarray:
-        return _positive_score(self.mitigator_.estimator_, X)
+        return _positive_score(self.estimator_, X)
 
 
 class ExponentiatedGradientClassifier(_GroupMitigation):
@@ -206,7 +265,7 @@ class ExponentiatedGradientClassifier(_GroupMitigation):
             estimator, moment, eps=self.eps, max_iter=self.max_iter, sample_weight_name=weight,
         ).fit(X, y, sensitive_features=groups)
 
-    def _pmf(self, X: Any) -> np.ndarray:
+    def _pmf(self, X: Any, score: np.ndarray | None = None) -> np.ndarray:
         return self.mitigator_._pmf_predict(X)
 
     def _score(self, X: Any) -> np.ndarray:

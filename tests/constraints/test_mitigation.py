@@ -104,6 +104,38 @@ def test_the_probabilities_rank_rows_by_the_learner_within_each_level_of_the_dec
     assert np.array_equal(model.predict(X) == "yes", draws)
 
 
+def test_thresholds_chosen_on_held_out_scores_hold_on_new_rows_for_a_learner_that_overfits():
+    """A forest scores its own training rows almost perfectly: thresholds that equalise those
+    scores (fairlearn's fit, ``cv=None``) miss on new rows; chosen on held-out scores they hold."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.preprocessing import OneHotEncoder
+
+    def data(n, seed):
+        rng = np.random.default_rng(seed)
+        group = rng.integers(0, 2, n)
+        X = pd.DataFrame({"x": rng.normal(size=n), "z": rng.normal(size=n),
+                          "sex": np.where(group == 1, "m", "f")})
+        logit = X["x"].to_numpy() + (2 * group - 1)
+        return X, np.where(rng.random(n) < 1.0 / (1.0 + np.exp(-logit)), "yes", "no")
+
+    forest = Pipeline([("prep", make_column_transformer((OneHotEncoder(), ["sex"]),
+                                                        remainder="passthrough")),
+                       ("model", RandomForestClassifier(50, random_state=0, n_jobs=1))])
+    X, y = data(2000, 0)
+    new_X, new_y = data(4000, 1)
+    difference = {}
+    for cv in (None, 3):
+        model = ThresholdOptimizerClassifier(forest, group_by="sex", cv=cv,
+                                             constraints="equalized_odds", random_state=0)
+        predicted = model.fit(X, y).predict(new_X)
+        difference[cv] = fm.equalized_odds_difference(new_y == "yes", predicted == "yes",
+                                                      sensitive_features=new_X["sex"])
+    assert difference[None] > 0.3 and difference[3] < 0.08, difference
+    with pytest.raises(InvalidParameterError, match="cv must be None or an int >= 2, got 1"):
+        ThresholdOptimizerClassifier(forest, group_by="sex", cv=1).fit(X, y)
+
+
 def test_a_wrapper_refuses_what_it_cannot_mitigate():
     X, y = unfair()
     with pytest.raises(InvalidParameterError, match="binary classification only"):
