@@ -245,7 +245,16 @@ class ADMM(BaseEstimator):
         One row per iteration: best loss, evaluations, time; for ADMM ρ, ‖θ̃d − δ‖, ‖λ‖, u, μ.
     feasible_ : bool
         Whether the model ``predict`` uses met every constraint on the validation data
-        (``best_pipeline_``'s evaluation, or ``ensemble_constraints_``).
+        (``best_pipeline_``'s evaluation, or ``ensemble_constraints_``) and, refitted, those
+        measured on the model itself (``deployed_constraints_``).
+    deployed_constraints_ : dict
+        The values of the constraints measured on the fitted object itself (model size,
+        latency), by key, read on the model ``predict`` uses after the refit on all rows; empty
+        without such constraints. A refit can differ from the fold models the search measured
+        (a quantile transformer grows with the rows): when the best pipeline misses one
+        refitted, the next pipelines that met every constraint in the search are refitted
+        until one meets them (:mod:`admm_automl.run.refit`), so ``best_*`` then describe that
+        one.
     constraint_mode_ : str
         How the search treated the constraints (``"auto"`` resolved).
     constraints_ : list of BaseConstraint

@@ -27,6 +27,12 @@ class BaseConstraint(ParamsMixin):
     senses: ClassVar[tuple[str, ...]] = ("<=",)
     #: whether a negative threshold is meaningless (times, sizes, differences)
     nonnegative: ClassVar[bool] = True
+    #: whether the value is a property of the fitted object itself (its size, its prediction
+    #: latency) rather than of its predictions on held-out rows. Such a value changes when the
+    #: pipeline is refitted on all rows — a quantile transformer keeps one quantile per training
+    #: row (up to ``n_quantiles``), a forest grows deeper with more rows — so the refitted model
+    #: is measured again before it is returned (:mod:`admm_automl.run.refit`)
+    of_the_model: ClassVar[bool] = False
 
     threshold: float
     sense: str

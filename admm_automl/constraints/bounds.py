@@ -81,6 +81,8 @@ class MetricBound(BaseConstraint):
 class ModelSize(BaseConstraint):
     """Size of the fitted pipeline in bytes (its pickle)."""
 
+    of_the_model = True
+
     def __init__(self, threshold: float = 1e6, sense: str = "<=") -> None:
         self.threshold = threshold
         self.sense = sense

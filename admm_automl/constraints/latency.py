@@ -51,6 +51,8 @@ class PredictionLatency(BaseConstraint):
         Returns seconds; replaces ``clock`` (for tests).
     """
 
+    of_the_model = True
+
     def __init__(
         self,
         threshold: float = 1e-4,

@@ -125,13 +125,20 @@ class Constraints:
         """A successful observation that meets every constraint."""
         return self.rank(obs)[0] == 0
 
-    def describe(self, obs: Observation) -> list[str]:
+    def describe(self, obs: Observation,
+                 refitted: dict[str, float] | None = None) -> list[str]:
         """One line per constraint for a person: its bound, the observation's value, and whether
         it is met or by how much it is not (relative to the threshold), e.g.
         ``"latency <= 2e-05: 3.1e-05, NOT met (55 % over)"``; a value that is a confidence bound
         is shown with the point value on the validation rows,
         ``"demographic_parity_difference <= 0.1: 0.083 (90 % bound; 0.052 on the validation
-        rows), met"``."""
+        rows), met"``; a value in ``refitted`` (measured on the model refitted on all rows)
+        replaces the observation's, which is shown beside it,
+        ``"model_size <= 21000: 2.47e+04 refitted (2.023e+04 in the search), NOT met (18 % over)"``."""
+        refitted = refitted or {}
+        searched = obs
+        if refitted:
+            obs = Observation(obs.loss, constraints={**obs.constraints, **refitted})
         lines = []
         for c, key, h in zip(self.items, self.keys, self.h(obs)):
             value = _as_float(obs.constraints.get(key))
@@ -141,6 +148,9 @@ class Constraints:
                 lines.append(head + "not measured (the evaluation failed)")
                 continue
             shown = f"{value:.4g}"
+            if key in refitted:
+                shown += (f" refitted ({_as_float(searched.constraints.get(key)):.4g} in the "
+                          "search)")
             if math.isfinite(point):
                 shown += (f" ({float(getattr(c, 'confidence', 0) or 0):.0%} bound; {point:.4g} "
                           "on the validation rows)")

@@ -100,6 +100,8 @@ def run_summary(model: Any) -> dict[str, Any]:
         "best_loss": model.best_loss_,
         "validation_score": model.best_score_,
         "feasible": bool(model.feasible_),
+        "deployed_constraints": {k: float(v) for k, v in
+                                 (getattr(model, "deployed_constraints_", None) or {}).items()},
         "n_evals": int(model.n_evals_),
         "n_failed": int(model.n_failed_),
         "stop_reason": model.stop_reason_,

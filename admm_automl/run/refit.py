@@ -1,19 +1,49 @@
 """The refit after a search: the best pipeline, and the ensemble's members, fitted on all the
-data under the trials' thread limit and within what is left of the time budget."""
+data under the trials' thread limit and within what is left of the time budget.
+
+**The model returned is the model measured.** A trial measures its constraints on models fitted
+on each fold's training rows; the refit sees all rows. For a constraint on the predictions
+(a fairness gap, an error rate) the folds' held-out values are the estimate of the refit's on new
+data. For one on the fitted object itself (``of_the_model``: its pickled size, its prediction
+latency) the refit is another object: a quantile transformer keeps one quantile per training row
+up to ``n_quantiles``, so a pipeline whose fold models pickled to 20 228 bytes under a 21 000
+limit was refitted to 24 699; and a latency read in a worker process is read again in the process
+that deploys the model. So the refitted model (and the ensemble ``predict`` uses) is measured
+again on the first split's validation rows; if it misses a constraint its evaluation met, the
+next pipelines that met every constraint in the search are refitted in rank order — at most
+:data:`DEPLOY_TRIES`, while their estimated refits fit in the time left, skipping those whose
+value times the growth a refit of the same steps showed would miss — and the first that meets
+them refitted is returned; if none does, the least violating of those tried, with a
+:class:`~admm_automl.exceptions.ConstraintViolationWarning` and ``feasible_`` False. An ensemble
+that misses them refitted is dropped for the single pipeline.
+"""
 
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
+from ..constraints.base import measure_all
+from ..evaluation.data import take_rows
 from ..evaluation.fold_models import read_models
+from ..exceptions import ConstraintViolationWarning
 from ..journal import observation_of
+from ..records import Observation
 from .bagging import bag_of
 from .deadline import refit_threads
 from .ensemble import build_ensemble, fit_ensemble
 from .inputs import fit_on_labels
+from .library import refit_seconds_estimate
+from .results import best_attributes
+
+#: how many other pipelines that met every constraint in the search are refitted, best first,
+#: when the refitted best misses a constraint measured on the model itself: each try costs a refit,
+#: and past the first few the candidates' scores fall while a size or a latency rarely changes
+#: much between neighbours of the ranking
+DEPLOY_TRIES = 5
 
 
 def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
@@ -31,27 +61,124 @@ def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
 
 def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
                  ensemble_size: int, deadline: Any, stacking: bool = True) -> dict[str, Any]:
-    """``best_pipeline_`` (and ``refit_time_``) and, when one is built (:mod:`.ensemble`, with
-    members whose refits fit in what is left of ``deadline``), ``ensemble_``, refitted on all of
-    (X, y) under the trials' thread limit — its members kept as bags where the search kept their
-    fold models (:mod:`.bagging`) — with its weights, validation loss and constraint
-    values (measured on the ensemble itself, as a trial measures a pipeline); with ``stacking``,
-    the ensemble may be a stack (:mod:`.stacking`)."""
-    ctx = outcome.task.context
+    """``best_pipeline_`` (and ``refit_time_``, ``deployed_constraints_``, and the ``best_*``
+    attributes and ``feasible_`` when the refit check of the module docstring returns another
+    pipeline) and, when one is built (:mod:`.ensemble`, with members whose refits fit in what is
+    left of ``deadline``), ``ensemble_``, refitted on all of (X, y) under the trials' thread limit
+    — its members kept as bags where the search kept their fold models (:mod:`.bagging`) — with
+    its weights, validation loss and constraint values (measured on the ensemble itself, as a
+    trial measures a pipeline); with ``stacking``, the ensemble may be a stack
+    (:mod:`.stacking`)."""
+    ctx, constraints = outcome.task.context, outcome.constraints
     with refit_threads(outcome.refit_threads):
-        best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
-                              iterations=fitted["best_iterations_"],
-                              rounds=fitted["best_rounds_"])
-        best_id = fitted["best_eval_id_"]
+        best, seconds, deployed, chosen = _deployable_best(outcome, space, X, y, fitted, deadline)
+        best_id = chosen.get("best_eval_id_", fitted["best_eval_id_"])
         choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left(),
                                 stacking=stacking)
         ensemble = None if choice is None else fit_ensemble(
             choice, X, y, ctx.y, {best_id: best, **kept_bags(outcome, space, choice.weights)})
-    return {"best_pipeline_": best, "refit_time_": seconds, "ensemble_": ensemble,
+        if ensemble is not None and deployed:
+            measured = measure_deployed(ctx, ensemble)
+            if constraints.feasible(_as_deployed(Observation(choice.loss, constraints=dict(
+                    choice.constraints)), measured)):
+                deployed = measured
+            else:  # the single pipeline meets them refitted; the ensemble does not
+                ensemble = choice = None
+    return {**chosen, "best_pipeline_": best, "refit_time_": seconds, "ensemble_": ensemble,
+            "deployed_constraints_": deployed,
             "ensemble_weights_": {} if choice is None else choice.weights,
             "ensemble_loss_": float("nan") if choice is None else choice.loss,
             "ensemble_kind_": None if choice is None else choice.kind,
             "ensemble_constraints_": {} if choice is None else dict(choice.constraints)}
+
+
+def measure_deployed(ctx: Any, model: Any) -> dict[str, float]:
+    """The values of the run's constraints measured on the fitted object itself
+    (``of_the_model``: size, latency) for ``model`` as ``predict`` uses it, read on the first
+    split's validation rows as a trial reads them; empty when the run has none."""
+    measures = {key: c for key, c in ctx.measures.items() if c.of_the_model}
+    if not measures:
+        return {}
+    split, measured = ctx.splits[0], {}
+    measure_all(measures, model, take_rows(ctx.X, split.valid), ctx.y[split.valid], split.valid,
+                measured)
+    return {key: values[0] for key, values in measured.items()}
+
+
+def _as_deployed(obs: Observation, deployed: dict[str, float]) -> Observation:
+    """``obs`` with the values measured on the refitted model in place of the search's."""
+    return Observation(obs.loss, constraints={**obs.constraints, **deployed})
+
+
+def _deployable_best(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
+                     deadline: Any) -> tuple[Any, float, dict[str, float], dict[str, Any]]:
+    """The best pipeline refitted, its refit seconds and its values measured refitted, and the
+    attributes that change when the refit check (module docstring) returns another pipeline."""
+    ctx, constraints = outcome.task.context, outcome.constraints
+    best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
+                          iterations=fitted["best_iterations_"], rounds=fitted["best_rounds_"])
+    deployed = measure_deployed(ctx, best)
+    obs = observation_of(outcome.by_eval_id[fitted["best_eval_id_"]])
+    if not deployed or not fitted["feasible_"] or constraints.feasible(_as_deployed(obs, deployed)):
+        return best, seconds, deployed, {}
+    # how much a refit of the same steps grew each value over the search's, by (z, key): a
+    # candidate whose value times that growth misses is not refitted (a k-NN stores its rows,
+    # whatever its k: every k-NN refit misses a size the first missed by a margin)
+    growth = {(tuple(fitted["best_z_"]), key): value / obs.constraints[key]
+              for key, value in deployed.items() if obs.constraints.get(key)}
+    tried = [(constraints.violation(_as_deployed(obs, deployed)), best, seconds, deployed,
+              {"feasible_": False})]
+    skipped = 0
+    for record in _feasible_records(outcome, exclude=obs.eval_id):
+        left = deadline.left()
+        if len(tried) > DEPLOY_TRIES or (left is not None and refit_seconds_estimate(
+                record, len(ctx.y), len(ctx.splits)) > left):
+            break
+        other = observation_of(record)
+        z, theta = space.encode(record["config"])
+        expected = {key: other.constraints[key] * growth[tuple(z), key] for key in deployed
+                    if (tuple(z), key) in growth and key in other.constraints}
+        if expected and not constraints.feasible(_as_deployed(other, expected)):
+            skipped += 1
+            continue
+        theta = space.encoding.project(theta)
+        pipeline, took = refit(space, ctx, z, theta, X, y, iterations=other.iterations,
+                               rounds=other.refit_rounds)
+        measured = measure_deployed(ctx, pipeline)
+        attributes = best_attributes(space, outcome.task.metric, z, theta, other)
+        if constraints.feasible(_as_deployed(other, measured)):
+            return pipeline, took, measured, attributes
+        growth.update({(tuple(z), key): value / other.constraints[key]
+                       for key, value in measured.items() if other.constraints.get(key)})
+        tried.append((constraints.violation(_as_deployed(other, measured)), pipeline, took,
+                      measured, {**attributes, "feasible_": False}))
+    _, pipeline, took, measured, attributes = min(tried, key=lambda t: t[0])
+    misses = "; ".join(
+        f"{c.key} {deployed[c.key]:.4g} refitted (limit {c.threshold:g}; "
+        f"{obs.constraints.get(c.key, np.nan):.4g} in the search)"
+        for c in constraints if c.key in deployed and not c.feasible(deployed[c.key]))
+    warnings.warn(
+        f"The refitted best pipeline misses a constraint measured on the model itself that its "
+        f"evaluation met: {misses}. Of the other pipelines that met every constraint in the "
+        f"search, {len(tried) - 1} were refitted and missed too, {skipped} were not refitted "
+        "because a refit of the same steps grew past the limit; returning the least violating "
+        "refit (deployed_constraints_ holds its values).", ConstraintViolationWarning,
+        stacklevel=4)
+    return pipeline, took, measured, attributes
+
+
+def _feasible_records(outcome: Any, exclude: int) -> list[dict[str, Any]]:
+    """The full-fidelity evaluations that met every constraint, best first, one per pipeline."""
+    constraints, seen, out = outcome.constraints, set(), []
+    records = [r for r in outcome.records if r.get("status") == "ok" and not r.get("budget_stop")
+               and float(r["fidelity"]) >= 1.0 and r["eval_id"] != exclude
+               and constraints.feasible(observation_of(r))]
+    for record in sorted(records, key=lambda r: constraints.rank(observation_of(r))):
+        key = repr(sorted(record["config"].items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(record)
+    return out
 
 
 def kept_bags(outcome: Any, space: Any, members: Any) -> dict[int, Any]:

@@ -169,6 +169,14 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "constraint_mode_": constraints.mode,
         "feasible_": feasible,
         "prefix_cache_": prefix_cache_totals(records),
+        **best_attributes(space, metric, z, theta, obs),
+    }
+
+
+def best_attributes(space: Any, metric: Any, z: Sequence[int], theta: np.ndarray,
+                    obs: Observation) -> dict[str, Any]:
+    """The ``best_*`` attributes of the evaluation ``obs`` of ``(z, θ)``."""
+    return {
         "best_eval_id_": obs.eval_id,
         "best_z_": z,
         "best_theta_": theta,
@@ -200,7 +208,8 @@ def describe_constraints(model: Any) -> list[str]:
     """One line per constraint of a fitted estimator about the model ``predict`` uses: the
     bound, the validation value, and met or by how much not (:meth:`Constraints.describe`). The
     values are the ensemble's own when one is used (``ensemble_constraints_``), else those of the
-    best pipeline's evaluation."""
+    best pipeline's evaluation; those measured on the refitted model itself (size, latency:
+    ``deployed_constraints_``) replace theirs, shown beside them."""
     ensemble = getattr(model, "ensemble_constraints_", None)
     if getattr(model, "ensemble_", None) is not None and ensemble:
         obs = Observation(loss=float(model.ensemble_loss_), constraints=dict(ensemble))
@@ -210,4 +219,5 @@ def describe_constraints(model: Any) -> list[str]:
         obs = Observation(loss=float(best["loss"]), constraints={
             key: best.get(f"constraint:{key}") for c in model.constraints_
             for key in (c.key, c.key + POINT)})
-    return Constraints(model.constraints_).describe(obs)
+    return Constraints(model.constraints_).describe(
+        obs, refitted=getattr(model, "deployed_constraints_", None))

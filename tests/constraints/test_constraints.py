@@ -456,7 +456,9 @@ def test_constraints_from_yaml_and_cli(tmp_path, capsys):
     assert main(["fit", "--config", str(config)]) == 0
     out = capsys.readouterr().out
     assert "Constraints met by the ensemble, on the validation data:" in out
-    assert re.search(r"  model_size <= 50000: [0-9.e+]+, met\n", out) and "fpr <= 0.2: " in out
+    # the size is the refitted model's, the search's value beside it
+    assert re.search(r"  model_size <= 50000: [0-9.e+]+ refitted \([0-9.e+]+ in the search\), "
+                     r"met\n", out) and "fpr <= 0.2: " in out
     assert main(["fit", "--dataset", "breast_cancer", "--max-evals", "5",
                  "--constraint", "latncy <= 1"]) == 2
     assert "Did you mean 'latency'" in capsys.readouterr().err

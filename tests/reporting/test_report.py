@@ -80,9 +80,12 @@ def test_the_run_directory_holds_what_the_report_needs(run):
     assert s["n_failed"] == model.n_failed_ > 0
     assert s["validation_score"] == pytest.approx(model.best_score_)
     size = model.history_.set_index("eval_id").loc[model.best_eval_id_, "constraint:model_size"]
+    refitted = model.deployed_constraints_["model_size"]
+    assert s["deployed_constraints"] == {"model_size": refitted} and refitted <= 4000
     assert s["constraints"] == [{"key": "model_size", "sense": "<=", "threshold": 4000.0,
                                  "text": "model_size <= 4000",
-                                 "validation": f"model_size <= 4000: {size:.4g}, met"}]
+                                 "validation": f"model_size <= 4000: {refitted:.4g} refitted "
+                                               f"({size:.4g} in the search), met"}]
     assert s["constraint_mode"] == "admm" and s["machine"]["cores"] >= 1
     assert (s["search_space"], s["theta_solver"], s["z_solver"], s["max_evals"]) == (
         "report_test", "random", "random", 18)

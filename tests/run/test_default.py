@@ -396,9 +396,12 @@ def test_the_latency_of_the_ensemble_predict_uses_is_measured_and_reported(breas
                            constraints=[RecordingLatency(threshold=1.0)], **SERIAL).fit(X, y)
     assert model.ensemble_ is not None and model.feasible_
     voting = [v for name, v in RecordingLatency.seen if name == "VotingClassifier"]
-    assert len(voting) == 1  # one holdout split: the ensemble was measured once
+    # one holdout split: the ensemble was measured once as a trial measures, then refitted
+    assert len(voting) == 2
     assert model.ensemble_constraints_ == {"latency": voting[0]}
-    assert describe_constraints(model) == [f"latency <= 1: {voting[0]:.4g}, met"]
+    assert model.deployed_constraints_ == {"latency": voting[1]}
+    assert describe_constraints(model) == [
+        f"latency <= 1: {voting[1]:.4g} refitted ({voting[0]:.4g} in the search), met"]
     assert ensemble_summary(model)["constraints"] == {"latency": voting[0]}
     best = model.history_.set_index("eval_id").loc[model.best_eval_id_, "constraint:latency"]
     assert best != voting[0]

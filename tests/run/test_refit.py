@@ -1,0 +1,89 @@
+"""The refit returns the model it measured: constraints on the fitted object itself (size,
+latency) are measured again on the refitted model, and a pipeline whose refit misses them is
+replaced by the next one that meets them refitted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_moons
+
+from admm_automl import ADMMClassifier
+from admm_automl.constraints import ModelSize
+from admm_automl.exceptions import ConstraintViolationWarning
+from admm_automl.run.results import describe_constraints
+from admm_automl.testing import tiny_space
+
+X, Y = make_moons(n_samples=300, noise=0.3, random_state=0)
+KNN = {"class": "sklearn.neighbors.KNeighborsClassifier", "hyperparameters": {
+    "n_neighbors": {"type": "int", "low": 5, "high": 30, "default": 15}}}
+GNB = {"class": "sklearn.naive_bayes.GaussianNB"}
+#: 3-fold cross-validation: a fold model keeps 2/3 of the rows a refit keeps
+FAST = dict(max_evals=8, inner_iter=3, inner_iter_step=0, cv=3, random_state=0,
+            executor="serial")
+
+
+def size(model) -> float:
+    return ModelSize(1.0).measure(model, None, None, None)
+
+
+def knn_sizes() -> tuple[float, float]:
+    """A k-NN pipeline's pickled size fitted on 2/3 of the rows (as a fold model) and on all."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    return size(KNeighborsClassifier().fit(X[:200], Y[:200])), size(
+        KNeighborsClassifier().fit(X, Y))
+
+
+def limit_between_fold_and_refit() -> float:
+    """A size limit every k-NN fold model meets and every k-NN refit misses (it stores the rows)."""
+    fold, full = knn_sizes()
+    assert full > fold + 2000  # the premise: a k-NN grows with its training rows
+    return (fold + full) / 2
+
+
+@pytest.mark.slow
+def test_a_pipeline_whose_refit_misses_a_size_limit_is_replaced_by_one_that_meets_it():
+    """k-NN wins on the moons and its fold models meet the limit, its refit does not: the model
+    returned is naive Bayes, which meets it refitted, and says so."""
+    limit = limit_between_fold_and_refit()
+    model = ADMMClassifier(search_space=tiny_space({"knn": KNN, "gnb": GNB}),
+                           constraints=[f"model_size <= {limit}"], **FAST).fit(X, Y)
+    h = model.history_
+    feasible = h[h["feasible"]].sort_values("loss", kind="stable")
+    assert feasible.iloc[0]["param:estimator"] == "knn"  # what the search ranked first
+    assert model.best_params_["estimator"] == "gnb"
+    assert model.best_eval_id_ in set(feasible["eval_id"])
+    assert model.feasible_
+    assert size(model._model()) <= limit  # the model predict uses, ensemble or not
+    assert model.deployed_constraints_["model_size"] == pytest.approx(size(model.best_pipeline_))
+    assert model.deployed_constraints_["model_size"] <= limit
+
+
+@pytest.mark.slow
+def test_when_no_refit_meets_a_size_limit_the_least_violating_is_returned_with_a_warning():
+    limit = limit_between_fold_and_refit()
+    model = ADMMClassifier(search_space=tiny_space({"knn": KNN}),
+                           constraints=[f"model_size <= {limit}"], **FAST)
+    with pytest.warns(ConstraintViolationWarning, match=r"refitted best pipeline misses .*"
+                      r"model_size [0-9.e+]+ refitted \(limit"):
+        model.fit(X, Y)
+    assert not model.feasible_
+    assert model.deployed_constraints_["model_size"] > limit
+    assert model.history_.loc[model.history_["eval_id"] == model.best_eval_id_,
+                              "feasible"].item()  # it met the limit in the search
+    [line] = describe_constraints(model)
+    assert "refitted (" in line and "in the search), NOT met" in line
+
+
+def test_constraints_on_predictions_are_not_measured_again():
+    """A fairness or metric bound is estimated on held-out rows; only size and latency are
+    properties of the fitted object (a refit has no held-out rows to measure the others on)."""
+    from admm_automl.constraints import MetricBound, PredictionLatency
+
+    assert ModelSize.of_the_model and PredictionLatency.of_the_model
+    assert not MetricBound.of_the_model
+    model = ADMMClassifier(search_space=tiny_space({"gnb": GNB}), constraints=["fpr <= 0.5"],
+                           **FAST).fit(X, Y)
+    assert model.deployed_constraints_ == {}
+    assert model.feasible_ == bool(np.asarray(model.history_["feasible"]).any())
