@@ -311,3 +311,27 @@ def test_yaml_and_command_line_select_them(tmp_path):
     assert resolved["theta_solver"] == {"name": "blendsearch", "params": {"cost": "evaluations"}}
     assert main(["fit", "--dataset", "breast_cancer", "--search-space", "paper_small",
                  "--theta-solver", "cfo", "--max-evals", "4", "--seed", "0"]) == 0
+
+
+# ----------------------------------------------------------------------------- trials in flight
+@pytest.mark.parametrize("name", SOLVERS)
+def test_asks_before_tells_are_flaml_s_concurrent_trials_and_a_dropped_one_is_withdrawn(name):
+    """A batch asks FLAML once per suggestion, each under its own trial id (FLAML's pending
+    trials); a suggestion the driver drops unevaluated is completed in FLAML as failed, so FLAML
+    holds no trial that will never be told."""
+    problem, _ = _problem(lambda x: float(np.sum((x - 0.3) ** 2)), 3, low_cost=[0.0, 0.0, 0.0],
+                          start=np.full(3, 0.5))
+    solver = _solver(name, problem)
+    first = [solver.ask() for _ in range(4)]
+    assert len({tuple(np.round(s.config, 9)) for s in first}) == 4
+    running = set(solver.searcher_._trial_proposed_by)
+    assert {solver.flaml_trials_[s.id][0] for s in first} <= running
+    dropped = first[-1]
+    del solver.pending_[dropped.id]  # as the asynchronous driver drops a repeat
+    dropped_trial = solver.flaml_trials_[dropped.id][0]
+    solver.ask()
+    assert dropped.id not in solver.flaml_trials_
+    assert dropped_trial not in solver.searcher_._trial_proposed_by
+    for s in first[:-1]:
+        solver.tell(s, Observation(loss=float(np.sum(np.asarray(s.config) ** 2))))
+    assert not {solver.flaml_trials_.get(s.id) for s in first[:-1]} - {None}

@@ -125,7 +125,16 @@ class FlamlThetaSolver(BaseThetaSolver):
     whose result it then feeds to the thread itself, or a thread that has just converged); ``ask``
     asks again, up to ``max_skips`` times, then asks a uniform random point that FLAML is not told
     about. A non-finite value is told as the worst finite value seen (0 if none). Values and costs
-    are FLAML's only input; asks are one at a time (``supports_batch`` is False).
+    are FLAML's only input.
+
+    **Several trials in flight** (``supports_batch``): FLAML's searchers are written for Ray
+    Tune's concurrent trials — ``suggest`` may be called for new trial ids while others run;
+    BlendSearch records which thread proposed each, keeps a pending configuration in its result
+    cache (so it declines to propose it again) and lets a FLOW² thread propose around its
+    incumbent a bounded number of times concurrently. So a batch, or an asynchronous run, asks
+    FLAML once per free worker: its own pending mechanism. A FLAML suggestion the driver drops
+    (a repeat of a trial in flight, which the engine would not run) is completed as failed
+    (``error=True``, FLAML's way to withdraw a trial), so its thread and its cache forget it.
 
     Parameters
     ----------
@@ -140,6 +149,7 @@ class FlamlThetaSolver(BaseThetaSolver):
     requires = (("flaml", "'admm-automl[flaml]'"), ("optuna", "'admm-automl[flaml]'"))
 
     keeps_state = True
+    supports_batch = True
     #: the FLAML class: "BlendSearch" or "CFO"
     searcher: ClassVar[str] = ""
 
@@ -308,6 +318,7 @@ class FlamlThetaSolver(BaseThetaSolver):
 
     # ------------------------------------------------------------------ ask / tell
     def _ask(self) -> tuple[np.ndarray, None]:
+        self._withdraw_dropped()
         for _ in range(int(self.max_skips)):
             trial_id = f"trial_{self.n_flaml_}"
             self.n_flaml_ += 1
@@ -316,6 +327,13 @@ class FlamlThetaSolver(BaseThetaSolver):
                 self.flaml_trials_[self.n_asked_] = (trial_id, config)
                 return self._point(config), None
         return self.rng_.uniform(0.0, 1.0, size=self.problem_.dim), None
+
+    def _withdraw_dropped(self) -> None:
+        """Complete as failed the FLAML trials whose suggestions were never issued or were
+        dropped unevaluated (no longer pending, never told: a tell pops its trial)."""
+        for key in [k for k in self.flaml_trials_ if k not in self.pending_]:
+            trial_id, config = self.flaml_trials_.pop(key)
+            self.searcher_.on_trial_complete(trial_id, {"config": config}, error=True)
 
     def _tell(self, suggestion: Suggestion, observation: Observation) -> None:
         value = self._finite([self.problem_.augment(suggestion.config, observation)])[0]
