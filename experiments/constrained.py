@@ -323,7 +323,7 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     from admm_automl.methods._lagrangian import Constraints
     from admm_automl.run.deadline import Deadline, refit_reserve
     from admm_automl.run.library import PredictionLibrary
-    from admm_automl.run.refit import refit
+    from admm_automl.run.refit import deployable_refit
     from admm_automl.run.setup import (derive_seeds, open_objective, prepare_task,
                                        single_threaded_executor, task_space)
 
@@ -356,12 +356,19 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     observations = [observation_of(r) for r in records]
     best, obs = min(zip(records, observations), key=lambda item: constraints.rank(item[1]))
     z, theta = space.encode(best["config"])
-    pipeline, _ = refit(space, ctx, z, space.encoding.project(theta), X, y,
-                        rounds=obs.refit_rounds)
+    feasible = constraints.feasible(obs)
+    # the estimator's refit check (size and latency measured again on the refitted model; the
+    # next feasible pipelines tried if it misses): the same help as the package's methods get
+    pipeline, _, _, other = deployable_refit(
+        space, ctx, constraints, records, (z, space.encoding.project(theta), obs), X, y,
+        deadline, feasible)
+    if other is not None:
+        obs, feasible = other[2], other[3]
+        best = next(r for r in records if r["eval_id"] == obs.eval_id)
     t, found = first_feasible([r["time"] for r in records],
                               [constraints.feasible(o) for o in observations])
     return {"model": pipeline, "validation": {"roc_auc": 1.0 - obs.loss, **obs.constraints},
-            "validation_feasible": constraints.feasible(obs), "first_feasible_time": t,
+            "validation_feasible": feasible, "first_feasible_time": t,
             "found_feasible": found, "n_evals": int(n_evals),
             "description": str(best["config"])}
 

@@ -134,14 +134,19 @@ def check_time_budget(budget: float, records: list[dict[str, Any]], executor: st
         )
 
 
+def overrun_tolerance(budget: float) -> float:
+    """Seconds past ``time_budget`` that ``fit`` may take without a warning: max(1 s, 2 %)."""
+    return max(1.0, 0.02 * budget)
+
+
 def warn_overrun(budget: float | None, executor: str, search_end: float, end: float) -> None:
     """At the end of ``fit``: a warning when it overran ``time_budget`` by more than
     max(1 s, 2 %), with the part that did: the search (``search_end`` seconds after the start),
     which only the serial executor lets run past the budget (it cannot stop a running fit), or
     the refit on all rows (up to ``end``), longer than the reserve estimated from the search."""
-    if budget is None or end - budget <= max(1.0, 0.02 * budget):
+    if budget is None or end - budget <= overrun_tolerance(budget):
         return
-    if search_end - budget > max(1.0, 0.02 * budget):
+    if search_end - budget > overrun_tolerance(budget):
         why = (f"the search ended at {search_end:.3g} s; executor={executor!r} runs an "
                "evaluation that is under way when the budget ends to its end" if executor ==
                "serial" else f"the search ended at {search_end:.3g} s")

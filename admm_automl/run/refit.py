@@ -11,7 +11,8 @@ limit was refitted to 24 699; and a latency read in a worker process is read aga
 that deploys the model. So the refitted model (and the ensemble ``predict`` uses) is measured
 again on the first split's validation rows; if it misses a constraint its evaluation met, the
 next pipelines that met every constraint in the search are refitted in rank order — at most
-:data:`DEPLOY_TRIES`, while their estimated refits fit in the time left, skipping those whose
+:data:`DEPLOY_TRIES`, while their estimated refits fit in the time left (plus the overrun
+``fit`` tolerates without a warning, :func:`~.deadline.overrun_tolerance`), skipping those whose
 value times the growth a refit of the same steps showed would miss — and the first that meets
 them refitted is returned; if none does, the least violating of those tried, with a
 :class:`~admm_automl.exceptions.ConstraintViolationWarning` and ``feasible_`` False. An ensemble
@@ -33,7 +34,7 @@ from ..exceptions import ConstraintViolationWarning
 from ..journal import observation_of
 from ..records import Observation
 from .bagging import bag_of
-from .deadline import refit_threads
+from .deadline import overrun_tolerance, refit_threads
 from .ensemble import build_ensemble, fit_ensemble
 from .inputs import fit_on_labels
 from .library import refit_seconds_estimate
@@ -71,7 +72,12 @@ def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[s
     (:mod:`.stacking`)."""
     ctx, constraints = outcome.task.context, outcome.constraints
     with refit_threads(outcome.refit_threads):
-        best, seconds, deployed, chosen = _deployable_best(outcome, space, X, y, fitted, deadline)
+        first = (fitted["best_z_"], fitted["best_theta_"],
+                 observation_of(outcome.by_eval_id[fitted["best_eval_id_"]]))
+        best, seconds, deployed, other = deployable_refit(
+            space, ctx, constraints, outcome.records, first, X, y, deadline, fitted["feasible_"])
+        chosen = {} if other is None else {
+            **best_attributes(space, outcome.task.metric, *other[:3]), "feasible_": other[3]}
         best_id = chosen.get("best_eval_id_", fitted["best_eval_id_"])
         choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left(),
                                 stacking=stacking)
@@ -110,27 +116,34 @@ def _as_deployed(obs: Observation, deployed: dict[str, float]) -> Observation:
     return Observation(obs.loss, constraints={**obs.constraints, **deployed})
 
 
-def _deployable_best(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
-                     deadline: Any) -> tuple[Any, float, dict[str, float], dict[str, Any]]:
-    """The best pipeline refitted, its refit seconds and its values measured refitted, and the
-    attributes that change when the refit check (module docstring) returns another pipeline."""
-    ctx, constraints = outcome.task.context, outcome.constraints
-    best, seconds = refit(space, ctx, fitted["best_z_"], fitted["best_theta_"], X, y,
-                          iterations=fitted["best_iterations_"], rounds=fitted["best_rounds_"])
-    deployed = measure_deployed(ctx, best)
-    obs = observation_of(outcome.by_eval_id[fitted["best_eval_id_"]])
-    if not deployed or not fitted["feasible_"] or constraints.feasible(_as_deployed(obs, deployed)):
-        return best, seconds, deployed, {}
+def deployable_refit(space: Any, ctx: Any, constraints: Any, records: Sequence[dict[str, Any]],
+                     best: tuple[Any, np.ndarray, Observation], X: Any, y: np.ndarray,
+                     deadline: Any, feasible: bool) -> tuple[Any, float, dict[str, float], Any]:
+    """The refit check of the module docstring: ``best`` (``(z, θ, observation)`` of the run's
+    best evaluation among ``records``; ``feasible``: whether it met every constraint) refitted
+    on all of (X, y), with its refit seconds and its values measured refitted, and — when another
+    pipeline is returned instead — that one's ``(z, θ, observation, feasible)`` as fourth item
+    (None when ``best`` is kept as it was)."""
+    z, theta, obs = best
+    pipeline, seconds = refit(space, ctx, z, theta, X, y, iterations=obs.iterations,
+                              rounds=obs.refit_rounds)
+    deployed = measure_deployed(ctx, pipeline)
+    if not deployed or not feasible or constraints.feasible(_as_deployed(obs, deployed)):
+        return pipeline, seconds, deployed, None
     # how much a refit of the same steps grew each value over the search's, by (z, key): a
     # candidate whose value times that growth misses is not refitted (a k-NN stores its rows,
     # whatever its k: every k-NN refit misses a size the first missed by a margin)
-    growth = {(tuple(fitted["best_z_"]), key): value / obs.constraints[key]
+    growth = {(tuple(z), key): value / obs.constraints[key]
               for key, value in deployed.items() if obs.constraints.get(key)}
-    tried = [(constraints.violation(_as_deployed(obs, deployed)), best, seconds, deployed,
-              {"feasible_": False})]
+    tried = [(constraints.violation(_as_deployed(obs, deployed)), pipeline, seconds, deployed,
+              (z, theta, obs, False))]
     skipped = 0
-    for record in _feasible_records(outcome, exclude=obs.eval_id):
+    for record in _feasible_records(records, constraints, exclude=obs.eval_id):
+        # the search kept back the time of one refit: the others may use what is left and the
+        # overrun fit tolerates without a warning (a refit of a small model takes milliseconds)
         left = deadline.left()
+        if left is not None:
+            left += overrun_tolerance(deadline.budget)
         if len(tried) > DEPLOY_TRIES or (left is not None and refit_seconds_estimate(
                 record, len(ctx.y), len(ctx.splits)) > left):
             break
@@ -142,17 +155,16 @@ def _deployable_best(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: di
             skipped += 1
             continue
         theta = space.encoding.project(theta)
-        pipeline, took = refit(space, ctx, z, theta, X, y, iterations=other.iterations,
-                               rounds=other.refit_rounds)
-        measured = measure_deployed(ctx, pipeline)
-        attributes = best_attributes(space, outcome.task.metric, z, theta, other)
+        candidate, took = refit(space, ctx, z, theta, X, y, iterations=other.iterations,
+                                rounds=other.refit_rounds)
+        measured = measure_deployed(ctx, candidate)
         if constraints.feasible(_as_deployed(other, measured)):
-            return pipeline, took, measured, attributes
+            return candidate, took, measured, (z, theta, other, True)
         growth.update({(tuple(z), key): value / other.constraints[key]
                        for key, value in measured.items() if other.constraints.get(key)})
-        tried.append((constraints.violation(_as_deployed(other, measured)), pipeline, took,
-                      measured, {**attributes, "feasible_": False}))
-    _, pipeline, took, measured, attributes = min(tried, key=lambda t: t[0])
+        tried.append((constraints.violation(_as_deployed(other, measured)), candidate, took,
+                      measured, (z, theta, other, False)))
+    _, pipeline, took, measured, chosen = min(tried, key=lambda t: t[0])
     misses = "; ".join(
         f"{c.key} {deployed[c.key]:.4g} refitted (limit {c.threshold:g}; "
         f"{obs.constraints.get(c.key, np.nan):.4g} in the search)"
@@ -164,16 +176,17 @@ def _deployable_best(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: di
         "because a refit of the same steps grew past the limit; returning the least violating "
         "refit (deployed_constraints_ holds its values).", ConstraintViolationWarning,
         stacklevel=4)
-    return pipeline, took, measured, attributes
+    return pipeline, took, measured, chosen
 
 
-def _feasible_records(outcome: Any, exclude: int) -> list[dict[str, Any]]:
+def _feasible_records(records: Sequence[dict[str, Any]], constraints: Any,
+                      exclude: int) -> list[dict[str, Any]]:
     """The full-fidelity evaluations that met every constraint, best first, one per pipeline."""
-    constraints, seen, out = outcome.constraints, set(), []
-    records = [r for r in outcome.records if r.get("status") == "ok" and not r.get("budget_stop")
-               and float(r["fidelity"]) >= 1.0 and r["eval_id"] != exclude
-               and constraints.feasible(observation_of(r))]
-    for record in sorted(records, key=lambda r: constraints.rank(observation_of(r))):
+    seen, out = set(), []
+    ok = [r for r in records if r.get("status") == "ok" and not r.get("budget_stop")
+          and float(r["fidelity"]) >= 1.0 and r["eval_id"] != exclude
+          and constraints.feasible(observation_of(r))]
+    for record in sorted(ok, key=lambda r: constraints.rank(observation_of(r))):
         key = repr(sorted(record["config"].items()))
         if key not in seen:
             seen.add(key)
