@@ -305,12 +305,13 @@ def test_metric_bounds_and_model_size():
 # ---------------------------------------------------------------------------- estimator
 @pytest.mark.slow
 def test_estimator_returns_a_feasible_pipeline_under_a_model_size_limit():
-    """Unconstrained, extra trees win (and weigh megabytes); under 20 kB only naive Bayes fits."""
+    """Unconstrained, extra trees win (and weigh hundreds of kB); under 20 kB only naive Bayes
+    fits."""
     from admm_automl.testing import tiny_space
 
     space = tiny_space({
         "extra_trees": {"class": "sklearn.ensemble.ExtraTreesClassifier", "hyperparameters": {
-            "n_estimators": {"type": "int", "low": 50, "high": 200, "default": 100}}},
+            "n_estimators": {"type": "int", "low": 10, "high": 40, "default": 20}}},
         "gnb": {"class": "sklearn.naive_bayes.GaussianNB"},
     })
     fast = dict(search_space=space, max_evals=10, inner_iter=3, inner_iter_step=0, random_state=0)

@@ -178,7 +178,9 @@ def test_with_one_worker_process_an_asynchronous_fit_writes_the_same_journal():
     from admm_automl import ADMM
 
     X, y = load_breast_cancer(return_X_y=True)
-    fits = [ADMM(max_evals=12, inner_iter=3, inner_iter_step=0, n_jobs=1, executor="process",
+    # the paper's small space: the same ADMM steps as the default's at half its fit time
+    fits = [ADMM(search_space="paper_small", max_evals=12, inner_iter=3, inner_iter_step=0,
+                 n_jobs=1, executor="process",
                  asynchronous=asynchronous, ensemble_size=0, random_state=0).fit(X[:300], y[:300])
             for asynchronous in (False, True)]
     columns = ["eval_id", "pipeline", "loss", "status", "fidelity"]
