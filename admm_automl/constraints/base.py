@@ -9,7 +9,7 @@ The ADMM loop only sees :class:`~admm_automl.methods.admm.Bound` records and raw
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
@@ -92,6 +92,33 @@ def measure_all(measures: dict[str, BaseConstraint], pipeline: Any, X: Any, y: n
         into.setdefault(name, []).append(float(value))
         if point is not None:
             into.setdefault(name + POINT, []).append(float(point))
+
+
+def combine_splits(measured: dict[str, list[float]], splits: Sequence[Any]) -> dict[str, float]:
+    """Each constraint's value for one evaluation from its values on the validation ``splits``
+    (:func:`measure_all`): the mean over the splits; for a value that is a confidence bound (its
+    point value recorded beside it, ``name + POINT``), the bound *of that mean*: the mean of the
+    point values plus the splits' margins (bound − point) combined as the independent errors of
+    a mean are (normal approximation), their root mean square over √k, where k is the number of
+    splits whose validation rows are distinct (k folds: k; a holdout: 1; repeats of the folds
+    validate the same rows again and add nothing).
+
+    Why not the mean of the splits' bounds: that is the bound of one fold's rows, √k too wide for
+    a value read on all of them — with 5 folds it asked a pipeline for the margin of a fifth of
+    its validation rows, so that on a 4 500-row task no parity under a 25 % quantile of the
+    point values could be certified."""
+    out = {name: float(np.mean(values)) for name, values in measured.items() if values}
+    bounded = [name for name in out if name + POINT in out]
+    if not bounded:
+        return out
+    rows = [np.asarray(split.valid) for split in splits]
+    distinct = len(np.unique(np.concatenate(rows))) / np.mean([len(r) for r in rows])
+    for name in bounded:
+        margins = np.asarray(measured[name], float) - np.asarray(measured[name + POINT], float)
+        k = min(max(distinct, 1.0), len(margins))
+        spread = float(np.sqrt(np.mean(margins ** 2)) / np.sqrt(k))
+        out[name] = out[name + POINT] + (spread if margins.sum() >= 0 else -spread)
+    return out
 
 
 class CallableConstraint(BaseConstraint):

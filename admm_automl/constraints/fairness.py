@@ -194,8 +194,10 @@ class _FairlearnMetric(_GroupConstraint):
     each group, so every group keeps its size: a small group's rate is what varies most, and
     what fails first on new data. A bootstrap over the validation rows rather than a bound over
     cross-validation folds: it needs no more than one split, and it measures the sampling error
-    of the very rates the constraint compares. The resamples come from a fixed seed, so a
-    pipeline's bound is the same in every evaluation.
+    of the very rates the constraint compares. With several folds the evaluation's value is the
+    bound of their mean, not the mean of their bounds
+    (:func:`~admm_automl.constraints.base.combine_splits`). The resamples come from a fixed seed,
+    so a pipeline's bound is the same in every evaluation.
 
     A classifier that predicts one class for every validation row meets every parity vacuously
     (fairlearn's value is then 0, or 1 for a ratio): it accepts nobody, or everybody. Searched by

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ..constraints.base import measure_all
+from ..constraints.base import combine_splits, measure_all
 from .kept import KeptStore
 
 #: the learning curve is scored every ⌈t_max / CURVE_POINTS⌉ iterations (and at t)
@@ -213,7 +213,7 @@ def run_iterative_trial(
     result.update(
         loss=loss, iterations=int(iterations), curve=mean_curve, continued_from=int(min(starts)),
         trained_iterations=int(sum(iterations - s for s in starts)),
-        constraints={k: float(np.mean(v)) for k, v in measured.items() if v},
+        constraints=combine_splits(measured, ctx.splits),
         n_train=int(len(ctx.splits[0].train_rows(fidelity))),
     )
     return result

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..constraints.base import measure_all
+from ..constraints.base import combine_splits, measure_all
 from ..space import PipelineSpace
 from .data import ordinal_categories, take_rows
 from .fold_models import write_models
@@ -205,7 +205,7 @@ def run_trial(
         result.update(
             status="failed", error=f"{type(err).__name__}: {err}", traceback=_last_frames(err)
         )
-    result["constraints"] = {k: float(np.mean(v)) for k, v in measured.items() if v}
+    result["constraints"] = combine_splits(measured, ctx.splits)
     result["n_train"] = int(len(ctx.splits[0].train_rows(fidelity))) if ctx.splits else 0
     if cache.enabled:
         after = cache.stats()

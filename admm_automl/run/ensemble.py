@@ -48,7 +48,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 
-from ..constraints.base import measure_all
+from ..constraints.base import combine_splits, measure_all
 from ..evaluation.data import take_rows
 from ..records import Observation
 from ..journal import observation_of
@@ -369,5 +369,5 @@ def measure_constraints(ctx: Any, model: Any) -> dict[str, float]:
             fitted.fit(take_rows(ctx.X, split.train), ctx.y[split.train])
             X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
             measure_all(ctx.measures, fitted, X_valid, y_valid, split.valid, measured)
-    return {name: float(np.mean(values)) for name, values in measured.items()}
+    return combine_splits(measured, ctx.splits)
 

@@ -262,3 +262,59 @@ def test_a_spread_of_selection_rates_is_not_met_by_a_classifier_of_one_class():
             "group_by": "sex", "metric": metric, "allow_one_class": allow}})
         constraint.bind(X, y, groups=None, splits=split, task="classification")
         assert constraint.measure(_OneClass(), X.iloc[rows], y[rows], rows) == expected
+
+
+# ------------------------------------------------------------------ bounds over several splits
+def _splits(n_rows, k, repeats=1):
+    rows = np.arange(n_rows)
+    folds = np.array_split(rows, k)
+    return [Split(np.setdiff1d(rows, f), f, np.setdiff1d(rows, f))
+            for _ in range(repeats) for f in folds]
+
+
+def test_the_bound_of_cross_validated_values_is_the_bound_of_their_mean():
+    """k folds' bounds combine as the errors of a mean: the point values' mean plus the margins'
+    root mean square over √k (k distinct validation sets); a holdout keeps its bound; repeated
+    folds validate the same rows, so their k is the folds', not the splits'; a ratio's bound
+    is a lower one; plain values are averaged."""
+    from admm_automl.constraints.base import combine_splits
+    from admm_automl.records import POINT
+
+    key = "demographic_parity_difference"
+    measured = {key: [0.15, 0.25, 0.2, 0.2], key + POINT: [0.1, 0.1, 0.1, 0.1],
+                "latency": [1.0, 2.0, 3.0, 2.0]}
+    margins = np.array([0.05, 0.15, 0.1, 0.1])
+    folds = combine_splits(measured, _splits(400, 4))
+    assert folds[key] == pytest.approx(0.1 + np.sqrt(np.mean(margins ** 2)) / 2)
+    assert folds[key + POINT] == pytest.approx(0.1) and folds["latency"] == 2.0
+    assert folds[key] < np.mean(measured[key])  # not the mean of the bounds
+    holdout = {key: [0.2], key + POINT: [0.1]}
+    assert combine_splits(holdout, _splits(400, 4)[:1])[key] == pytest.approx(0.2)
+    repeated = combine_splits(measured, _splits(400, 2, repeats=2))
+    assert repeated[key] == pytest.approx(0.1 + np.sqrt(np.mean(margins ** 2)) / np.sqrt(2))
+    ratio = {"r": [0.7, 0.8], "r" + POINT: [0.8, 0.9]}
+    assert combine_splits(ratio, _splits(400, 2))["r"] == pytest.approx(0.85 - 0.1 / np.sqrt(2))
+
+
+def test_a_cross_validated_bound_is_close_to_the_bootstrap_bound_on_all_the_rows():
+    """What the combination approximates: with 5 folds the recorded bound's margin over the point
+    value is near the margin of the bootstrap bound of one model's predictions on all the rows
+    (the same sampling error: 5 times the rows of one fold), and well under a fold's own."""
+    from admm_automl.constraints.base import combine_splits, measure_all
+
+    X, y = data(n=3000, seed=3)
+    model = fitted(X, y)
+    c = CONSTRAINTS.create({"name": "demographic_parity_difference",
+                            "params": {"group_by": "sex", "confidence": 0.9}})
+    splits = _splits(3000, 5)
+    c.bind(X, y, groups=None, splits=splits, task="classification")
+    measured = {}
+    for split in splits:
+        measure_all({c.key: c}, model, X.iloc[split.valid], y[split.valid], split.valid, measured)
+    combined = combine_splits(measured, splits)
+    margin = combined[c.key] - combined[c.key + ":point"]
+    rows = np.arange(3000)
+    bound, point = c.measure_point(model, X, y, rows)
+    fold_margin = np.mean(np.subtract(measured[c.key], measured[c.key + ":point"]))
+    assert 0.6 * (bound - point) < margin < 1.5 * (bound - point)
+    assert margin < 0.6 * fold_margin
