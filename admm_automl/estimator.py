@@ -80,7 +80,8 @@ class ADMM(BaseEstimator):
         ADMM penalty ρ.
     inner_iter, inner_iter_step, inner_iter_max : int, default=16, 16, 128
         New evaluations per sub-problem at iteration t: ``min(inner_iter + inner_iter_step·t,
-        inner_iter_max)``; ``inner_iter_step=0`` is fixed-I ADMM.
+        inner_iter_max)``; ``inner_iter_step=0`` is fixed-I ADMM. Never fewer than the workers
+        (``n_jobs``, or a Dask cluster's threads): a smaller step would leave some idle.
     constraints : list, optional
         Black-box constraints: expressions (``"latency <= 2e-5"``, ``"fpr <= 0.1"``), mappings
         (``{"name": "disparate_impact", "threshold": 0.1, "group_by": "age", "bins": [...]}``),

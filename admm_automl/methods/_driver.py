@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -47,22 +47,25 @@ class Schedule:
     """Evaluations per sub-problem call: ``min(start + step * t, maximum)`` at iteration t.
 
     ``step=0`` is fixed-I ADMM; ``step=8`` or ``16`` with ``maximum=128`` is Liu et al.'s
-    AdADMM-F8 / AdADMM-F16.
+    AdADMM-F8 / AdADMM-F16. ``floor``: no call makes fewer evaluations than this (a run sets it
+    to its number of workers: :meth:`RunOptions.drive`).
     """
 
     start: int = 16
     step: int = 16
     maximum: int = 128
+    floor: int = 1
 
     def __post_init__(self) -> None:
-        if self.start < 1 or self.step < 0 or self.maximum < self.start:
+        if self.start < 1 or self.step < 0 or self.maximum < self.start or self.floor < 1:
             raise InvalidParameterError(
-                "the iteration schedule needs start >= 1, step >= 0 and maximum >= start; got "
-                f"start={self.start!r}, step={self.step!r}, maximum={self.maximum!r}"
+                "the iteration schedule needs start >= 1, step >= 0, maximum >= start and "
+                f"floor >= 1; got start={self.start!r}, step={self.step!r}, "
+                f"maximum={self.maximum!r}, floor={self.floor!r}"
             )
 
     def __call__(self, t: int) -> int:
-        return int(min(self.start + self.step * t, self.maximum))
+        return int(max(min(self.start + self.step * t, self.maximum), self.floor))
 
 
 class Budget:
@@ -271,8 +274,13 @@ class RunOptions:
     def drive(self, recorder: "Recorder", iterate: Callable[[int], Any],
               summarize: Callable[[int], dict[str, Any]], start: Callable[[], Any],
               name: str) -> tuple[list[dict[str, Any]], str]:
-        """:func:`drive` with this run's schedule, callback and idle limit."""
-        return drive(recorder, self.schedule, iterate, summarize, start=start,
+        """:func:`drive` with this run's schedule, callback and idle limit. No sub-problem call
+        makes fewer evaluations than there are workers (``batch_size``): a step of 16 trials on
+        64 workers would leave 48 idle whatever the engine does, and a step of 64 takes the wall
+        time of one of 16 (Liu et al. 2020 schedule one evaluation at a time; where the schedule
+        asks for more than the workers, it is kept)."""
+        schedule = replace(self.schedule, floor=max(self.schedule.floor, int(self.batch_size)))
+        return drive(recorder, schedule, iterate, summarize, start=start,
                      callback=self.callback, max_idle_iterations=self.max_idle_iterations,
                      name=name)
 

@@ -186,3 +186,27 @@ def test_with_one_worker_process_an_asynchronous_fit_writes_the_same_journal():
     columns = ["eval_id", "pipeline", "loss", "status", "fidelity"]
     assert fits[1].history_[columns].equals(fits[0].history_[columns])
     assert (fits[1].predict_proba(X[300:]) == fits[0].predict_proba(X[300:])).all()
+
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_no_step_makes_fewer_evaluations_than_there_are_workers(make_engine, make_optimizer,
+                                                                fake_clock, asynchronous):
+    """A θ-step of 4 evaluations on 8 workers would leave half of them idle: each sub-problem
+    call gets at least as many evaluations as there are workers (the schedule is kept where it
+    asks for more); and the floor must be at least 1."""
+    from admm_automl.exceptions import InvalidParameterError
+
+    assert [Schedule(4, 4, 16, floor=8)(t) for t in range(5)] == [8, 8, 12, 16, 16]
+    with pytest.raises(InvalidParameterError, match="floor >= 1"):
+        Schedule(4, 4, 16, floor=0)
+    engine = make_engine(SYNTHETIC, duration=_durations, clock=fake_clock)
+    result = make_optimizer("admm", engine, theta="random", z="random", max_evals=80,
+                            asynchronous=asynchronous, batch_size=8,
+                            schedule=Schedule(4, 4, 16), clock=fake_clock).run()
+    theta = [e for e in result.evaluated if e.phase == "theta"]
+    per_step = {}
+    for e in theta:
+        per_step[e.iteration] = per_step.get(e.iteration, 0) + 1
+    steps = list(per_step.values())[:-1]  # the last may be cut by the budget
+    assert steps and min(steps) >= 8, per_step
