@@ -67,15 +67,16 @@ def check_portfolio(node: Any, where: str = "portfolio") -> dict[str, Any]:
 def resolve_portfolio(spec: Any, space: PipelineSpace, task: str) -> list[dict[str, Any]]:
     """The configurations of ``spec`` for ``task``.
 
-    ``spec`` is ``"auto"`` (the portfolio shipped for a built-in space of that name, none for
-    other spaces), None (none), a YAML file path, a parsed portfolio mapping, or a list of
-    configurations.
+    ``spec`` is ``"auto"`` (the portfolio shipped for a built-in space of that name — also when
+    the space extends it by a wrapping module such as the fairness mitigations,
+    :attr:`~.space.PipelineSpace.base_name` — none for other spaces), None (none), a YAML file
+    path, a parsed portfolio mapping, or a list of configurations.
     """
     if spec is None:
         return []
     if isinstance(spec, str) and spec == "auto":
-        node = builtin_portfolio(space.name)
-        if node is None or node.get("space") != space.name:
+        node = builtin_portfolio(space.base_name)
+        if node is None or node.get("space") != space.base_name:
             return []
     elif isinstance(spec, (str, Path)):
         path = Path(spec)

@@ -511,6 +511,16 @@ class PipelineSpace:
                         for m in self.modules)
         return PipelineSpace(self.name, modules, self.initial, self.description, self.skipped)
 
+    @property
+    def base_name(self) -> str:
+        """The name of the space this one extends by a wrapping module (:meth:`wrapped` names it
+        ``<base>+<module>``), else its own: a built-in space's portfolio serves both, its
+        configurations leaving the wrapping module at its first choice."""
+        suffix = f"+{self.modules[-1].name}" if self.modules else ""
+        if suffix and self.modules[-1].wraps and self.name.endswith(suffix):
+            return self.name[:-len(suffix)]
+        return self.name
+
     def wrapped(self, module: Module) -> "PipelineSpace":
         """This space with ``module`` (one that :attr:`Module.wraps`) appended as its last
         module; the initial pipeline chooses its first choice (``none``: nothing wrapped)."""

@@ -260,3 +260,44 @@ def test_a_constraint_no_plain_learner_meets_is_met_through_a_mitigation():
     assert value[plain].min() > 0.3  # no plain learner comes near the constraint
     assert model.feasible_ and model.best_params_["mitigation"] != "none"
     assert dp(y[test], model.predict(X.iloc[test]), X["sex"].iloc[test]) <= 0.15
+
+
+def test_the_portfolio_s_leading_pipelines_are_also_tried_mitigated_first():
+    """With a fairness constraint and mitigations in the space, the warm start begins with the
+    portfolio's first two pipelines post-processed by the threshold optimizer: a search of 4
+    evaluations (the initial pipeline, then those two) already has a feasible pipeline where no
+    plain learner comes near the constraint."""
+    X, y = unfair(n=600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ADMMClassifier(
+            max_evals=4, random_state=0, ensemble_size=0, cv=None, executor="serial",
+            constraints=[{"name": "demographic_parity_difference", "threshold": 0.1,
+                          "group_by": "sex"}]).fit(X, y)
+    history = model.history_
+    start = history[history["phase"] == "portfolio"]
+    assert list(start["param:mitigation"][:2]) == ["threshold_optimizer"] * 2
+    assert (history.loc[history["param:mitigation"] == "none",
+                        "constraint:demographic_parity_difference"] > 0.3).all()
+    assert model.feasible_ and model.best_params_["mitigation"] == "threshold_optimizer"
+
+
+def test_mitigated_starts_leave_other_spaces_alone():
+    from admm_automl.constraints import mitigated_starts
+    from admm_automl.space import load_space
+
+    configs = [{"scaler": "none", "estimator": "lightgbm"}]
+    assert mitigated_starts(configs, load_space("default").for_task("classification")) == configs
+
+
+def test_a_space_with_mitigations_keeps_its_base_space_s_portfolio():
+    """The default space with the mitigation module appended (``default+mitigation``) is warm-
+    started by the default space's portfolio (it had none: the name did not match)."""
+    from admm_automl.space.portfolio import resolve_portfolio
+
+    space = task_space("default", "classification", 600, [{
+        "name": "demographic_parity_difference", "threshold": 0.1, "group_by": "sex"}], "auto")
+    assert space.name == "default+mitigation" and space.base_name == "default"
+    plain = task_space("default", "classification", 600)
+    assert resolve_portfolio("auto", space, "classification") == resolve_portfolio(
+        "auto", plain, "classification") != []
