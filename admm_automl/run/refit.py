@@ -121,9 +121,10 @@ def deployable_refit(space: Any, ctx: Any, constraints: Any, records: Sequence[d
                      deadline: Any, feasible: bool) -> tuple[Any, float, dict[str, float], Any]:
     """The refit check of the module docstring: ``best`` (``(z, θ, observation)`` of the run's
     best evaluation among ``records``; ``feasible``: whether it met every constraint) refitted
-    on all of (X, y), with its refit seconds and its values measured refitted, and — when another
-    pipeline is returned instead — that one's ``(z, θ, observation, feasible)`` as fourth item
-    (None when ``best`` is kept as it was)."""
+    on all of (X, y), with its refit seconds and its values measured refitted, and as fourth item
+    None when ``best`` is returned and ``feasible`` stands, else ``(z, θ, observation,
+    feasible)`` of the pipeline returned (``best`` itself, infeasible refitted, when it is the
+    least violating of those tried)."""
     z, theta, obs = best
     pipeline, seconds = refit(space, ctx, z, theta, X, y, iterations=obs.iterations,
                               rounds=obs.refit_rounds)
