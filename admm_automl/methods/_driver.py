@@ -277,8 +277,8 @@ class RunOptions:
         """:func:`drive` with this run's schedule, callback and idle limit. No sub-problem call
         makes fewer evaluations than there are workers (``batch_size``): a step of 16 trials on
         64 workers would leave 48 idle whatever the engine does, and a step of 64 takes the wall
-        time of one of 16 (Liu et al. 2020 schedule one evaluation at a time; where the schedule
-        asks for more than the workers, it is kept)."""
+        time of one of 16 (Liu et al. 2020 evaluate one pipeline at a time, so their schedule
+        never meets this; where it asks for more than the workers, it is kept)."""
         schedule = replace(self.schedule, floor=max(self.schedule.floor, int(self.batch_size)))
         return drive(recorder, schedule, iterate, summarize, start=start,
                      callback=self.callback, max_idle_iterations=self.max_idle_iterations,
