@@ -134,8 +134,7 @@ def deployable_refit(space: Any, ctx: Any, constraints: Any, records: Sequence[d
     # how much a refit of the same steps grew each value over the search's, by (z, key): a
     # candidate whose value times that growth misses is not refitted (a k-NN stores its rows,
     # whatever its k: every k-NN refit misses a size the first missed by a margin)
-    growth = {(tuple(z), key): value / obs.constraints[key]
-              for key, value in deployed.items() if obs.constraints.get(key)}
+    growth = _growth(z, obs, deployed)
     tried = [(constraints.violation(_as_deployed(obs, deployed)), pipeline, seconds, deployed,
               (z, theta, obs, False))]
     skipped = 0
@@ -161,8 +160,7 @@ def deployable_refit(space: Any, ctx: Any, constraints: Any, records: Sequence[d
         measured = measure_deployed(ctx, candidate)
         if constraints.feasible(_as_deployed(other, measured)):
             return candidate, took, measured, (z, theta, other, True)
-        growth.update({(tuple(z), key): value / other.constraints[key]
-                       for key, value in measured.items() if other.constraints.get(key)})
+        growth.update(_growth(z, other, measured))
         tried.append((constraints.violation(_as_deployed(other, measured)), candidate, took,
                       measured, (z, theta, other, False)))
     _, pipeline, took, measured, chosen = min(tried, key=lambda t: t[0])
@@ -178,6 +176,14 @@ def deployable_refit(space: Any, ctx: Any, constraints: Any, records: Sequence[d
         "refit (deployed_constraints_ holds its values).", ConstraintViolationWarning,
         stacklevel=4)
     return pipeline, took, measured, chosen
+
+
+def _growth(z: Sequence[int], obs: Observation,
+            measured: dict[str, float]) -> dict[tuple[tuple[int, ...], str], float]:
+    """By ``(z, key)``: the ratio of each value ``measured`` on the refit of ``z`` to the one its
+    evaluation ``obs`` recorded in the search."""
+    return {(tuple(z), key): value / obs.constraints[key]
+            for key, value in measured.items() if obs.constraints.get(key)}
 
 
 def _feasible_records(records: Sequence[dict[str, Any]], constraints: Any,
