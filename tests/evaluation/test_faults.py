@@ -191,10 +191,10 @@ def test_a_task_that_is_not_importable_travels_by_value(pool):
 @serial
 @pytest.mark.slow
 @pytest.mark.timeout(120)  # ~18 s on quiet cores, ~28 s on busy ones; a hang fails a round
-def test_workers_killed_mid_trial_and_while_starting_in_a_loop_of_20(pool):
+def test_workers_killed_mid_trial_and_while_starting_in_a_loop_of_10(pool):
     executor = pool(2)
     failed, kills = 0, 0
-    for i in range(20):
+    for i in range(10):
         # even rounds kill a busy worker; odd rounds also kill the replacement while it starts
         states = ("busy",) if i % 2 == 0 else ("busy", "starting")
         killer = Killer(executor, states, count=len(states), max_delay=0.15, seed=i)
@@ -215,7 +215,7 @@ def test_workers_killed_mid_trial_and_while_starting_in_a_loop_of_20(pool):
                 assert result["status"] == "failed" and SIGKILLED in result["error"]
                 assert int(re.search(r"pid (\d+)", result["error"])[1]) in dict(killer.killed)
                 failed += 1
-    assert kills >= 20 and 5 <= failed <= kills  # most kills landed mid-trial
+    assert kills >= 10 and 3 <= failed <= kills  # most kills landed mid-trial
     # the pool is whole again and works
     assert len(executor.worker_pids()) == 2
     assert [r["status"] for r in executor.run([job(), job()], [None, None])] == ["ok", "ok"]
