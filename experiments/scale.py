@@ -18,7 +18,10 @@ on the cluster, for ``--budget`` seconds, in one of two modes:
 
 Measured per run, from its journal: **worker utilisation** (the trials' own durations, summed,
 over ``W`` × the search's wall time), trials per second, the best loss at the end and over time.
-Per cluster size, the driver's **overhead per trial**: ``4·W`` trials of no cost (sleep 0)
+And the **driver's CPU share**: the seconds of CPU the driver's process used (proposals, the
+GP fits, Dask's client threads) over the wall time; near 100 % the driver, not the trials, sets
+the pace (``--profile`` also writes the run's cProfile listing, by cumulative time, beside its
+result). Per cluster size, the driver's **overhead per trial**: ``4·W`` trials of no cost (sleep 0)
 submitted through the executor ``W`` at a time, wall time over trials (what the scheduler and the
 engine cost each trial, in the caller's process).
 
@@ -47,8 +50,11 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import cProfile  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import pstats  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -109,8 +115,9 @@ def cluster(workers: int) -> tuple[Any, Any]:
 
 
 def run_one(client: Any, workers: int, mode: str, seed: int, budget: float,
-            mean_cost: float) -> dict[str, Any]:
-    """One ADMM run on the cluster; its utilisation, throughput and best loss over time."""
+            mean_cost: float, profile: bool = False) -> dict[str, Any]:
+    """One ADMM run on the cluster; its utilisation, throughput, best loss over time and the
+    driver's CPU share (with ``profile``, its cProfile listing)."""
     from admm_automl.evaluation import DaskExecutor, PipelineObjective
     from admm_automl.journal import Journal
     from admm_automl.methods._driver import Schedule
@@ -119,15 +126,20 @@ def run_one(client: Any, workers: int, mode: str, seed: int, budget: float,
     task = SleepingArtificial(mean_cost)
     objective = PipelineObjective(task, DaskExecutor(client=client), Journal(),
                                   worst_loss=float("nan"), crash_marks=False)
+    profiler = cProfile.Profile() if profile else None
     try:
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
+        if profiler is not None:
+            profiler.enable()
         result = make_optimizer(
             "admm", task.space.encoding, objective, theta_solver="bo", z_solver=Z_SOLVER,
             schedule=Schedule(16, 16, 128), time_budget=budget, seed=seed,
             batch_size=objective.executor.n_workers, asynchronous=mode == "async",
         ).run()
-        wall = time.monotonic() - started
+        wall, cpu = time.monotonic() - started, time.process_time() - cpu
     finally:
+        if profiler is not None:
+            profiler.disable()
         objective.close()
     records = [r for r in objective.journal.records if r.get("status") != "cancelled"]
     busy = sum(float(r.get("duration") or 0.0) for r in records)
@@ -139,7 +151,15 @@ def run_one(client: Any, workers: int, mode: str, seed: int, budget: float,
     return {"workers": workers, "mode": mode, "seed": seed, "budget": budget,
             "mean_cost": mean_cost, "wall": wall, "trials": len(records),
             "utilisation": busy / (workers * wall), "trials_per_second": len(records) / wall,
-            "best": best, "curve": curve, "stop": result.stop_reason}
+            "best": best, "curve": curve, "stop": result.stop_reason, "driver_cpu": cpu / wall,
+            "profile": None if profiler is None else _listing(profiler)}
+
+
+def _listing(profiler: cProfile.Profile, lines: int = 40) -> str:
+    """The profile's first ``lines`` functions by cumulative time, as pstats prints them."""
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(lines)
+    return out.getvalue()
 
 
 def overhead(client: Any, workers: int, rounds: int = 4) -> dict[str, Any]:
@@ -189,8 +209,11 @@ def run(args: argparse.Namespace) -> None:
                 cost_file.write_text(json.dumps(overhead(client, workers)))
             for p in todo:
                 print(f"{p[0]} workers, {p[1]}, seed {p[2]}, {p[3]:g} s ...", flush=True)
-                out = run_one(client, *p, mean_cost=args.mean_cost)
+                out = run_one(client, *p, mean_cost=args.mean_cost, profile=args.profile)
                 out.update(machine=platform.node(), date=str(date.today()))
+                listing = out.pop("profile")
+                if listing:
+                    path_of(root, *p).with_suffix(".profile.txt").write_text(listing)
                 path_of(root, *p).write_text(json.dumps(out))
         finally:
             client.close()
@@ -204,8 +227,8 @@ def table(root: Path, budget: float | None = None) -> None:
         print("no results")
         return
     print("| workers | mode | budget (s) | runs | utilisation (median) | trials/s | best loss "
-          "(median) | driver overhead per trial (ms) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "(median) | driver CPU (median) | driver overhead per trial (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     keys = sorted({(r["workers"], r["mode"], r["budget"]) for r in rows})
     for w, mode, b in keys:
         cell = [r for r in rows if (r["workers"], r["mode"], r["budget"]) == (w, mode, b)]
@@ -215,7 +238,8 @@ def table(root: Path, budget: float | None = None) -> None:
         print(f"| {w} | {mode} | {b:g} | {len(cell)} | "
               f"{statistics.median(r['utilisation'] for r in cell):.1%} | "
               f"{statistics.median(r['trials_per_second'] for r in cell):.2f} | "
-              f"{statistics.median(r['best'] for r in cell):.4f} | {ms} |")
+              f"{statistics.median(r['best'] for r in cell):.4f} | {_median_share(cell)} | "
+              f"{ms} |")
     short = {r["seed"]: r["best"] for r in rows
              if r["workers"] == 16 and r["mode"] == "async" and budget and r["budget"] == budget}
     long = {r["seed"]: r["best"] for r in rows if r["workers"] == 1 and budget
@@ -229,6 +253,12 @@ def table(root: Path, budget: float | None = None) -> None:
               f"{statistics.median(long[s] for s in seeds):.4f})")
 
 
+def _median_share(cell: list[dict[str, Any]]) -> str:
+    """The median driver CPU share of the runs that recorded it (earlier runs did not)."""
+    shares = [r["driver_cpu"] for r in cell if "driver_cpu" in r]
+    return f"{statistics.median(shares):.0%}" if shares else "-"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", nargs="?", choices=["run", "table"], default="run")
@@ -240,6 +270,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--long", action="store_true",
                         help="also 1 worker at 16x the budget (the batch-efficiency target)")
     parser.add_argument("--root", default=str(RESULTS))
+    parser.add_argument("--profile", action="store_true",
+                        help="write each run's cProfile listing beside its result")
     parser.add_argument("--smoke", action="store_true",
                         help="4 workers, both modes, one seed, 4 s, 0.05 s trials (CI)")
     args = parser.parse_args(argv)
