@@ -10,7 +10,7 @@ from .fairness import (DemographicParityDifference, DemographicParityRatio, Disp
                        EqualOpportunityRatio, make_groups)
 from .latency import PredictionLatency
 from .mitigation import (ExponentiatedGradientClassifier, ThresholdOptimizerClassifier,
-                         mitigated_starts, mitigation_module)
+                         is_mitigated, mitigated_starts, mitigation_module)
 from .parse import make_constraints, parse_expression
 from .registry import CONSTRAINTS
 
@@ -39,6 +39,7 @@ __all__ = [
     "list_constraints",
     "make_constraints",
     "make_groups",
+    "is_mitigated",
     "mitigated_starts",
     "mitigation_module",
     "parse_expression",

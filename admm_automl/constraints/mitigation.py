@@ -313,6 +313,13 @@ def mitigation_module(constraint: Any) -> Any:
     ), wraps=True)
 
 
+def is_mitigated(config: dict) -> bool:
+    """Whether the pipeline of ``config`` ends in a mitigation of :func:`mitigation_module`: it
+    then predicts by random draws from its probabilities (module docstring), which an average of
+    its probabilities with other pipelines' does not keep (:mod:`admm_automl.run.ensemble`)."""
+    return config.get("mitigation", "none") != "none"
+
+
 #: how many of the portfolio's leading configurations are also evaluated post-processed by the
 #: threshold optimizer, first, when the space searches mitigations (:func:`mitigated_starts`)
 MITIGATED_STARTS = 2
