@@ -243,16 +243,23 @@ def test_the_run_adds_mitigations_only_where_they_apply():
                    ["demographic_parity_difference <= 0.1"], True)
 
 
+def fit_unfair(X, y, *, max_evals, ensemble_size, threshold=0.1, **constraint):
+    """A random search of ``tiny_space`` with its mitigations under a demographic parity
+    constraint on ``sex`` (warnings silenced: the plain learners' violations)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ADMMClassifier(
+            search_space=tiny_space(), theta_solver="random", z_solver="random",
+            executor="serial", max_evals=max_evals, random_state=0, ensemble_size=ensemble_size,
+            cv=None, constraints=[{"name": "demographic_parity_difference",
+                                   "threshold": threshold, "group_by": "sex", **constraint}],
+        ).fit(X, y)
+
+
 def test_a_constraint_no_plain_learner_meets_is_met_through_a_mitigation():
     X, y = unfair(n=800)
     train, test = np.arange(600), np.arange(600, 800)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = ADMMClassifier(
-            search_space=tiny_space(), theta_solver="random", z_solver="random",
-            executor="serial", max_evals=16, random_state=0, ensemble_size=0, cv=None,
-            constraints=[{"name": "demographic_parity_difference", "threshold": 0.1,
-                          "group_by": "sex"}]).fit(X.iloc[train], y[train])
+    model = fit_unfair(X.iloc[train], y[train], max_evals=16, ensemble_size=0)
     history = model.history_[model.history_["status"] == "ok"]
     plain = history["param:mitigation"] == "none"
     value = history["constraint:demographic_parity_difference"]
@@ -262,23 +269,49 @@ def test_a_constraint_no_plain_learner_meets_is_met_through_a_mitigation():
     assert dp(y[test], model.predict(X.iloc[test]), X["sex"].iloc[test]) <= 0.15
 
 
-def test_a_mitigated_pipeline_is_never_averaged_into_an_ensemble():
+@pytest.fixture
+def ensemble_candidates(monkeypatch):
+    """Spies on the ensemble's greedy selection: the eval ids of the pipelines it was offered
+    (``members``, None if it never ran) and their configurations (``configs``)."""
+    from admm_automl.run import ensemble, refit
+
+    seen = {"members": None, "configs": {}}
+    real_build, real_select = ensemble.build_ensemble, ensemble.ensemble_selection
+
+    def build(outcome, *args, **kwargs):
+        seen["outcome"] = outcome
+        return real_build(outcome, *args, **kwargs)
+
+    def select(predictions, *args, **kwargs):
+        outcome = seen["outcome"]
+        seen["members"] = [i for i, p in outcome.predictions.items()
+                           if any(p is q for q in predictions)]
+        seen["configs"] = {i: outcome.by_eval_id[i]["config"] for i in outcome.predictions}
+        return real_select(predictions, *args, **kwargs)
+
+    monkeypatch.setattr(refit, "build_ensemble", build)
+    monkeypatch.setattr(ensemble, "ensemble_selection", select)
+    return seen
+
+
+def test_a_mitigated_pipeline_is_never_averaged_into_an_ensemble(ensemble_candidates):
     """A mitigation predicts by random draws from its probabilities; a soft-voting ensemble
     thresholds their average, which keeps neither member's group rates (on the constrained
     benchmark's compas task two members at 0.065 and 0.067 equalized odds on the test rows
-    made an ensemble at 0.20). So the ensemble is built of unmitigated pipelines only, and not
-    at all when the best pipeline is mitigated."""
+    made an ensemble at 0.20). So the ensemble is built of unmitigated pipelines only (here a
+    loose limit that plain learners meet too), and not at all when the best pipeline is
+    mitigated (a limit only mitigations meet: the selection never runs)."""
     X, y = unfair(n=800)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = ADMMClassifier(
-            search_space=tiny_space(), theta_solver="random", z_solver="random",
-            executor="serial", max_evals=24, random_state=0, ensemble_size=8, cv=None,
-            constraints=[{"name": "demographic_parity_difference", "threshold": 0.1,
-                          "group_by": "sex", "confidence": None}]).fit(X, y)
-    history = model.history_[model.history_["status"] == "ok"]
-    assert (history["feasible"] & (history["param:mitigation"] != "none")).sum() >= 2
-    assert model.feasible_ and model.best_params_["mitigation"] != "none"
+    model = fit_unfair(X, y, max_evals=24, ensemble_size=8, threshold=1.0, confidence=None)
+    configs, members = ensemble_candidates["configs"], ensemble_candidates["members"]
+    assert model.feasible_ and not is_mitigated(model.best_params_)
+    assert sum(is_mitigated(c) for c in configs.values()) >= 2  # feasible mitigated ones kept
+    assert len(members) >= 2 and not any(is_mitigated(configs[i]) for i in members)
+
+    ensemble_candidates["members"] = None
+    model = fit_unfair(X, y, max_evals=24, ensemble_size=8, confidence=None)
+    assert model.feasible_ and is_mitigated(model.best_params_)
+    assert ensemble_candidates["members"] is None
     assert model.ensemble_ is None and model.ensemble_weights_ == {}
     assert is_mitigated({"mitigation": "threshold_optimizer", "estimator": "knn"})
     assert not is_mitigated({"mitigation": "none"}) and not is_mitigated({"estimator": "knn"})
