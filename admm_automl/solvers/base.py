@@ -147,6 +147,8 @@ class BaseSolver(ParamsMixin, abc.ABC):
         self.problem_ = problem
         self.rng_ = rng
         self.pending_: dict[int, Suggestion] = {}
+        #: :meth:`_identity` of each suggestion, by id, once asked for (:meth:`_key`)
+        self.identities_: dict[int, tuple] = {}
         #: an asynchronous run's suggestions left in flight by an earlier call (their tickets)
         self.flying_: dict[int, Suggestion] = {}
         self.trials_: list[tuple[Any, Observation]] = []
@@ -196,16 +198,47 @@ class BaseSolver(ParamsMixin, abc.ABC):
         flight for an earlier step (``problem.in_flight``)."""
         if not hasattr(self, "problem_"):
             raise SolverError(f"{type(self).__name__}.ask() called before setup()")
-        config, fidelity = self._ask()
+        return self._issue_new(*self._ask())
+
+    def ask_batch(self, n: int) -> list[Suggestion]:
+        """``n`` suggestions, each pending when the next is made: what :meth:`run` asks when
+        ``n`` workers are free at once. By default :meth:`ask` ``n`` times; a solver may make
+        them together at less cost (``bo``: one acquisition search for the lot), as long as
+        ``ask_batch(1)`` is ``[ask()]``."""
+        return [self.ask() for _ in range(int(n))]
+
+    def _issue_new(self, config: Any, fidelity: float | None,
+                   taken: set[tuple] | None = None) -> Suggestion:
+        """Issue a proposal of :meth:`_ask`, asked again while it repeats a pending one (see
+        :meth:`ask`). ``taken``: :meth:`_taken`, computed once for a batch (the new suggestion
+        is added to it)."""
         if self.supports_batch:
-            in_flight = getattr(self.problem_, "in_flight", None)
-            taken = {self._identity(s.config, s.fidelity) for s in self.pending_.values()}
-            taken |= {self._identity(c, f) for c, f in (in_flight() if in_flight else ())}
+            taken = self._taken() if taken is None else taken
             for _ in range(PENDING_RETRIES if taken else 0):
                 if self._identity(config, fidelity) not in taken:
                     break
                 config, fidelity = self._ask()
-        return self._issue(config, fidelity)
+        suggestion = self._issue(config, fidelity)
+        if taken is not None:
+            taken.add(self._key(suggestion))
+        return suggestion
+
+    def _taken(self) -> set[tuple]:
+        """The identities of the pending suggestions and of the trials the problem has in
+        flight for earlier steps (``problem.in_flight``): what a new proposal must not repeat."""
+        in_flight = getattr(self.problem_, "in_flight", None)
+        taken = {self._key(s) for s in self.pending_.values()}
+        taken |= {self._identity(c, f) for c, f in (in_flight() if in_flight else ())}
+        return taken
+
+    def _key(self, suggestion: Suggestion) -> tuple:
+        """:meth:`_identity` of an issued suggestion, computed once (a batch of many workers
+        compares every new proposal with all those in flight)."""
+        key = self.identities_.get(suggestion.id)
+        if key is None:
+            key = self.identities_[suggestion.id] = self._identity(suggestion.config,
+                                                             suggestion.fidelity)
+        return key
 
     def _identity(self, config: Any, fidelity: float | None) -> tuple:
         """What the problem evaluates for a proposal, hashable: on a θ-problem its coordinates
@@ -246,6 +279,7 @@ class BaseSolver(ParamsMixin, abc.ABC):
                 f"{type(self).__name__}.tell() got suggestion id {suggestion.id}, which was not "
                 "asked or was already told"
             )
+        self.identities_.pop(suggestion.id, None)
         self.trials_.append((suggestion.config, observation))
         if self.n_configurations_ is not None:
             self.told_.add(self._configuration(suggestion.config))
@@ -288,7 +322,7 @@ class BaseSolver(ParamsMixin, abc.ABC):
         while not self._run_done():
             n = min(batch, self.fresh_left_)
             start = time.perf_counter()
-            suggestions = [self.ask() for _ in range(n)]
+            suggestions = self.ask_batch(n)
             asked = time.perf_counter()
             if balance is not None:
                 suggestions += self.ask_cheap(min(balance.n_cheap(n), self.fresh_left_ - n))
@@ -300,12 +334,13 @@ class BaseSolver(ParamsMixin, abc.ABC):
     def _run_async(self) -> None:
         """The loop of :meth:`run` on a problem with ``submit``: whenever a worker is free, ask
         and submit a suggestion (up to ``problem.batch_size`` of them in flight for a solver with
-        ``supports_batch``, one otherwise), and tell each answer as it comes back, in the order
-        trials end. The asks see the suggestions still in flight as pending (``pending_``: the
-        constant liar of ``bo``, the pulls counted by ``cmab``), as they see a batch's; a
-        proposal that repeats one in flight is not submitted (the loop waits for an answer
-        instead). With one worker this is ask, evaluate, tell: the history of a batch of one.
-        Cheap proposals are not added here.
+        ``supports_batch``, one otherwise; as many at once as workers are free, through
+        :meth:`ask_batch`), and tell each answer as it comes back, in the order trials end. The
+        asks see the suggestions still in flight as pending (``pending_``: the constant liar of
+        ``bo``, the pulls counted by ``cmab``), as they see a batch's; a proposal that repeats
+        one in flight is not submitted (the loop waits for an answer before it asks again). With
+        one worker this is ask, evaluate, tell: the history of a batch of one. Cheap proposals
+        are not added here.
 
         The call returns when its evaluations are all answered, so that the next sub-problem
         starts from every result of this one, as in a sequential run; or, on a problem with
@@ -326,20 +361,28 @@ class BaseSolver(ParamsMixin, abc.ABC):
         try:
             while True:
                 while len(mine) < min(width, self.fresh_left_) and not self._run_done():
-                    if (mine or earlier) and problem.free_workers() <= 0:
+                    free = problem.free_workers()
+                    if (mine or earlier) and free <= 0:
                         break  # every worker (or the rest of the budget) is taken: wait
-                    suggestion = self.ask()
-                    flying = {self._identity(s.config, s.fidelity)
-                              for s in (*mine.values(), *earlier.values())}
-                    if self._identity(suggestion.config, suggestion.fidelity) in flying:
-                        del self.pending_[suggestion.id]  # a repeat of a trial in flight
+                    n = min(width, self.fresh_left_) - len(mine)
+                    flying = {self._key(s) for s in (*mine.values(), *earlier.values())}
+                    repeat = False
+                    batch = self.ask_batch(min(n, max(1, free)))
+                    for i, suggestion in enumerate(batch):
+                        if self._key(suggestion) in flying:
+                            repeat = True  # a repeat of a trial in flight: wait for an answer
+                            del self.pending_[suggestion.id]
+                            continue
+                        try:
+                            ticket = problem.submit(suggestion)
+                        except BaseException:
+                            for unsent in batch[i:]:
+                                self.pending_.pop(unsent.id, None)
+                            raise
+                        mine[ticket] = suggestion
+                        flying.add(self._key(suggestion))
+                    if repeat:
                         break
-                    try:
-                        ticket = problem.submit(suggestion)
-                    except BaseException:
-                        self.pending_.pop(suggestion.id, None)
-                        raise
-                    mine[ticket] = suggestion
                 done = not mine and (not earlier or self._run_done())
                 if done or (overlap and mine and len(mine) >= self.fresh_left_
                             and len(mine) <= tail and problem.free_workers() > 0):

@@ -29,8 +29,8 @@ and some gate checks that run only when it is not, so that a declaration is neit
 false (:data:`THETA_CAPABILITY_CHECKS`, :data:`Z_CAPABILITY_CHECKS`):
 
 ``supports_batch`` (θ and z) — ``ask`` may be called several times before ``tell``.
-    Declared: ``batch_size`` asks in a row are valid, with distinct ids (θ: distinct points of
-    the box, also once the model is in use), are accepted when told in reverse order, and
+    Declared: ``batch_size`` asks in a row, and ``ask_batch(batch_size)``, are valid, with
+    distinct ids (θ: distinct points of the box, also once the model is in use), are accepted when told in reverse order, and
     ``run(n)`` hands the problem batches of up to ``problem.batch_size`` suggestions, at least
     one of them larger than one, with n evaluations in all (:func:`check_theta_batch_asks`,
     :func:`check_z_batch_asks`; a z batch may repeat a pipeline: random and Thompson-sampling
@@ -473,16 +473,19 @@ def check_theta_batch_asks(make: Make) -> None:
 
 def _check_batch_rounds(make: Make, make_problem: Callable[[], tuple[Any, Any]],
                         check: Callable[[list[Suggestion]], None]) -> None:
-    """Three rounds of ``BATCH_SIZE`` asks before any tell, each batch passing ``check`` with
-    distinct ids and told in reverse order; then ``run(10)`` on a fresh problem makes 10
+    """Four rounds of ``BATCH_SIZE`` asks before any tell — ``ask`` in a row and
+    ``ask_batch(BATCH_SIZE)`` in turn — each batch passing ``check`` with distinct ids, all
+    pending, and told in reverse order; then ``run(10)`` on a fresh problem makes 10
     evaluations in batches of up to ``BATCH_SIZE``, at least one larger than one."""
     solver = make()
     problem, _ = make_problem()
     solver.setup(problem, np.random.default_rng(21))
-    for _ in range(3):
-        batch = [solver.ask() for _ in range(BATCH_SIZE)]
+    for round_ in range(4):
+        batch = (solver.ask_batch(BATCH_SIZE) if round_ % 2
+                 else [solver.ask() for _ in range(BATCH_SIZE)])
         check(batch)
         assert len({s.id for s in batch}) == BATCH_SIZE, [s.id for s in batch]
+        assert all(s.id in solver.pending_ for s in batch), "ask_batch left a suggestion unpending"
         _tell_reversed(solver, problem, batch)
         _drive(solver, problem, 3)
     problem, log = make_problem()

@@ -288,6 +288,28 @@ def test_batch_asks_are_distinct(name):
         assert min(gaps) > 1e-3, block
 
 
+def test_bo_asks_a_batch_from_one_acquisition_search(monkeypatch):
+    """``ask_batch(n)`` runs the acquisition search once for its n model-based points, where n
+    asks run it n times; ``ask_batch(1)`` is ``ask()``."""
+    searches = []
+    real = _gp.maximize
+    monkeypatch.setattr(_gp, "maximize", lambda *a, **k: searches.append(1) or real(*a, **k))
+    history = spread_history(3, 0.3, n=12, include_optimum=False)
+
+    def started(seed):
+        problem, _, _ = quadratic_problem(history=history, batch_size=8)
+        return make("bo").setup(problem, np.random.default_rng(seed))
+
+    batch = started(0).ask_batch(8)
+    assert len(searches) == 1 and len(batch) == 8
+    searches.clear()
+    solver = started(0)
+    for _ in range(8):
+        solver.ask()
+    assert len(searches) == 8
+    np.testing.assert_array_equal(started(1).ask_batch(1)[0].config, started(1).ask().config)
+
+
 def test_bo_falls_back_to_random_points_with_one_warning(monkeypatch):
     def broken(*args, **kwargs):
         raise np.linalg.LinAlgError("not positive definite")
