@@ -202,10 +202,17 @@ class BaseSolver(ParamsMixin, abc.ABC):
 
     def ask_batch(self, n: int) -> list[Suggestion]:
         """``n`` suggestions, each pending when the next is made: what :meth:`run` asks when
-        ``n`` workers are free at once. By default :meth:`ask` ``n`` times; a solver may make
-        them together at less cost (``bo``: one acquisition search for the lot), as long as
-        ``ask_batch(1)`` is ``[ask()]``."""
-        return [self.ask() for _ in range(int(n))]
+        ``n`` workers are free at once. By default :meth:`ask` ``n`` times (what they must not
+        repeat found once for all of them); a solver may make them together at less cost
+        (``bo``: one acquisition search for the lot), as long as ``ask_batch(1)`` is
+        ``[ask()]``."""
+        n = int(n)
+        if n <= 1 or not self.supports_batch or type(self).ask is not BaseSolver.ask:
+            return [self.ask() for _ in range(n)]
+        if not hasattr(self, "problem_"):
+            raise SolverError(f"{type(self).__name__}.ask_batch() called before setup()")
+        taken = self._taken()
+        return [self._issue_new(*self._ask(), taken) for _ in range(n)]
 
     def _issue_new(self, config: Any, fidelity: float | None,
                    taken: set[tuple] | None = None) -> Suggestion:

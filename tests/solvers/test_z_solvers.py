@@ -439,6 +439,28 @@ def test_cmab_posterior_prefers_the_best_arms():
     assert picks == BEST_ADDITIVE
 
 
+def test_cmab_batch_pulls_take_the_draws_best_pipeline_not_in_flight(monkeypatch):
+    """A batch of pulls after the posterior has settled on one pipeline: every pull is a new
+    pipeline from a single draw (the draw's best one not pending), not redrawn until new; the
+    first pull is the draw's argmax per module, as in a sequential run."""
+    from admm_automl.solvers.z.cmab import ThompsonSamplingZSolver
+
+    problem, _ = make_problem(n_train=None, interaction=False)
+    solver = Z_SOLVERS.create("cmab")
+    solver.setup(problem, np.random.default_rng(2))
+    solver.run(200)
+    draws = []
+    real = ThompsonSamplingZSolver._ask
+    monkeypatch.setattr(ThompsonSamplingZSolver, "_ask",
+                        lambda self: draws.append(1) or real(self))
+    batch = solver.ask_batch(32)
+    pulls = [tuple(s.config) for s in batch]
+    assert len(set(pulls)) == 32 and len(draws) == 32
+    first = solver.draw_  # the last draw: its argmax is taken, its pull its best untaken
+    assert pulls[-1] == solver._best_untaken({solver._identity(z, None) for z in pulls[:-1]})
+    assert tuple(int(np.argmax(w)) for w in first) in pulls
+
+
 # ----------------------------------------------------------------------------- Hyperband
 def test_hyperband_brackets_halve_on_the_shared_levels():
     """n_train = 1600 gives levels 200..1600 rows (s_max = 3): the first bracket trains 8 pipelines
