@@ -1,6 +1,7 @@
 """The ask/tell protocol every solver follows.
 
-``setup(problem, rng)`` starts a solver on a sub-problem; ``ask()`` proposes a :class:`Suggestion`;
+``setup(problem, rng)`` starts a solver on a sub-problem; ``ask()`` proposes a :class:`Suggestion`
+(``ask_batch(n)``: ``n`` at once, each pending when the next is made, for ``n`` free workers);
 ``tell(suggestion, observation)`` feeds the raw result back; ``best()`` is the best configuration
 seen, scored with ``problem.augment`` (history included); ``run(n_evals)`` asks, evaluates and tells
 until ``n_evals`` *new* evaluations are made: answers from the objective's cache are free, at most
@@ -221,14 +222,23 @@ class BaseSolver(ParamsMixin, abc.ABC):
         is added to it)."""
         if self.supports_batch:
             taken = self._taken() if taken is None else taken
-            for _ in range(PENDING_RETRIES if taken else 0):
-                if self._identity(config, fidelity) not in taken:
-                    break
-                config, fidelity = self._ask()
+            if taken and self._identity(config, fidelity) in taken:
+                config, fidelity = self._propose_untaken(taken)
         suggestion = self._issue(config, fidelity)
         if taken is not None:
             taken.add(self._key(suggestion))
         return suggestion
+
+    def _propose_untaken(self, taken: set[tuple]) -> tuple[Any, float | None]:
+        """Hook: a proposal in place of one that repeats an identity in ``taken``. By default
+        :meth:`_ask` again, up to :data:`PENDING_RETRIES` times (the last answer stands if every
+        one repeats); a solver that can name its next-best proposal directly answers it so
+        (``cmab``: the same draw's best pipeline not in ``taken``)."""
+        for _ in range(PENDING_RETRIES):
+            config, fidelity = self._ask()
+            if self._identity(config, fidelity) not in taken:
+                break
+        return config, fidelity
 
     def _taken(self) -> set[tuple]:
         """The identities of the pending suggestions and of the trials the problem has in
@@ -243,8 +253,8 @@ class BaseSolver(ParamsMixin, abc.ABC):
         compares every new proposal with all those in flight)."""
         key = self.identities_.get(suggestion.id)
         if key is None:
-            key = self.identities_[suggestion.id] = self._identity(suggestion.config,
-                                                             suggestion.fidelity)
+            key = self._identity(suggestion.config, suggestion.fidelity)
+            self.identities_[suggestion.id] = key
         return key
 
     def _identity(self, config: Any, fidelity: float | None) -> tuple:

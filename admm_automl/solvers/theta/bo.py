@@ -248,12 +248,13 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
             taken = self._taken()
             points = self._model_points()
             while len(out) < n:
-                out.append(self._issue_new(self._next_point(points), None, taken))
+                out.append(self._issue_new(self._next_point(points, stacklevel=3), None, taken))
         return out
 
-    def _next_point(self, points) -> np.ndarray:
+    def _next_point(self, points, stacklevel: int = 4) -> np.ndarray:
         """The next point of the generator :meth:`_model_points`, or a uniform random one
-        when there is nothing to model yet or the GP step fails (warned once per ``setup``)."""
+        when there is nothing to model yet or the GP step fails (warned once per ``setup``,
+        ``stacklevel`` frames up: the caller of :meth:`ask` by default)."""
         try:
             with _gp.single_threaded_blas():
                 x = next(points, None)
@@ -264,7 +265,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
                     f"bo: the Gaussian-process step failed ({type(err).__name__}: {err}); asking "
                     "random points instead",
                     SolverFallbackWarning,
-                    stacklevel=4,
+                    stacklevel=stacklevel,
                 )
             x = None
         if x is None:
@@ -327,6 +328,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         spread = float(np.std(g))
         spread = spread if spread > 0 else 1.0
         told: set[int] = set()
+        taken = _Rows(X)  # observed and pending points: a proposal must be new to both
         ranked = None
         while True:
             new = [s for key, s in self.pending_.items() if key not in told]
@@ -335,6 +337,8 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
                 P = np.array([np.asarray(s.config, dtype=float) for s in new])
                 gp = gp.append(P, np.concatenate([gp.y, np.full(len(P), lie)]))
                 best = min(best, float((lie + _gp.penalty_rows(problem.penalty, P)).min()))
+                for row in P:
+                    taken.append(row)
             acquisition = _gp.GPLogEI(gp, best - float(self.xi) * spread, problem.penalty,
                                       min_std=1e-10 * spread)
             if ranked is None:
@@ -348,10 +352,8 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
                 values = acquisition(ranked)
                 values = np.where(np.isfinite(values), values, -np.inf)
                 ranked = ranked[np.argsort(-values, kind="stable")]
-            pending = [np.asarray(s.config, dtype=float) for s in self.pending_.values()]
-            taken = np.vstack([X] + ([np.array(pending)] if pending else []))
             yield next((np.clip(x, 0.0, 1.0) for x in ranked
-                        if np.min(np.linalg.norm(taken - x, axis=1)) > DUPLICATE_TOL), None)
+                        if np.min(np.linalg.norm(taken.array - x, axis=1)) > DUPLICATE_TOL), None)
 
 
 class _Rows:

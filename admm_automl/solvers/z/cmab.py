@@ -52,7 +52,7 @@ class ThompsonSamplingZSolver(BaseZSolver):
       evaluations, f̂ = 0.7 and 5).
     * Batch-capable: several asks before their tells draw independent samples; pending pulls
       count as reward-0 pulls, and a pull whose pipeline is pending or in flight takes the
-      draw's best other pipeline (:meth:`_issue_new`).
+      draw's best other pipeline (:meth:`_propose_untaken`).
 
     References
     ----------
@@ -99,17 +99,16 @@ class ThompsonSamplingZSolver(BaseZSolver):
                       for n, r in zip(counts, self.rewards_)]
         return tuple(int(np.argmax(omega)) for omega in self.draw_), None
 
-    def _issue_new(self, config, fidelity, taken=None):
+    def _propose_untaken(self, taken: set) -> tuple[tuple[int, ...], None]:
         """A pull whose pipeline is pending or in flight (a batch, or asynchronous trials)
         takes the best pipeline of the same draw that is not, by the sum of the sampled arm
         values (the sum the per-module argmax maximises), instead of drawing again: with 64
         trials in flight over the 6 776 pipelines of ``paper_large``, redrawing until a pull
         was new took 8.6 draws per pull and half the driver's time. Nothing is pending in a
-        sequential run, so its pulls are Algorithm A1's."""
-        taken = self._taken() if taken is None else taken
-        if self._identity(config, fidelity) in taken:
-            config = self._best_untaken(taken) or config
-        return super()._issue_new(config, fidelity, taken)
+        sequential run, so its pulls are Algorithm A1's. Draws again only if every pipeline
+        is taken."""
+        z = self._best_untaken(taken)
+        return (z, None) if z is not None else super()._propose_untaken(taken)
 
     def _best_untaken(self, taken: set) -> tuple[int, ...] | None:
         """The pipeline with the highest sum of the last draw's arm values whose identity is
