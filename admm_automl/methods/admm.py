@@ -24,9 +24,10 @@ Sub-solvers run ``I_t`` new evaluations per call: fixed ``I`` or adaptive ``min(
 evaluations, not only the iterates.
 
 With several workers the sub-solvers evaluate in parallel: in batches of as many suggestions as
-workers, each waiting for its slowest trial (the default), or asynchronously
-(``RunOptions.asynchronous``), a worker getting the sub-solver's next suggestion as soon as it is
-free, with the suggestions in flight pending for the solver's later asks. Liu et al. (2020) write
+workers, each waiting for its slowest trial (``RunOptions``' default), or asynchronously
+(``RunOptions.asynchronous``; the estimator's default with several workers), a worker getting
+the sub-solver's next suggestion as soon as it is free, with the suggestions in flight pending
+for the solver's later asks. Liu et al. (2020) write
 the loop sequentially. In batches, what changes is only the order in which a sub-solver learns
 its results (a batch at once), and that it asks while some are pending; a step ends when all its
 evaluations have come back, so each starts from every result of the one before, and the δ-, z-

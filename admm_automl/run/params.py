@@ -101,9 +101,11 @@ PARAMETERS: tuple[Param, ...] = (
        help="worker processes (-1: one per core)"),
     _p("dask_address", None, v.TEXT, v.NONE, flag="--dask-address",
        help="a Dask scheduler address, e.g. tcp://10.0.0.5:8786"),
-    _p("asynchronous", False, v.BOOL, flag="--asynchronous", action="store_true",
-       help="hand a worker its next trial as soon as it is free, instead of batches of n_jobs "
-       "trials that wait for their slowest"),
+    _p("asynchronous", True, v.BOOL, flag="--asynchronous",
+       action=argparse.BooleanOptionalAction,
+       help="with several workers, hand a worker its next trial as soon as it is free (the "
+       "default); --no-asynchronous: batches of n_jobs trials that wait for their slowest, "
+       "whose history a seed fixes"),
     _p("trial_timeout", None, v.POSITIVE_NUMBER, v.NONE, flag="--trial-timeout", type=float,
        help="seconds one evaluation may take (default with a time budget: a quarter of the "
        "time left)"),

@@ -455,7 +455,10 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
         max_evals = DEFAULT_MAX_EVALS
     reserve = None if s.time_budget is None else (
         lambda: refit_reserve(library, s.time_budget, s.ensemble_size > 0))
+    workers = getattr(executor, "n_workers", 1)
     try:
+        # asynchronous only with several workers: with one, the history is the batches' anyway
+        # and the batch loop is the one that adds cheap proposals under a time budget
         optimizer = make_optimizer(
             s.method, space.encoding, objective, theta_solver=s.theta_solver,
             z_solver=s.z_solver, rho=s.rho, space=space,
@@ -463,7 +466,7 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
             constraints=prepared.constraints, constraint_mode=s.constraint_mode,
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
             max_evals=max_evals, time_budget=s.time_budget, seed=seed,
-            batch_size=getattr(executor, "n_workers", 1), asynchronous=s.asynchronous,
+            batch_size=workers, asynchronous=s.asynchronous and workers > 1,
             start_time=deadline.start,
             reserve=reserve, listeners=tuple(listeners), warm_start=warm_start,
         )

@@ -162,8 +162,11 @@ def test_pipelines_fail_time_out_and_run_out_of_memory_as_in_the_process_pool(cl
 @pytest.mark.timeout(180)
 def test_a_seeded_search_on_a_scheduler_address_has_the_process_pools_history(client):
     def search(**executor):
+        # in batches a seed fixes a parallel run's history (asynchronously, the order in
+        # which trials end decides it)
         model = ADMM(search_space=GNB, theta_solver="random", z_solver="random",
-                     max_evals=8, inner_iter=2, inner_iter_step=0, random_state=0, **executor)
+                     max_evals=8, inner_iter=2, inner_iter_step=0, random_state=0,
+                     asynchronous=False, **executor)
         return model.fit(X, Y).history_
 
     # n_jobs=1, but the cluster has two threads: the search asks for batches of two

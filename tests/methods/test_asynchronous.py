@@ -169,26 +169,6 @@ def test_an_asynchronous_fit_on_two_worker_processes_journals_every_evaluation_o
     assert len(model.history_) == len(ids) and model.score(X[300:], y[300:]) > 0.8
 
 
-@pytest.mark.slow
-def test_with_one_worker_process_an_asynchronous_fit_writes_the_same_journal():
-    """The estimator end to end, one worker process: the same evaluations, in the same order,
-    with the same losses, and the same model."""
-    from sklearn.datasets import load_breast_cancer
-
-    from admm_automl import ADMM
-
-    X, y = load_breast_cancer(return_X_y=True)
-    # the paper's small space: the same ADMM steps as the default's at half its fit time
-    fits = [ADMM(search_space="paper_small", max_evals=12, inner_iter=3, inner_iter_step=0,
-                 n_jobs=1, executor="process",
-                 asynchronous=asynchronous, ensemble_size=0, random_state=0).fit(X[:300], y[:300])
-            for asynchronous in (False, True)]
-    columns = ["eval_id", "pipeline", "loss", "status", "fidelity"]
-    assert fits[1].history_[columns].equals(fits[0].history_[columns])
-    assert (fits[1].predict_proba(X[300:]) == fits[0].predict_proba(X[300:])).all()
-
-
-
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_no_step_makes_fewer_evaluations_than_there_are_workers(make_engine, make_optimizer,
                                                                 fake_clock, asynchronous):
