@@ -59,7 +59,10 @@ def test_discrete_coordinates_take_only_admissible_values(name):
     problem, log = _problem(lambda x: abs(x[0] - 0.5) + abs(x[1] - 0.3), 2, grids=(grid, None))
     THETA_SOLVERS.create(name).setup(problem, np.random.default_rng(0)).run(30)
     assert all(x[0] in grid for x in log)
-    assert len({x[1] for x in log}) == 30  # the continuous one is not gridded
+    # the continuous one is not gridded: it takes many more values than a grid of 5 (not one
+    # per ask: a local-search neighbour may change only the discrete coordinate, as SMAC3's
+    # did under one hash seed of 8 tried)
+    assert len({tuple(x) for x in log}) == 30 and len({x[1] for x in log}) >= 20
 
 
 @pytest.mark.parametrize("name", SOLVERS)
