@@ -66,6 +66,7 @@ smoke: $(STAMP)
 	$(BIN)/python experiments/probes.py --smoke
 	tmp=$$(mktemp -d) && $(BIN)/python experiments/dask_throughput.py --smoke --out $$tmp && rm -rf $$tmp
 	$(BIN)/python experiments/scale.py --smoke
+	$(BIN)/python experiments/dask_cluster.py --smoke
 	$(BIN)/python experiments/overhead.py --smoke
 	$(BIN)/python experiments/time_budget.py --smoke
 	@if [ -d "$(DATA_DIR)" ]; then \
