@@ -27,22 +27,21 @@ With several workers the sub-solvers evaluate in parallel: in batches of as many
 workers, each waiting for its slowest trial (``RunOptions``' default), or asynchronously
 (``RunOptions.asynchronous``; the estimator's default with several workers), a worker getting
 the sub-solver's next suggestion as soon as it is free, with the suggestions in flight pending
-for the solver's later asks. Liu et al. (2020) write
-the loop sequentially. In batches, what changes is only the order in which a sub-solver learns
-its results (a batch at once), and that it asks while some are pending; a step ends when all its
-evaluations have come back, so each starts from every result of the one before, and the δ-, z-
-and dual steps see the same information as in a sequential run — at the price of the tail of each
-step, when fewer trials than workers are left. Asynchronously, up to as many trials as workers
-are in flight across the steps: a step ends once all its evaluations are submitted, a worker is
-idle and at most half of them are still running (:data:`~admm_automl.solvers.base.OVERLAP_TAIL`),
-and the next step takes the idle workers. So a step may start from all but the last (at most
-half) of the results of the one before: the θ-step's winner, the δ-, z- and dual steps use
-those that have come back. The rest are recorded when they end — a θ-step's in the history of
-its algorithm selection, which later θ-steps start from, and every one in the run's history and
-incumbent — and a solver that lives on (the z-solver; a θ-solver that keeps its state) is told
-them during its next step. A solver does not propose a pipeline another step has in flight
-(``problem.in_flight``). With one worker no trial is ever left running at a step's end: the
-history is the sequential one.
+for the solver's later asks. Liu et al. (2020) write the loop sequentially. In batches, what
+changes is only the order in which a sub-solver learns its results (a batch at once), and that
+it asks while some are pending; a step ends when all its evaluations have come back, so each
+starts from every result of the one before, and the δ-, z- and dual steps see the same
+information as in a sequential run — at the price of the tail of each step, when fewer trials
+than workers are left. Asynchronously, up to as many trials as workers are in flight across the
+steps: a step ends once all its evaluations are submitted, a worker is idle and at most half of
+them are still running (:data:`~admm_automl.solvers.base.OVERLAP_TAIL`), and the next step takes
+the idle workers. So a step may start from all but the last (at most half) of the results of the
+one before: the θ-step's winner, the δ-, z- and dual steps use those that have come back. The
+rest are recorded when they end — a θ-step's in the history of its algorithm selection, which
+later θ-steps start from, and every one in the run's history and incumbent — and a solver that
+lives on (the z-solver; a θ-solver that keeps its state) is told them during its next step. A
+solver does not propose a pipeline another step has in flight (``problem.in_flight``). With one
+worker no trial is ever left running at a step's end: the history is the sequential one.
 
 The z-step scores every pipeline at θ^{t+1}: the θ-step winner for the algorithms it tuned, the
 values earlier iterations left for the others (the initial θ for an algorithm never tuned). A
