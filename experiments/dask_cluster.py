@@ -22,7 +22,7 @@ disagree.
 Usage::
 
     .venv/bin/python experiments/dask_cluster.py                       # breast cancer, 60 s
-    .venv/bin/python experiments/dask_cluster.py --data-dir ../shared/data --dataset NAME
+    .venv/bin/python experiments/dask_cluster.py --data-dir ../shared/data --dataset NAME  # binary
     .venv/bin/python experiments/dask_cluster.py --smoke               # CI: 20 s, faults only
 """
 
@@ -129,25 +129,15 @@ def faults(cluster: Cluster, budget: float, events: list[str], stop: threading.E
         events.append(f"{time.monotonic() - start:.1f} s: started a new dask worker program")
 
 
-def load(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
-    if args.dataset is None:
-        from sklearn.datasets import load_breast_cancer
-
-        return load_breast_cancer(return_X_y=True)
-    import pandas as pd
-
-    frame = pd.read_csv(Path(args.data_dir) / f"{args.dataset}.csv.gz")
-    return frame.drop(columns="target"), frame["target"].to_numpy()
-
-
 def run_one(args: argparse.Namespace, mode: str, folder: Path) -> dict[str, Any]:
     from sklearn.metrics import roc_auc_score
     from sklearn.model_selection import train_test_split
 
     from admm_automl import ADMM
+    from admm_automl.datasets import load_dataset
     from admm_automl.journal import Journal
 
-    X, y = load(args)
+    X, y = load_dataset(args.dataset, args.data_dir)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, stratify=y,
                                                         random_state=args.seed)
     cluster = Cluster(folder, args.workers)
@@ -210,14 +200,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="Dask worker processes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--dataset", default=None,
-                        help="a dataset of --data-dir (NAME.csv.gz); default: breast cancer")
+    parser.add_argument("--dataset", default="breast_cancer",
+                        help="a dataset of --data-dir, or a bundled one (default: breast_cancer)")
     parser.add_argument("--modes", nargs="+", default=["quiet", "faults"],
                         choices=["quiet", "faults"])
     parser.add_argument("--smoke", action="store_true", help="20 s, the faults run only")
     args = parser.parse_args(argv)
-    if args.dataset is not None and args.data_dir is None:
-        parser.error("--dataset needs --data-dir")
     if args.smoke:
         args.budget, args.modes = 20.0, ["faults"]
     rows = []

@@ -456,9 +456,9 @@ def test_cmab_batch_pulls_take_the_draws_best_pipeline_not_in_flight(monkeypatch
     batch = solver.ask_batch(32)
     pulls = [tuple(s.config) for s in batch]
     assert len(set(pulls)) == 32 and len(draws) == 32
-    first = solver.draw_  # the last draw: its argmax is taken, its pull its best untaken
+    last = solver.draw_  # the last draw: its argmax is taken, its pull its best untaken
     assert pulls[-1] == solver._best_untaken({solver._identity(z, None) for z in pulls[:-1]})
-    assert tuple(int(np.argmax(w)) for w in first) in pulls
+    assert tuple(int(np.argmax(w)) for w in last) in pulls
 
 
 # ----------------------------------------------------------------------------- Hyperband
