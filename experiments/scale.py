@@ -17,7 +17,8 @@ on the cluster, for ``--budget`` seconds, in one of two modes:
 * ``async``: ``asynchronous=True``, a worker gets the next trial as soon as it is free.
 
 Measured per run, from its journal: **worker utilisation** (the trials' own durations, summed,
-over ``W`` × the search's wall time), trials per second, the best loss at the end and over time.
+over ``W`` × the search's wall time), trials per second, the best loss at the end and over time
+(``table`` prints the median best loss at a quarter, half, three quarters and all of the budget).
 And the **driver's CPU share**: the seconds of CPU the driver's process used (proposals, the
 GP fits, Dask's client threads) over the wall time; near 100 % the driver, not the trials, sets
 the pace (``--profile`` also writes the run's cProfile listing, by cumulative time, beside its
@@ -126,6 +127,7 @@ def run_one(client: Any, workers: int, mode: str, seed: int, budget: float,
     from admm_automl.methods.registry import make_optimizer
 
     task = SleepingArtificial(mean_cost)
+    created = time.monotonic()  # the journal's times count from here (the executor's start too)
     objective = PipelineObjective(task, DaskExecutor(client=client), Journal(),
                                   worst_loss=float("nan"), crash_marks=False)
     profiler = cProfile.Profile() if profile else None
@@ -145,15 +147,16 @@ def run_one(client: Any, workers: int, mode: str, seed: int, budget: float,
         objective.close()
     records = [r for r in objective.journal.records if r.get("status") != "cancelled"]
     busy = sum(float(r.get("duration") or 0.0) for r in records)
-    best, curve = float("inf"), []
+    best, curve, origin = float("inf"), [], started - created
     for r in sorted(records, key=lambda r: r["time"]):
         if r["status"] == "ok" and r["loss"] < best:
             best = float(r["loss"])
-            curve.append((round(float(r["time"]), 3), best))
+            curve.append((round(float(r["time"]) - origin, 3), best))
     return {"workers": workers, "mode": mode, "seed": seed, "budget": budget,
             "mean_cost": mean_cost, "wall": wall, "trials": len(records),
             "utilisation": busy / (workers * wall), "trials_per_second": len(records) / wall,
-            "best": best, "curve": curve, "stop": result.stop_reason, "driver_cpu": cpu / wall,
+            "best": best, "curve": curve, "curve_from": "search start",
+            "stop": result.stop_reason, "driver_cpu": cpu / wall,
             "profile": None if profiler is None else _listing(profiler)}
 
 
@@ -255,6 +258,17 @@ def table(root: Path, budget: float | None = None) -> None:
               f"{statistics.median(r['trials_per_second'] for r in cell):.2f} | "
               f"{statistics.median(r['best'] for r in cell):.4f} | {_median_share(cell)} | "
               f"{ms} |")
+    print("\n| workers | mode | budget (s) | median best loss at 1/4 / 1/2 / 3/4 / all of the "
+          "budget |")
+    print("|---|---|---|---|")
+    for w, mode, b in keys:
+        # earlier runs' curves count from the executor's start, not the search's: left out
+        cell = [r for r in rows if (r["workers"], r["mode"], r["budget"]) == (w, mode, b)
+                and r.get("curve_from") == "search start"]
+        at = [statistics.median(_best_at(r["curve"], f * b) for r in cell) if cell else None
+              for f in (0.25, 0.5, 0.75, 1.0)]
+        print(f"| {w} | {mode} | {b:g} | "
+              f"{' / '.join('-' if v is None else f'{v:.4f}' for v in at)} |")
     short = {r["seed"]: r["best"] for r in rows
              if r["workers"] == 16 and r["mode"] == "async" and budget and r["budget"] == budget}
     long = {r["seed"]: r["best"] for r in rows if r["workers"] == 1 and budget
@@ -266,6 +280,12 @@ def table(root: Path, budget: float | None = None) -> None:
               f"best loss no worse on {wins} of {len(seeds)} seeds (median "
               f"{statistics.median(short[s] for s in seeds):.4f} against "
               f"{statistics.median(long[s] for s in seeds):.4f})")
+
+
+def _best_at(curve: list[list[float]], seconds: float) -> float:
+    """The best loss a run had reached ``seconds`` into its search (inf before its first)."""
+    reached = [best for t, best in curve if t <= seconds]
+    return reached[-1] if reached else float("inf")
 
 
 def _overhead_cell(cost: dict[str, Any]) -> str:
