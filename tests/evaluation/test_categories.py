@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 
 from admm_automl import ADMMClassifier
@@ -99,3 +100,36 @@ def test_a_space_file_with_an_unknown_encoding_is_refused_by_name():
         space_from_dict({"name": "bad", "modules": [{"name": "estimator", "choices": [
             {"name": "tree", "class": "sklearn.tree.DecisionTreeClassifier",
              "categories": "binary"}]}]})
+
+
+def test_target_encoding_is_fitted_inside_each_fold_so_no_validation_label_reaches_its_feature():
+    """A key column of 150 values, two rows each, and a label of pure noise. Fitted on all rows
+    before the folds, the target encoding carries each validation row's own label into its
+    feature (the leaky validation AUROC computed below is far above 0.5); a trial fits it inside
+    the pipeline on each fold's training rows, so its validation AUROC stays near 0.5."""
+    from sklearn.metrics import roc_auc_score
+
+    from admm_automl.evaluation.metrics import get_metric
+    from admm_automl.evaluation.splits import make_splits
+    from admm_automl.evaluation.trial import TrialContext, run_trial
+
+    rng = np.random.default_rng(0)
+    key = rng.permutation(np.repeat([f"k{i:03d}" for i in range(150)], 2))
+    X, y = pd.DataFrame({"key": key}), rng.integers(0, 2, 300)
+    preprocessor = make_preprocessor(X)
+    assert preprocessor.transformers[0][0] == "high_cardinality"  # target-encoded, not one-hot
+    linear = space_from_dict({"name": "linear", "modules": [{"name": "estimator", "choices": [
+        c for c in SPACE_DICT["modules"][0]["choices"] if c["name"] == "logistic_regression"]}]})
+    splits = make_splits(y, classification=True, cv=3, validation_size=0.2, seed=0)
+    ctx = TrialContext(linear, X, y, splits, get_metric("roc_auc", "classification", "binary"),
+                       preprocessor, 0, labels=np.unique(y), cache_size=0)
+    result = run_trial(ctx, (0,), linear.encoding.initial_theta, 1.0)
+    assert result["status"] == "ok", result.get("error")
+    leaky = []
+    for split in splits:
+        encoded = make_preprocessor(X).fit(X, y)  # every row's label, the validation rows' too
+        model = LogisticRegression().fit(encoded.transform(X.iloc[split.train]), y[split.train])
+        leaky.append(roc_auc_score(y[split.valid], model.predict_proba(
+            encoded.transform(X.iloc[split.valid]))[:, 1]))
+    assert np.mean(leaky) > 0.75
+    assert abs((1 - result["loss"]) - 0.5) < 0.12
