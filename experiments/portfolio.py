@@ -25,8 +25,13 @@ to ``experiments/portfolio_lodo.yaml``, so that ``experiments/vs_automl.py`` nev
 that saw its test dataset; the portfolio built on all datasets goes into the package
 (``admm_automl/space/portfolios/default.yaml``).
 
-Only classification is learned (the shared datasets are binary classification); the regression
-list stays empty, so regression runs start from the initial pipeline as before.
+``--task`` says which list it learns: ``classification`` (the default; the shared datasets are
+binary) or ``regression`` (``experiments/regression_data.py`` writes a data directory of Torgo's
+regression datasets for it: the shared ones have no regression target). Each task's run rewrites
+only its own list of the package's portfolio and its own datasets' entries of the held-out file,
+so the two are learned by separate runs, in either order. Classification subsamples are
+stratified and scored by 1 − AUROC (log-loss for a multiclass target), regression ones by RMSE —
+each task's default metric; the normalisation per dataset makes the scales comparable.
 
 **Resumable, in parts.** Each dataset's search and each (dataset, candidate) loss are written to
 the work folder as they finish (``--work``, default ``experiments/results/portfolio/<scale>``:
@@ -38,6 +43,8 @@ then phase 2, whose candidates are phase 1's). The time reported is the sum over
 Usage (one core per process; run it niced on a shared machine)::
 
     nice -n 10 python experiments/portfolio.py --data-dir ../shared/data --parallel 2  # full scale
+    nice -n 10 python experiments/portfolio.py --task regression --data-dir ../regression-data \\
+        --parallel 2                                                    # the regression list
     nice -n 10 python experiments/portfolio.py --data-dir ../shared/data --max-rows 500 \\
         --search-evals 16 --per-dataset 1 --timeout 10                            # modest scale
     python experiments/portfolio.py --smoke --data-dir ../shared/data              # CI: seconds
@@ -73,23 +80,26 @@ SPACE = "default"
 DEFAULT_INDEX = 0
 
 
-def subsample(X, y, max_rows: int, seed: int = 0):
-    """A stratified subsample of at most ``max_rows`` rows (all rows when there are fewer)."""
+def subsample(X, y, max_rows: int, seed: int = 0, stratify: bool = True):
+    """A subsample of at most ``max_rows`` rows (all rows when there are fewer), stratified by
+    the label for classification."""
     from sklearn.model_selection import train_test_split
 
     if len(y) <= max_rows:
         return X, y
-    X, _, y, _ = train_test_split(X, y, train_size=max_rows, stratify=y, random_state=seed)
+    X, _, y, _ = train_test_split(X, y, train_size=max_rows, stratify=y if stratify else None,
+                                  random_state=seed)
     return X, y
 
 
-def load(name: str, data_dir: str, max_rows: int):
+def load(name: str, data_dir: str, max_rows: int, task: str = "classification"):
     from admm_automl.datasets import load_dataset
 
     X, y = load_dataset(name, data_dir)
-    X, y = subsample(X, y, max_rows)
-    _, y = np.unique(y, return_inverse=True)
-    return X, y
+    X, y = subsample(X, y, max_rows, stratify=task == "classification")
+    if task == "classification":
+        _, y = np.unique(y, return_inverse=True)
+    return X, np.asarray(y, dtype=float) if task == "regression" else y
 
 
 def default_configs(space) -> list[dict]:
@@ -103,12 +113,14 @@ def default_configs(space) -> list[dict]:
     return configs
 
 
-def search_candidates(X, y, evals: int, per_dataset: int, timeout: float) -> list[dict]:
+def search_candidates(X, y, evals: int, per_dataset: int, timeout: float,
+                      task: str = "classification") -> list[dict]:
     """The best configuration of each of the ``per_dataset`` best algorithms of a short search."""
-    from admm_automl import ADMMClassifier
+    from admm_automl import ADMMClassifier, ADMMRegressor
 
+    estimator = ADMMClassifier if task == "classification" else ADMMRegressor
     try:
-        model = ADMMClassifier(search_space=SPACE, portfolio=None, max_evals=evals,
+        model = estimator(search_space=SPACE, portfolio=None, max_evals=evals,
                                inner_iter=4, inner_iter_step=4, trial_timeout=timeout,
                                random_state=0).fit(X, y)
     except RuntimeError as err:  # nothing finished within the budget
@@ -127,7 +139,7 @@ def search_candidates(X, y, evals: int, per_dataset: int, timeout: float) -> lis
     return [params for _, params in ranked[:per_dataset]]
 
 
-def loss_column(X, y, configs: list[dict], timeout: float):
+def loss_column(X, y, configs: list[dict], timeout: float, kind: str = "classification"):
     """The validation loss of each configuration on (X, y), yielded as ``(index, loss, seconds)``
     as each finishes, by the engine of a run, set up by :mod:`admm_automl.run` (split and models'
     seed 0, one single-threaded worker process)."""
@@ -137,10 +149,11 @@ def loss_column(X, y, configs: list[dict], timeout: float):
                                        single_threaded_executor)
     from admm_automl.space import load_space
 
-    space = load_space(SPACE).for_task("classification").for_data(len(y))
-    target = "binary" if len(np.unique(y)) == 2 else "multiclass"
+    space = load_space(SPACE).for_task(kind).for_data(len(y))
+    target = ("continuous" if kind == "regression"
+              else "binary" if len(np.unique(y)) == 2 else "multiclass")
     seeds, cv, holdout = benchmark_seeds(0), resolve_cv("auto", len(y)), 0.2
-    task = prepare_task(X, y, space=space, task="classification", target_type=target, cv=cv,
+    task = prepare_task(X, y, space=space, task=kind, target_type=target, cv=cv,
                         validation_size=holdout, split_seed=seeds.splits, model_seed=seeds.models)
     objective = open_objective(task.context, executor=single_threaded_executor("process"),
                                worst_loss=task.worst_loss, trial_timeout=timeout,
@@ -221,6 +234,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="run: both phases and the portfolios (default); search / matrix: "
                              "one phase on the --datasets given, in this process")
     parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--task", choices=("classification", "regression"),
+                        default="classification",
+                        help="the portfolio list to learn (default classification)")
     parser.add_argument("--datasets", nargs="*", help="default: every dataset in --data-dir")
     parser.add_argument("--max-rows", type=int, default=2000,
                         help="rows of each dataset's stratified subsample (default 2000)")
@@ -251,7 +267,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         tmp = Path(tempfile.mkdtemp())
         args.out, args.lodo_out = str(tmp / "portfolio.yaml"), str(tmp / "lodo.yaml")
         args.work = args.work or str(tmp / "work")
-    scale = (f"rows{args.max_rows}_evals{args.search_evals}_per{args.per_dataset}"
+    scale = (("regression_" if args.task == "regression" else "")
+             + f"rows{args.max_rows}_evals{args.search_evals}_per{args.per_dataset}"
              f"_timeout{args.timeout:g}")
     args.work = Path(args.work) if args.work else RESULTS / scale
     return args
@@ -275,9 +292,9 @@ def run_search(name: str, args: argparse.Namespace) -> None:
     path = search_file(args.work, name)
     if path.is_file():
         return
-    X, y = load(name, args.data_dir, args.max_rows)
+    X, y = load(name, args.data_dir, args.max_rows, args.task)
     t0 = time.monotonic()
-    found = search_candidates(X, y, args.search_evals, args.per_dataset, args.timeout)
+    found = search_candidates(X, y, args.search_evals, args.per_dataset, args.timeout, args.task)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"candidates": found, "seconds": time.monotonic() - t0}))
     print(f"search {name}: {len(found)} candidate(s) in {time.monotonic() - t0:.0f} s",
@@ -305,12 +322,12 @@ def run_matrix(name: str, args: argparse.Namespace, candidates: list[dict]) -> N
     todo = [c for c in candidates if config_key(c) not in done]
     if not todo:
         return
-    X, y = load(name, args.data_dir, args.max_rows)
+    X, y = load(name, args.data_dir, args.max_rows, args.task)
     path = matrix_file(args.work, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with path.open("a", encoding="utf-8") as out:
-        for i, loss, seconds in loss_column(X, y, todo, args.timeout):
+        for i, loss, seconds in loss_column(X, y, todo, args.timeout, args.task):
             out.write(json.dumps({"key": config_key(todo[i]), "loss": loss,
                                   "seconds": seconds}) + "\n")
             out.flush()
@@ -322,7 +339,7 @@ def gather_candidates(args: argparse.Namespace) -> tuple[list[dict], list[str | 
     dataset's search candidates not among them; and where each came from (None: a default)."""
     from admm_automl.space import load_space
 
-    space = load_space(SPACE).for_task("classification")
+    space = load_space(SPACE).for_task(args.task)
     candidates = default_configs(space)[:3 if args.smoke else None]
     origin: list[str | None] = [None] * len(candidates)
     for name in args.datasets:
@@ -365,11 +382,12 @@ def run_phase(phase: str, args: argparse.Namespace, argv: list[str] | None,
 
 
 def print_results(names: list[str], candidates: list[dict], chosen: list[int],
-                  lodo: dict[str, dict], elapsed: float) -> None:
+                  lodo: dict[str, dict], elapsed: float, task: str = "classification") -> None:
     """The portfolio on all datasets, and the leave-one-dataset-out table against the default."""
     print(f"\nportfolio on all {len(names)} datasets ({len(candidates)} candidates): "
           + ", ".join(candidates[i]["estimator"] for i in chosen))
-    print("\nleave-one-dataset-out (validation 1 - AUROC on the subsample; regret: 0 = best "
+    loss = "RMSE" if task == "regression" else "1 - AUROC"
+    print(f"\nleave-one-dataset-out (validation {loss} on the subsample; regret: 0 = best "
           "candidate, 1 = worst)")
     print(f"{'dataset':<20}{'default':>10}{'portfolio':>11}{'regret def':>12}{'regret pf':>11}")
     for name, r in lodo.items():
@@ -379,38 +397,70 @@ def print_results(names: list[str], candidates: list[dict], chosen: list[int],
     ties = sum(r["portfolio_loss"] == r["default_loss"] for r in lodo.values())
     mean = lambda key: float(np.mean([r[key] for r in lodo.values()]))  # noqa: E731
     print(f"portfolio vs default: {wins} better, {ties} equal, {len(lodo) - wins - ties} worse; "
-          f"mean regret {mean('portfolio_regret'):.3f} vs {mean('default_regret'):.3f}; "
-          f"mean loss {mean('portfolio_loss'):.4f} vs {mean('default_loss'):.4f}")
+          f"mean regret {mean('portfolio_regret'):.3f} vs {mean('default_regret'):.3f}"
+          + ("" if task == "regression"  # RMSEs of different targets: no mean
+             else f"; mean loss {mean('portfolio_loss'):.4f} vs {mean('default_loss'):.4f}"))
     print(f"took {elapsed / 60:.1f} min of single-core work (the parts' sum) on "
           f"{platform.node()} ({os.cpu_count()} cores, load "
           f"{os.getloadavg()[0]:.1f})")
 
 
+TASKS = ("classification", "regression")
+
+
+def read_previous(path: Path) -> tuple[dict, dict[str, str]]:
+    """A file this script wrote before (empty if there is none): its YAML mapping, and per task
+    the line of its header and of its description that said how that task's part was learned."""
+    import yaml
+
+    if not path.is_file():
+        return {}, {}
+    text = path.read_text(encoding="utf-8")
+    lines = [line[2:] for line in text.splitlines() if line.startswith("# ")]
+    node = yaml.safe_load(text) or {}
+    said = {t: line for line in lines for t in TASKS if line.startswith(f"{t}: ")}
+    described = {t: line for line in str(node.get("description", "")).splitlines()
+                 for t in TASKS if line.startswith(f"{t}: ")}
+    return node, {t: f"{said.get(t, '')}\n{described.get(t, '')}" for t in said}
+
+
 def write_portfolios(args: argparse.Namespace, argv: list[str] | None, candidates: list[dict],
                      origin: list[str | None], chosen: list[int], lodo: dict[str, dict],
                      elapsed: float) -> None:
-    """The package's portfolio (``--out``) and the leave-one-dataset-out ones (``--lodo-out``),
-    each with the command and scale that made it."""
+    """This task's part of the package's portfolio (``--out``) and of the leave-one-dataset-out
+    file (``--lodo-out``), each with the command and scale that made it; the other task's part
+    of each file is kept as it was."""
     command = " ".join(["python experiments/portfolio.py", *(argv or sys.argv[1:])])
     scale = (f"{len(args.datasets)} datasets, subsamples of <= {args.max_rows} rows, "
              f"{args.search_evals}-evaluation searches, {args.per_dataset} candidate(s) per dataset + "
              f"{sum(o is None for o in origin)} defaults = {len(candidates)} candidates, "
              f"{args.timeout:g} s per evaluation; {elapsed / 60:.0f} min of single-core work")
+    made = (f"{args.task}: generated by experiments/portfolio.py on {datetime.date.today()}: "
+            f"{command}\n{args.task}: greedy portfolio (Feurer et al. 2022) learned on {scale}")
+
+    def header_and_description(path: Path) -> tuple[dict, str, str]:
+        node, before = read_previous(path)
+        parts = {**{t: before[t] for t in TASKS if t in before and t != args.task},
+                 args.task: made}
+        ordered = [parts[t].split("\n") for t in TASKS if t in parts]
+        return node, "\n".join(p[0] for p in ordered), "\n".join(p[1] for p in ordered if p[1])
+
+    node, header, description = header_and_description(Path(args.out))
     write_yaml(Path(args.out), {
-        "space": SPACE,
-        "description": f"greedy portfolio (Feurer et al. 2022) learned on {scale}",
-        "classification": [candidates[i] for i in chosen],
-        "regression": [],
-    }, f"Generated by experiments/portfolio.py on {datetime.date.today()}: {command}\n"
-       "Do not edit by hand; re-run the script to learn it again.")
+        "space": SPACE, "description": description,
+        **{t: node.get(t) or [] for t in TASKS}, args.task: [candidates[i] for i in chosen],
+    }, f"{header}\nDo not edit by hand; re-run the script (per task) to learn it again.")
+    node, header, description = header_and_description(Path(args.lodo_out))
+    kept = {name: entry for name, entry in (node.get("datasets") or {}).items()
+            if args.task not in entry and name not in lodo}
     write_yaml(Path(args.lodo_out), {
-        "description": f"leave-one-dataset-out portfolios: {scale}",
-        "datasets": {name: {**{k: v for k, v in r.items() if k != "portfolio"},
-                            "classification": [candidates[i] for i in r["portfolio"]]}
-                     for name, r in lodo.items()},
-    }, f"Generated by experiments/portfolio.py on {datetime.date.today()}: {command}\n"
-       "Per dataset, the portfolio learned without it (read by experiments/vs_automl.py).")
-    print(f"wrote {args.out} and {args.lodo_out}")
+        "description": description,
+        "datasets": {**kept, **{name: {**{k: v for k, v in r.items() if k != "portfolio"},
+                                       args.task: [candidates[i] for i in r["portfolio"]]}
+                                for name, r in lodo.items()}},
+    }, f"{header}\nPer dataset, the portfolio learned without it (read by "
+       "experiments/vs_automl.py).")
+    print(f"wrote the {args.task} part of {args.out} and of {args.lodo_out}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -439,7 +489,7 @@ def main(argv: list[str] | None = None) -> None:
                + sum(seconds for r in recorded.values() for _, seconds in r.values()))
     chosen = greedy_portfolio(normalise(losses), args.size)
     lodo = leave_one_out(losses, origin, args.datasets, args.size, DEFAULT_INDEX)
-    print_results(args.datasets, candidates, chosen, lodo, elapsed)
+    print_results(args.datasets, candidates, chosen, lodo, elapsed, args.task)
     write_portfolios(args, argv, candidates, origin, chosen, lodo, elapsed)
     print(json.dumps({"minutes": round(elapsed / 60, 1)}))
 

@@ -121,8 +121,10 @@ def lodo_portfolio(name: str) -> object:
     if not LODO_FILE.is_file():
         return "auto"
     entry = (yaml.safe_load(LODO_FILE.read_text()) or {}).get("datasets", {}).get(name)
-    return "auto" if entry is None else {"space": "default",
-                                         "classification": entry["classification"]}
+    if entry is None:
+        return "auto"
+    return {"space": "default", **{task: entry[task] for task in ("classification", "regression")
+                                   if task in entry}}
 
 
 def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 0):
