@@ -99,7 +99,9 @@ def load(name: str, data_dir: str, max_rows: int, task: str = "classification"):
     X, y = subsample(X, y, max_rows, stratify=task == "classification")
     if task == "classification":
         _, y = np.unique(y, return_inverse=True)
-    return X, np.asarray(y, dtype=float) if task == "regression" else y
+    else:
+        y = np.asarray(y, dtype=float)
+    return X, y
 
 
 def default_configs(space) -> list[dict]:
@@ -120,9 +122,8 @@ def search_candidates(X, y, evals: int, per_dataset: int, timeout: float,
 
     estimator = ADMMClassifier if task == "classification" else ADMMRegressor
     try:
-        model = estimator(search_space=SPACE, portfolio=None, max_evals=evals,
-                               inner_iter=4, inner_iter_step=4, trial_timeout=timeout,
-                               random_state=0).fit(X, y)
+        model = estimator(search_space=SPACE, portfolio=None, max_evals=evals, inner_iter=4,
+                          inner_iter_step=4, trial_timeout=timeout, random_state=0).fit(X, y)
     except RuntimeError as err:  # nothing finished within the budget
         print(f"  no candidate: {err}", flush=True)
         return []
@@ -140,9 +141,9 @@ def search_candidates(X, y, evals: int, per_dataset: int, timeout: float,
 
 
 def loss_column(X, y, configs: list[dict], timeout: float, kind: str = "classification"):
-    """The validation loss of each configuration on (X, y), yielded as ``(index, loss, seconds)``
-    as each finishes, by the engine of a run, set up by :mod:`admm_automl.run` (split and models'
-    seed 0, one single-threaded worker process)."""
+    """The validation loss of each configuration on (X, y) for the task ``kind``, yielded as
+    ``(index, loss, seconds)`` as each finishes, by the engine of a run, set up by
+    :mod:`admm_automl.run` (split and models' seed 0, one single-threaded worker process)."""
     from admm_automl.evaluation.splits import resolve_cv
     from admm_automl.records import Request
     from admm_automl.run.setup import (benchmark_seeds, open_objective, prepare_task, run_header,
