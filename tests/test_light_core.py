@@ -1,5 +1,5 @@
 """The core install works without the extras: with FLAML, Optuna, rich, matplotlib, LightGBM,
-XGBoost, Dask and SMAC3 hidden (as if ``pip install admm-automl`` without extras), the package
+XGBoost, CatBoost, Dask and SMAC3 hidden (as if ``pip install admm-automl`` without extras), the package
 imports, the default search fits and predicts, and each extra's feature says how to install it."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent(f"""
     model = ADMM(max_evals=3, cv=None, random_state=0, verbose=1).fit(X, y)
     assert model.predict(X).shape == (len(y),)
     pipelines = " ".join(model.history_["pipeline"])
-    assert "lightgbm" not in pipelines and "xgboost" not in pipelines
+    assert not any(name in pipelines for name in ("lightgbm", "xgboost", "catboost"))
     for params, what in (({{"theta_solver": "blendsearch"}}, "flaml"),
                          ({{"theta_solver": "tpe"}}, "optuna"),
                          ({{"progress": True}}, "rich")):

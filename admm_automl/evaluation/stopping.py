@@ -19,11 +19,12 @@ Choices where the libraries leave it to the caller, with the reason:
   of rounds on a large one; AutoGluon's adaptive rule (up to 300 rounds on small data, for a
   learning rate of 0.05 and a cap of 10,000) is made for one long fit, where ours are many short
   ones at searched learning rates.
-* **The model kept** is the one the trial scored: LightGBM and XGBoost predict with their best
-  round (``best_iteration_`` / ``best_iteration``), and the rounds recorded are that many;
+* **The model kept** is the one the trial scored: LightGBM, XGBoost and CatBoost predict with
+  their best round (``best_iteration_`` / ``best_iteration`` / CatBoost's ``use_best_model``,
+  which drops the trees after it), and the rounds recorded are that many;
   scikit-learn's HistGradientBoosting keeps every round up to the stop (``n_iter_``), and the rounds
   recorded are those. The rounds after the best that LightGBM and XGBoost trained are kept in the
-  trial's model (its measured size includes them) but not in the refit.
+  trial's model (its measured size includes them) but not in the refit; CatBoost drops them.
 * **The validation rows pick the rounds and score the trial**, so the trial's loss is slightly
   optimistic, as AutoGluon's validation score of an early-stopped model is; the test rows and
   the refit are untouched by it.
@@ -79,6 +80,13 @@ def fit_stopped(estimator: Any, X: Any, y: Any, X_valid: Any, y_valid: Any, *,
         estimator.fit(X, y, **valid, callbacks=[
             lightgbm.early_stopping(wait, first_metric_only=True, verbose=False)])
         return int(estimator.best_iteration_ or cap)
+    if stopping.method == "catboost":
+        import catboost
+
+        _check_type(estimator, catboost.CatBoost, stopping)
+        estimator.fit(X, y, eval_set=(X_valid, y_valid), early_stopping_rounds=wait,
+                      use_best_model=True, verbose=False)
+        return int(estimator.get_best_iteration()) + 1
     import xgboost  # "xgboost", the last of STOPPING_METHODS
 
     _check_type(estimator, xgboost.XGBModel, stopping)

@@ -37,7 +37,7 @@ CONTINUATIONS = ("warm_start", "partial_fit")
 #: how a choice takes the category columns when it is the estimator (:attr:`Algorithm.categories`)
 CATEGORY_ENCODINGS = ("one_hot", "ordinal")
 #: the boosting libraries whose number of rounds a trial can stop early (see :class:`Stopping`)
-STOPPING_METHODS = ("hist_gradient_boosting", "lightgbm", "xgboost")
+STOPPING_METHODS = ("hist_gradient_boosting", "lightgbm", "xgboost", "catboost")
 
 
 #: what a path in a space (or a configuration) may name, and what is asked of it before anything
@@ -211,7 +211,7 @@ class Stopping:
         The library's own way to stop (:data:`STOPPING_METHODS`): ``"hist_gradient_boosting"``
         (scikit-learn's ``early_stopping`` with ``X_val``), ``"lightgbm"`` (its
         ``early_stopping`` callback on ``eval_set``), ``"xgboost"`` (``early_stopping_rounds`` on
-        ``eval_set``).
+        ``eval_set``), ``"catboost"`` (``early_stopping_rounds`` on ``eval_set``).
     """
 
     parameter: str
@@ -354,11 +354,14 @@ class Algorithm:
 
 
 def _has_param(obj: Any, name: str) -> bool:
-    """Whether scikit-learn's ``get_params`` of ``obj`` lists ``name``."""
+    """Whether scikit-learn's ``get_params`` of ``obj`` lists ``name``, or its signature does
+    (CatBoost's ``get_params`` lists only the parameters that were set)."""
     try:
-        return name in obj.get_params(deep=False)
+        if name in obj.get_params(deep=False):
+            return True
     except Exception:  # not a scikit-learn estimator: its signature decides
-        return name in inspect.signature(type(obj)).parameters
+        pass
+    return name in inspect.signature(type(obj)).parameters
 
 
 @dataclass(frozen=True)

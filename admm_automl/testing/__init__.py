@@ -70,10 +70,10 @@ from .solver_checks import (
 from .spaces import SYNTHETIC, synthetic_loss, tiny_space, wide_loss, wide_space
 
 #: The top-level modules that the extras of pyproject.toml install and the core does not: FLAML,
-#: Optuna, rich, matplotlib, LightGBM, XGBoost, Dask (and distributed), SMAC3 (and ConfigSpace).
-#: The core must import and search without any of them.
-EXTRA_PACKAGES = ("flaml", "optuna", "rich", "matplotlib", "lightgbm", "xgboost", "dask",
-                  "distributed", "smac", "ConfigSpace")
+#: Optuna, rich, matplotlib, LightGBM, XGBoost, CatBoost, Dask (and distributed), SMAC3 (and
+#: ConfigSpace). The core must import and search without any of them.
+EXTRA_PACKAGES = ("flaml", "optuna", "rich", "matplotlib", "lightgbm", "xgboost", "catboost",
+                  "dask", "distributed", "smac", "ConfigSpace")
 
 __all__ = [
     "BAD_KINDS",

@@ -21,7 +21,7 @@ from admm_automl.space.loader import space_from_dict
 DEFAULT = load_space("default")
 #: (choice, its rounds parameter): every boosted learner of the default space
 BOOSTED = [("hist_gradient_boosting", "max_iter"), ("lightgbm", "n_estimators"),
-           ("xgboost", "n_estimators")]
+           ("xgboost", "n_estimators"), ("catboost", "iterations")]
 
 
 @pytest.fixture(scope="module")

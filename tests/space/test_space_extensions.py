@@ -460,14 +460,15 @@ def test_requires_validation(value, message):
         space_from_dict(_mutate(lambda d: _algo(d, 3).update(requires=value)))
 
 
-def test_default_space_without_lightgbm_and_xgboost(missing):
-    missing.update({"lightgbm", "xgboost"})
+def test_default_space_without_lightgbm_xgboost_and_catboost(missing):
+    missing.update({"lightgbm", "xgboost", "catboost"})
     space = load_space("default")
     names = {a.name for a in space.modules[1].choices}
-    assert "lightgbm" not in names and "xgboost" not in names and "hist_gradient_boosting" in names
+    assert not names & {"lightgbm", "xgboost", "catboost"} and "hist_gradient_boosting" in names
     assert space.skipped == (
         ("estimator", "lightgbm", "requires lightgbm, not installed"),
         ("estimator", "xgboost", "requires xgboost, not installed"),
+        ("estimator", "catboost", "requires catboost, not installed"),
     )  # one entry per name, not per task variant
     assert space.for_task("regression").n_pipelines == 3 * 6
 
@@ -560,7 +561,7 @@ def test_default_space_initial_pipeline_is_hist_gradient_boosting_at_its_default
     # scikit-learn's defaults, except what the space states: auto-sklearn's 'off' early stopping
     # and 1e-10 (= none) L2 regularisation, since scikit-learn's 'auto' and 0 are not in the domains
     assert changed == {"early_stopping": False, "l2_regularization": 1e-10}
-    boosters = {p for p in ("lightgbm", "xgboost") if loader.module_available(p)}
+    boosters = {p for p in ("lightgbm", "xgboost", "catboost") if loader.module_available(p)}
     assert {a.name for a in sub.modules[1].choices} == boosters | {
         "hist_gradient_boosting", "random_forest", "extra_trees", "k_neighbors", "svm",
         "logistic_regression" if task == "classification" else "ridge"}
@@ -573,10 +574,11 @@ def test_default_space_optional_learners_and_thread_counts():
         assert algo.requires == (() if package == "sklearn" else (package,)), algo.name
         params = inspect.signature(import_class(algo.class_path)).parameters
         fixed = {h.name: h.value for h in algo.hyperparameters if isinstance(h, Fixed)}
-        # LightGBM / XGBoost take n_jobs through **kwargs; LogisticRegression's n_jobs has no effect
-        # since scikit-learn 1.8 and warns
+        # LightGBM / XGBoost take n_jobs through **kwargs, CatBoost names it thread_count;
+        # LogisticRegression's n_jobs has no effect since scikit-learn 1.8 and warns
+        threads = "thread_count" if package == "catboost" else "n_jobs"
         if ("n_jobs" in params or package != "sklearn") and algo.name != "logistic_regression":
-            assert fixed.get("n_jobs") == 1, algo.name
+            assert fixed.get(threads) == 1, algo.name
 
 
 def _new_algorithms():
