@@ -379,7 +379,7 @@ def run_search(
     the warm-start portfolio first; with ``ensemble_size`` the best evaluations' validation
     predictions are kept in ``outcome.predictions`` (:mod:`.library`)."""
     from ..constraints import mitigated_starts
-    from ..space.portfolio import portfolio_points, resolve_portfolio
+    from ..space.portfolio import kept_configs, portfolio_points, resolve_portfolio
 
     refuse_nested_search()  # before anything touches the output directory
     s = settings
@@ -396,8 +396,10 @@ def run_search(
         cache_size=kept_budget_mb(s.cache_size, s.memory_limit),
     )
     prepared.context.keep_predictions = s.ensemble_size > 0
-    warm_start = (portfolio_points(mitigated_starts(resolve_portfolio(s.portfolio, space, task),
-                                                    space), space)
+    # the mitigated starts are the leading configurations the space keeps (a portfolio led by
+    # LightGBM and CatBoost still gets two mitigated starts in an install without them)
+    portfolio = kept_configs(resolve_portfolio(s.portfolio, space, task), space)
+    warm_start = (portfolio_points(mitigated_starts(portfolio, space), space)
                   if get_method(s.method)[0].has_split else [])
     executor = make_executor(
         s.executor, n_jobs=s.n_jobs, memory_limit_mb=s.memory_limit,

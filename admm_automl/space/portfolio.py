@@ -95,6 +95,22 @@ def resolve_portfolio(spec: Any, space: PipelineSpace, task: str) -> list[dict[s
     return [dict(c) for c in node.get(task) or []]
 
 
+def kept_configs(configs: Sequence[Mapping[str, Any]], space: PipelineSpace) -> list[dict]:
+    """The configurations whose algorithms ``space`` keeps: one that names an algorithm the space
+    left out (a package in ``requires`` is missing, or the data exceed ``max_rows``) is dropped
+    with a log message."""
+    skipped = {(module, choice) for module, choice, _ in space.skipped}
+    kept = []
+    for config in configs:
+        left_out = [f"{m}={config[m]}" for m in space.encoding.module_names
+                    if (m, config.get(m)) in skipped]
+        if left_out:
+            logger.info("portfolio configuration skipped (%s not in the space)", ", ".join(left_out))
+            continue
+        kept.append(dict(config))
+    return kept
+
+
 def portfolio_points(
     configs: Sequence[Mapping[str, Any]], space: PipelineSpace
 ) -> list[tuple[tuple[int, ...], np.ndarray]]:
@@ -104,14 +120,8 @@ def portfolio_points(
     missing, or the data exceed ``max_rows``) is dropped with a log message; any other invalid
     configuration raises :class:`InvalidParameterError` naming it.
     """
-    skipped = {(module, choice) for module, choice, _ in space.skipped}
     points = []
-    for config in configs:
-        left_out = [f"{m}={config[m]}" for m in space.encoding.module_names
-                    if (m, config.get(m)) in skipped]
-        if left_out:
-            logger.info("portfolio configuration skipped (%s not in the space)", ", ".join(left_out))
-            continue
+    for config in kept_configs(configs, space):
         try:
             z, theta = space.encode(config)
         except InvalidParameterError as err:

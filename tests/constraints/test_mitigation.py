@@ -317,18 +317,28 @@ def test_a_mitigated_pipeline_is_never_averaged_into_an_ensemble(ensemble_candid
     assert not is_mitigated({"mitigation": "none"}) and not is_mitigated({"estimator": "knn"})
 
 
-def test_the_portfolio_s_leading_pipelines_are_also_tried_mitigated_first():
+@pytest.mark.parametrize("hidden", [(), ("lightgbm", "xgboost", "catboost")])
+def test_the_portfolio_s_leading_pipelines_are_also_tried_mitigated_first(hidden, monkeypatch):
     """With a fairness constraint and mitigations in the space, the warm start begins with the
     portfolio's first two pipelines post-processed by the threshold optimizer: a search of 4
     evaluations (the initial pipeline, then those two) already has a feasible pipeline where no
-    plain learner comes near the constraint."""
+    plain learner comes near the constraint. Without the boosting libraries (an install without
+    the ``boost`` extra) the first two the space keeps are mitigated."""
+    from admm_automl.space import loader
+
+    monkeypatch.setattr(loader, "module_available",
+                        lambda name, real=loader.module_available: name not in hidden and real(name))
+    loader._load_builtin.cache_clear()
     X, y = unfair(n=600)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = ADMMClassifier(
-            max_evals=4, random_state=0, ensemble_size=0, cv=None, executor="serial",
-            constraints=[{"name": "demographic_parity_difference", "threshold": 0.1,
-                          "group_by": "sex"}]).fit(X, y)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = ADMMClassifier(
+                max_evals=4, random_state=0, ensemble_size=0, cv=None, executor="serial",
+                constraints=[{"name": "demographic_parity_difference", "threshold": 0.1,
+                              "group_by": "sex"}]).fit(X, y)
+    finally:
+        loader._load_builtin.cache_clear()  # no other test sees a space loaded under the pretence
     history = model.history_
     start = history[history["phase"] == "portfolio"]
     assert list(start["param:mitigation"][:2]) == ["threshold_optimizer"] * 2
