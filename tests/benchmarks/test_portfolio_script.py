@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 from pathlib import Path
+from unittest.mock import patch
 
 import yaml
 
@@ -16,7 +18,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "portfolio.py"
 def _script():
     spec = importlib.util.spec_from_file_location("portfolio_script", SCRIPT)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with patch.dict(os.environ):  # the script pins BLAS threads at import: not for this process
+        spec.loader.exec_module(module)
     return module
 
 
