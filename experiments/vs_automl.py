@@ -328,13 +328,10 @@ def table(root: Path) -> str:
     """Per budget: the scores per dataset, then each ADMM variant against each other method (wins
     / ties / losses and the mean difference, on the shared binary datasets and on all)."""
     lines = []
-    for budget_dir in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: float(p.name)):
-        rows: dict[str, dict[str, dict]] = {}
-        for path in sorted(budget_dir.glob("*/*.json")):
-            r = json.loads(path.read_text())
-            rows.setdefault(row_name(r), {})[r["method"]] = r
+    by_budget = read_results(root)
+    for budget, rows in by_budget.items():
         methods = [m for m in METHODS if any(m in by for by in rows.values())]
-        lines.append(f"\nbudget {budget_dir.name} s — test score (AUROC; digits accuracy; "
+        lines.append(f"\nbudget {budget} s — test score (AUROC; digits accuracy; "
                      "diabetes R²)")
         lines.append(f"{'dataset':<20}" + "".join(f"{m:>15}" for m in methods))
         def cell(by: dict, m: str) -> str:
@@ -359,6 +356,46 @@ def table(root: Path) -> str:
         if "ADMM+ens" in methods:
             lines.append(verdict(rows, [m for m in ("FLAML", "AutoGluon", "AutoGluon-best")
                                         if m in methods]))
+    budgets = list(by_budget)
+    for longer in budgets[1:]:
+        lines.append(longer_budget(by_budget[budgets[0]], by_budget[longer], budgets[0], longer))
+    return "\n".join(lines)
+
+
+def read_results(root: Path) -> dict[str, dict[str, dict[str, dict]]]:
+    """Every result under ``root``: budget (its folder's name, shortest first) -> table row
+    (:func:`row_name`) -> method -> result."""
+    out: dict[str, dict[str, dict[str, dict]]] = {}
+    for budget_dir in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: float(p.name)):
+        rows = out.setdefault(budget_dir.name, {})
+        for path in sorted(budget_dir.glob("*/*.json")):
+            r = json.loads(path.read_text())
+            rows.setdefault(row_name(r), {})[r["method"]] = r
+    return out
+
+
+def longer_budget(short: dict[str, dict[str, dict]], long: dict[str, dict[str, dict]],
+                  short_name: str, long_name: str) -> str:
+    """Each method's score at the longer budget against its score at the shorter one, on the
+    rows (datasets) that have both: how many are above / within :data:`TIE` / below, the mean
+    difference and the rows below — and, for the default, the rule of experiments/README.md
+    (a longer budget never makes the result worse: no row more than the tie width below)."""
+    lines = [f"\n{long_name} s against {short_name} s, per method (above / within {TIE:g} / "
+             "below, mean difference; every dataset with both)"]
+    for m in METHODS:
+        both = {d: (long[d][m]["score"], short[d][m]["score"]) for d in long
+                if d in short and m in long[d] and m in short[d]}
+        if not both:
+            continue
+        above, within, below, diffs = outcomes(both)
+        worse = [f"{d} {a - b:+.4f}" for d, (a, b) in both.items()
+                 if a is not None and b is not None and a - b < -TIE]
+        line = (f"{m:<15} {above:>2} / {within:>2} / {below:>2}, mean "
+                f"{diffs.mean() if len(diffs) else np.nan:+.4f}"
+                + (f"; below: {', '.join(worse)}" if worse else ""))
+        if m == "ADMM+ens":
+            line += f" -> {'met' if not below else 'NOT met'} ({len(both)} datasets)"
+        lines.append(line)
     return "\n".join(lines)
 
 

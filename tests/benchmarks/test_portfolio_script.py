@@ -5,22 +5,9 @@ held-out file, and keep the other task's list, header line and description line.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
 from pathlib import Path
-from unittest.mock import patch
 
 import yaml
-
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "portfolio.py"
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("portfolio_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    with patch.dict(os.environ):  # the script pins BLAS threads at import: not for this process
-        spec.loader.exec_module(module)
-    return module
 
 
 def _write(script, tmp_path: Path, task: str, datasets: list[str], candidate: dict) -> None:
@@ -32,8 +19,8 @@ def _write(script, tmp_path: Path, task: str, datasets: list[str], candidate: di
     script.write_portfolios(args, ["--task", task], [candidate], [None], [0], lodo, 60.0)
 
 
-def test_each_task_rewrites_only_its_own_part(tmp_path):
-    script = _script()
+def test_each_task_rewrites_only_its_own_part(tmp_path, load_script):
+    script = load_script("portfolio")
     _write(script, tmp_path, "classification", ["a", "b"], {"estimator": "lr"})
     _write(script, tmp_path, "regression", ["r"], {"estimator": "ridge"})
     _write(script, tmp_path, "classification", ["a", "b"], {"estimator": "rf"})

@@ -1,0 +1,40 @@
+"""``experiments/vs_automl.py table`` decides the AutoGluon campaign's rules from the result
+files; these tests write result files by hand and check what it decides."""
+
+from __future__ import annotations
+
+import json
+
+
+def _result(root, budget, dataset, method, score, seed=0):
+    folder = root / str(budget) / dataset
+    folder.mkdir(parents=True, exist_ok=True)
+    name = method if seed == 0 else f"{method}@{seed}"
+    (folder / f"{name}.json").write_text(json.dumps(
+        {"dataset": dataset, "method": method, "budget": budget, "seed": seed, "score": score,
+         "fit_time": budget}))
+
+
+def test_a_longer_budget_that_loses_on_one_dataset_fails_the_rule(tmp_path, load_script):
+    script = load_script("vs_automl")
+    scores = {"pc4": (0.93, 0.9305, 0.91, 0.90), "sonar": (0.90, 0.92, 0.80, 0.80),
+              "adult": (0.92, 0.9195, 0.91, 0.91)}  # ADMM+ens 60/300, FLAML 60/300
+    for dataset, (ens60, ens300, flaml60, flaml300) in scores.items():
+        for budget, ens, flaml in ((60, ens60, flaml60), (300, ens300, flaml300)):
+            _result(tmp_path, budget, dataset, "ADMM+ens", ens)
+            _result(tmp_path, budget, dataset, "FLAML", flaml)
+    _result(tmp_path, 300, "sylvine", "ADMM+ens", 0.99)  # no 60 s result: not compared
+
+    text = script.table(tmp_path)
+    assert "300 s against 60 s" in text
+    ens = next(line for line in text.splitlines() if line.startswith("ADMM+ens ") and "->" in line)
+    assert ens.split(",")[0].split() == ["ADMM+ens", "1", "/", "2", "/", "0"]
+    assert ens.endswith("-> met (3 datasets)")
+    flaml = next(line for line in text.splitlines() if line.startswith("FLAML "))
+    assert flaml.split(",")[0].split() == ["FLAML", "0", "/", "2", "/", "1"]
+    assert "below: pc4 -0.0100" in flaml and "->" not in flaml  # the rule is the default's
+
+    _result(tmp_path, 300, "adult", "ADMM+ens", 0.915)  # now 0.005 below its 60 s score
+    ens = next(line for line in script.table(tmp_path).splitlines()
+               if line.startswith("ADMM+ens ") and "->" in line)
+    assert "below: adult -0.0050" in ens and ens.endswith("NOT met (3 datasets)")
