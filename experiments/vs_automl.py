@@ -326,7 +326,9 @@ def row_name(result: dict) -> str:
 
 def table(root: Path) -> str:
     """Per budget: the scores per dataset, then each ADMM variant against each other method (wins
-    / ties / losses and the mean difference, on the shared binary datasets and on all)."""
+    / ties / losses and the mean difference, on the shared binary datasets and on all); then,
+    for each longer budget, every method's score against its score at the shorter one
+    (:func:`longer_budget`)."""
     lines = []
     by_budget = read_results(root)
     for budget, rows in by_budget.items():
