@@ -13,6 +13,9 @@ kind               which columns                                          prepar
                                                                           one-hot encoding (codes
                                                                           for tree learners:
                                                                           :func:`ordinal_categories`;
+                                                                          a category dtype for
+                                                                          boosted learners:
+                                                                          :func:`native_categories`;
                                                                           above 50 distinct
                                                                           values: target encoding)
 ``numeric_text``   every value reads as a number (``"3.5"``, ``" 7"``,    converted with
@@ -383,17 +386,102 @@ def ordinal_categories(preprocessor: Any) -> Any | None:
     the one-hot encoding: to them a code would be a magnitude.
     """
     from sklearn.base import clone
-    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 
-    if not hasattr(preprocessor, "transformers"):
+    if not _one_hot_branches(preprocessor):
         return None
     ordinal = clone(preprocessor)
-    replaced = {f"{name}__onehotencoder": OrdinalEncoder(handle_unknown="use_encoded_value",
-                                                        unknown_value=-1)
-                for name, steps, _ in ordinal.transformers
-                if isinstance(getattr(steps, "named_steps", {}).get("onehotencoder"),
-                              OneHotEncoder)}
-    return ordinal.set_params(**replaced) if replaced else None
+    return ordinal.set_params(**{f"{name}__onehotencoder": _ordinal_encoder()
+                                 for name, _, _ in _one_hot_branches(ordinal)})
+
+
+def native_categories(preprocessor: Any) -> Any | None:
+    """A copy of a :func:`make_preprocessor` preprocessor for the learners that split category
+    columns natively; None when it one-hot encodes nothing.
+
+    Each low-cardinality category column becomes a pandas ``category`` column of integer codes
+    (:class:`CategoryCodes`), and they come first: the copy's output is a DataFrame whose first
+    ``k`` columns are the category columns (:func:`category_columns`). HistGradientBoosting
+    (``categorical_features="from_dtype"``), LightGBM and XGBoost (``enable_categorical=True``)
+    find them by their dtype; CatBoost is told their positions, ``0 … k−1`` (``cat_features``,
+    known before anything is fitted because they come first). A native split groups any subset
+    of values (LightGBM, HistGradientBoosting and XGBoost sort the values by their gradient
+    statistics, after Fisher 1958) where a split of codes can only cut their arbitrary order;
+    CatBoost encodes them with its ordered target statistics (Prokhorenkova et al., NeurIPS
+    2018). AutoGluon hands its boosted models the category dtype the same way.
+    """
+    from sklearn.base import clone
+
+    if not _one_hot_branches(preprocessor):
+        return None
+    native = clone(preprocessor)
+    first = _one_hot_branches(native)
+    for _, steps, _ in first:
+        steps.steps[-1] = ("categorycodes", CategoryCodes())
+    coded = {name for name, _, _ in first}
+    rest = [branch for branch in native.transformers if branch[0] not in coded]
+    return native.set_params(transformers=first + rest).set_output(transform="pandas")
+
+
+def category_columns(preprocessor: Any) -> int:
+    """How many of the data's columns a :func:`make_preprocessor` preprocessor encodes as
+    low-cardinality categories: the ``k`` first columns of its :func:`native_categories` copy."""
+    return sum(len(columns) for _, _, columns in _one_hot_branches(preprocessor))
+
+
+def categories_first(step: Any) -> Any:
+    """``step`` applied to all but the pandas ``category`` columns, which pass through untouched
+    and stay first: how a step between a :func:`native_categories` preprocessor and its learner
+    (a scaler of the searched pipeline) leaves the category codes as they are."""
+    from sklearn.compose import ColumnTransformer, make_column_selector
+
+    return ColumnTransformer(
+        [("categories", "passthrough", make_column_selector(dtype_include="category")),
+         ("numbers", step, make_column_selector(dtype_exclude="category"))],
+        verbose_feature_names_out=False,
+    ).set_output(transform="pandas")
+
+
+class CategoryCodes(TransformerMixin, BaseEstimator):
+    """Category columns as pandas ``category`` columns of integer codes: ``0 … n−1`` for the
+    ``n`` values of the training rows (scikit-learn's ``OrdinalEncoder``), ``−1`` for a value they
+    never had — a category of its own, declared in every column's dtype, so that the training,
+    validation and test rows share one set of categories (LightGBM and XGBoost check that they
+    do; CatBoost refuses missing category values)."""
+
+    def fit(self, X: Any, y: Any = None) -> "CategoryCodes":
+        self.encoder_ = _ordinal_encoder().fit(X)
+        self.n_features_in_ = self.encoder_.n_features_in_
+        return self
+
+    def transform(self, X: Any) -> Any:
+        import pandas as pd
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "encoder_")
+        codes = self.encoder_.transform(X).astype(np.int64)
+        names = self.get_feature_names_out()
+        return pd.DataFrame(
+            {name: pd.Categorical(codes[:, j], categories=range(-1, len(values)))
+             for j, (name, values) in enumerate(zip(names, self.encoder_.categories_))},
+            index=X.index if hasattr(X, "index") else None)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        return self.encoder_.get_feature_names_out(input_features)
+
+
+def _ordinal_encoder() -> Any:
+    from sklearn.preprocessing import OrdinalEncoder
+
+    return OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1)
+
+
+def _one_hot_branches(preprocessor: Any) -> list[tuple[str, Any, Any]]:
+    """The branches of a :func:`make_preprocessor` ColumnTransformer that one-hot encode."""
+    from sklearn.preprocessing import OneHotEncoder
+
+    return [(name, steps, columns)
+            for name, steps, columns in getattr(preprocessor, "transformers", [])
+            if isinstance(getattr(steps, "named_steps", {}).get("onehotencoder"), OneHotEncoder)]
 
 
 def _target_encoder() -> Any:

@@ -173,10 +173,7 @@ def run_iterative_trial(
         held = store.take(key, iterations)
         if held is None:
             start_t = 0
-            pipeline = space.to_pipeline(
-                z, theta, iterations=iterations, random_state=ctx.random_state,
-                preprocessor=ctx.preprocessor_for(z),
-            )
+            pipeline = ctx.pipeline(z, theta, iterations=iterations)
         else:
             start_t, pipeline = held
         if pipeline.steps[-1][0] != module:

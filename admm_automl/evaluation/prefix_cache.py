@@ -148,7 +148,8 @@ def prefix_keys(space: Any, z: Sequence[int], theta: np.ndarray, *, split: int, 
                 random_state: int | None, preprocessor: str | None = "one_hot") -> list[str]:
     """The key of every prefix of the pipeline ``space.to_pipeline(z, θ, ...)`` builds: one per
     step before the estimator (the preprocessor first, unless ``preprocessor`` is None; its
-    encoding of the category columns, ``"one_hot"`` or ``"ordinal"``, is a part of the key),
+    encoding of the category columns, ``"one_hot"``, ``"ordinal"`` or ``"native"``, is a part of
+    the key: under ``"native"`` the later steps leave the category columns alone),
     in order.
 
     A pipeline wrapped by the space's last module (:meth:`PipelineSpace.wraps`) has none.

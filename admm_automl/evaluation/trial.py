@@ -29,7 +29,9 @@ import numpy as np
 
 from ..constraints.base import combine_splits, measure_all
 from ..space import PipelineSpace
-from .data import ordinal_categories, take_rows
+from .data import (
+    categories_first, category_columns, native_categories, ordinal_categories, take_rows,
+)
 from .fold_models import write_models
 from .kept import DEFAULT_CACHE_MB, KeptStore
 from .metrics import Metric
@@ -87,29 +89,53 @@ class TrialContext:
         return state
 
     def encoding(self, z: Sequence[int]) -> str | None:
-        """How the pipeline of ``z`` encodes the category columns — ``"ordinal"`` where its
-        estimator asks for codes (:meth:`PipelineSpace.categories`) and the data have category
-        columns, else ``"one_hot"`` — or None without a preprocessor."""
+        """How the pipeline of ``z`` encodes the category columns — what its estimator asks for
+        (:meth:`PipelineSpace.categories`: ``"ordinal"`` codes or ``"native"`` category columns)
+        where the data have category columns, else ``"one_hot"`` — or None without a
+        preprocessor."""
         if self.preprocessor is None:
             return None
-        if self.space.categories(z) == "ordinal" and self._ordinal() is not None:
-            return "ordinal"
-        return "one_hot"
+        wanted = self.space.categories(z)
+        return wanted if wanted != "one_hot" and self._encoded(wanted) is not None else "one_hot"
 
-    def preprocessor_for(self, z: Sequence[int]) -> Any:
-        """A fresh (unfitted) copy of the run's preprocessor for the pipeline of ``z``, encoding
-        the category columns as :meth:`encoding` says; None without a preprocessor."""
+    def pipeline(self, z: Sequence[int], theta: np.ndarray, *, iterations: int | None = None,
+                 rounds: int | None = None) -> Any:
+        """The unfitted pipeline of ``(z, θ)`` as every trial, ensemble member and refit builds
+        it: :meth:`PipelineSpace.to_pipeline` with the run's model seed, after a fresh copy of
+        the run's preprocessor that encodes the category columns as :meth:`encoding` says.
+
+        Under ``"native"`` the steps between the preprocessor and the estimator leave the
+        category columns untouched (:func:`~.data.categories_first`: a scaler would turn codes
+        into fractions), and an estimator that takes their positions (``category_parameter``,
+        CatBoost's ``cat_features``) is given ``0 … k−1``."""
         from sklearn.base import clone
 
         encoding = self.encoding(z)
-        if encoding is None:
-            return None
-        return clone(self._ordinal() if encoding == "ordinal" else self.preprocessor)
+        preprocessor = (None if encoding is None
+                        else clone(self.preprocessor if encoding == "one_hot"
+                                   else self._encoded(encoding)))
+        pipeline = self.space.to_pipeline(z, theta, preprocessor=preprocessor,
+                                          random_state=self.random_state,
+                                          iterations=iterations, rounds=rounds)
+        if encoding == "native":
+            for i, (name, step) in enumerate(pipeline.steps[1:-1], start=1):
+                if not (isinstance(step, str) and step == "passthrough"):
+                    pipeline.steps[i] = (name, categories_first(step))
+            parameter = self.space.category_parameter(z)
+            if parameter is not None:
+                pipeline[-1].set_params(
+                    **{parameter: list(range(category_columns(self.preprocessor)))})
+        return pipeline
 
-    def _ordinal(self) -> Any:
-        if "_ordinal_preprocessor" not in self.__dict__:
-            self.__dict__["_ordinal_preprocessor"] = ordinal_categories(self.preprocessor)
-        return self.__dict__["_ordinal_preprocessor"]
+    def _encoded(self, encoding: str) -> Any:
+        """The run's preprocessor for ``"ordinal"`` (:func:`~.data.ordinal_categories`) or
+        ``"native"`` (:func:`~.data.native_categories`), made once; None when it one-hot encodes
+        nothing."""
+        key = f"_{encoding}_preprocessor"
+        if key not in self.__dict__:
+            make = ordinal_categories if encoding == "ordinal" else native_categories
+            self.__dict__[key] = make(self.preprocessor)
+        return self.__dict__[key]
 
     def run(
         self, z: tuple[int, ...], theta: np.ndarray, fidelity: float, iterations: int | None = None
@@ -153,12 +179,7 @@ def run_trial(
     try:
         scorer = ctx.metric.make_scorer(ctx.labels)
         for i, split in enumerate(ctx.splits):
-            pipeline = ctx.space.to_pipeline(
-                z,
-                theta,
-                preprocessor=ctx.preprocessor_for(z),
-                random_state=ctx.random_state,
-            )
+            pipeline = ctx.pipeline(z, theta)
             keys = prefix_keys(ctx.space, z, theta, split=i, fidelity=fidelity,
                                random_state=ctx.random_state,
                                preprocessor=ctx.encoding(z))

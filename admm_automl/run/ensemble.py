@@ -316,9 +316,8 @@ def _members(ctx: Any, space: Any, records: dict[int, Any], ids: Any) -> list[tu
     members = []
     for eval_id in ids:
         z, theta = space.encode(records[eval_id]["config"])
-        members.append((f"eval{eval_id}", space.to_pipeline(
-            z, space.encoding.project(theta), preprocessor=ctx.preprocessor_for(z),
-            random_state=ctx.random_state,
+        members.append((f"eval{eval_id}", ctx.pipeline(
+            z, space.encoding.project(theta),
             rounds=observation_of(records[eval_id]).refit_rounds)))
     return members
 

@@ -52,9 +52,7 @@ def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
     """The pipeline of ``(z, θ)`` fitted on all of (X, y) with the run's preprocessing and model
     seed (by :func:`fit_on_labels`), and the seconds it took; trained for ``iterations`` when the
     best evaluation had a training length, for ``rounds`` when its estimator stopped early."""
-    pipeline = space.to_pipeline(z, theta, preprocessor=context.preprocessor_for(z),
-                                 random_state=context.random_state, iterations=iterations,
-                                 rounds=rounds)
+    pipeline = context.pipeline(z, theta, iterations=iterations, rounds=rounds)
     start = time.perf_counter()
     fit_on_labels(pipeline, X, y, context.y)
     return pipeline, time.perf_counter() - start

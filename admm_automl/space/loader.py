@@ -39,7 +39,7 @@ _HP_KEYS = {
 }
 _ALIASES = {"log-float": ("float", True), "log-int": ("int", True)}
 _ALGORITHM_KEYS = {"name", "class", "task", "hyperparameters", "iterations", "requires", "max_rows",
-                   "stopping", "categories"}
+                   "stopping", "categories", "category_parameter"}
 _ITERATIONS_KEYS = {"parameter", "t_min", "t_max", "method"}
 _STOPPING_KEYS = {"parameter", "method"}
 
@@ -189,6 +189,11 @@ def _algorithm(node: Any, path: str) -> Algorithm:
     if categories not in CATEGORY_ENCODINGS:
         raise ConfigError(f"{path}.categories: {categories!r}; expected one of "
                           f"{list(CATEGORY_ENCODINGS)}")
+    category_parameter = spec.get("category_parameter")
+    if category_parameter is not None and (not isinstance(category_parameter, str)
+                                           or categories != "native"):
+        raise ConfigError(f"{path}.category_parameter: {category_parameter!r} must be a "
+                          "parameter name, given with categories: native")
     max_rows = spec.get("max_rows")
     if max_rows is not None and (
         isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1
@@ -198,7 +203,7 @@ def _algorithm(node: Any, path: str) -> Algorithm:
         return Algorithm(
             name, spec["class"], hps, task,
             iterations=iterations, requires=requires, max_rows=max_rows, stopping=stopping,
-            categories=categories,
+            categories=categories, category_parameter=category_parameter,
         )
     except InvalidParameterError as err:
         raise ConfigError(f"{path}.iterations: {err}") from None

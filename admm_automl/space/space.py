@@ -35,7 +35,7 @@ TASKS = ("classification", "regression")
 #: how a partly trained model is trained further (see :class:`Iterations`)
 CONTINUATIONS = ("warm_start", "partial_fit")
 #: how a choice takes the category columns when it is the estimator (:attr:`Algorithm.categories`)
-CATEGORY_ENCODINGS = ("one_hot", "ordinal")
+CATEGORY_ENCODINGS = ("one_hot", "ordinal", "native")
 #: the boosting libraries whose number of rounds a trial can stop early (see :class:`Stopping`)
 STOPPING_METHODS = ("hist_gradient_boosting", "lightgbm", "xgboost", "catboost")
 
@@ -251,8 +251,14 @@ class Algorithm:
         rounds are fitted as configured); only on a pipeline's last (estimator) module.
     categories
         How the data's category columns reach it as the pipeline's estimator: ``"one_hot"``
-        (a 0/1 column per value) or ``"ordinal"`` (a column of codes: for tree learners;
-        :func:`admm_automl.evaluation.data.ordinal_categories`).
+        (a 0/1 column per value), ``"ordinal"`` (a column of codes: for tree learners;
+        :func:`admm_automl.evaluation.data.ordinal_categories`) or ``"native"`` (pandas
+        ``category`` columns of codes, first: for learners that split categories themselves;
+        :func:`admm_automl.evaluation.data.native_categories`).
+    category_parameter
+        Under ``categories: native``, the constructor parameter that must be given the category
+        columns' positions (CatBoost's ``cat_features``); None for a learner that finds them by
+        their dtype (HistGradientBoosting, LightGBM, XGBoost).
     """
 
     name: str
@@ -264,12 +270,17 @@ class Algorithm:
     max_rows: int | None = field(default=None, kw_only=True)
     stopping: Stopping | None = field(default=None, kw_only=True)
     categories: str = field(default="one_hot", kw_only=True)
+    category_parameter: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.categories not in CATEGORY_ENCODINGS:
             raise InvalidParameterError(
                 f"algorithm {self.name!r}: categories={self.categories!r}; expected one of "
                 f"{list(CATEGORY_ENCODINGS)}")
+        if self.category_parameter is not None and self.categories != "native":
+            raise InvalidParameterError(
+                f"algorithm {self.name!r}: category_parameter={self.category_parameter!r} needs "
+                f"categories: native (it has {self.categories!r})")
         if self.max_rows is not None and (not _is_int(self.max_rows) or self.max_rows < 1):
             raise InvalidParameterError(
                 f"algorithm {self.name!r}: max_rows={self.max_rows!r} must be a positive integer"
@@ -616,11 +627,23 @@ class PipelineSpace:
     def categories(self, z: Sequence[int]) -> str:
         """How the category columns reach the estimator of ``z`` (:attr:`Algorithm.categories`;
         ``"one_hot"`` when the last module wraps the pipeline)."""
+        choice = self._estimator_choice(z)
+        return "one_hot" if choice is None else choice.categories
+
+    def category_parameter(self, z: Sequence[int]) -> str | None:
+        """The parameter of the estimator of ``z`` that takes the category columns' positions
+        under ``categories: native`` (:attr:`Algorithm.category_parameter`), or None."""
+        choice = self._estimator_choice(z)
+        return None if choice is None else choice.category_parameter
+
+    def _estimator_choice(self, z: Sequence[int]) -> Algorithm | None:
+        """The chosen algorithm of the last module that does not wrap (the estimator of
+        ``z``'s pipeline); None when the last module wraps the pipeline."""
         if self.wraps(z):
-            return "one_hot"
+            return None
         z = self.encoding.check_z(z)
         i, module = [(i, m) for i, m in enumerate(self.modules) if not m.wraps][-1]
-        return module.choices[z[i]].categories
+        return module.choices[z[i]]
 
     def iterations(self, z: Sequence[int]) -> dict[str, Iterations]:
         """Module name -> :class:`Iterations` of the chosen algorithms of ``z`` that declare one."""

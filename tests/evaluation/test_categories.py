@@ -1,4 +1,5 @@
-"""Category columns reach tree learners as codes and the others one-hot encoded."""
+"""Category columns reach tree learners as codes, boosted learners as pandas category columns
+they split natively, and the others one-hot encoded."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 
 from admm_automl import ADMMClassifier
-from admm_automl.evaluation.data import make_preprocessor, ordinal_categories
+from admm_automl.evaluation.data import (
+    category_columns, make_preprocessor, native_categories, ordinal_categories,
+)
 from admm_automl.exceptions import ConfigError
 from admm_automl.space import space_from_dict
 
@@ -89,7 +92,7 @@ def test_the_trial_context_encodes_codes_only_for_an_ordinal_learner_on_category
                        make_preprocessor(X))
     tree, linear = (0,), (1,)
     assert (ctx.encoding(tree), ctx.encoding(linear)) == ("ordinal", "one_hot")
-    categorical_branch = ctx.preprocessor_for(tree).transformers[1][1]
+    categorical_branch = ctx.pipeline(tree, SPACE.encoding.initial_theta)[0].transformers[1][1]
     assert isinstance(categorical_branch[-1], OrdinalEncoder)
     numeric = TrialContext(SPACE, X[["size"]], y, [], ctx.metric, make_preprocessor(X[["size"]]))
     assert numeric.encoding(tree) == "one_hot"  # no category columns: nothing to tell apart
@@ -133,3 +136,105 @@ def test_target_encoding_is_fitted_inside_each_fold_so_no_validation_label_reach
             encoded.transform(X.iloc[split.valid]))[:, 1]))
     assert np.mean(leaky) > 0.75
     assert abs((1 - result["loss"]) - 0.5) < 0.12
+
+
+def _native_space(*choices, scaler=False):
+    modules = [{"name": "estimator", "choices": list(choices)}]
+    if scaler:
+        modules.insert(0, {"name": "scaler", "choices": [
+            {"name": "standard_scaler", "class": "sklearn.preprocessing.StandardScaler"}]})
+    return space_from_dict({"name": "native", "modules": modules})
+
+
+HGB_STUMP = {"name": "stump", "class": "sklearn.ensemble.HistGradientBoostingClassifier",
+             "hyperparameters": {"max_iter": {"type": "fixed", "value": 1},
+                                 "max_leaf_nodes": {"type": "fixed", "value": 2},
+                                 "learning_rate": {"type": "fixed", "value": 1.0}}}
+
+
+def test_native_categories_puts_category_columns_first_as_a_category_dtype_of_codes():
+    X, _ = _data()
+    X = X.assign(shade=np.where(X["colour"] == "grey", "dark", "light"))
+    preprocessor = native_categories(make_preprocessor(X))
+    out = preprocessor.fit(X).transform(X)
+    assert category_columns(make_preprocessor(X)) == 2
+    assert list(out.columns) == ["colour", "shade", "size"]
+    assert [str(t) for t in out.dtypes] == ["category", "category", "float64"]
+    assert list(out["colour"].cat.categories) == [-1, 0, 1, 2, 3]  # -1: a value never seen
+    unseen = preprocessor.transform(X.head(2).assign(colour=["purple", "red"]))
+    assert unseen["colour"].tolist() == [-1, out["colour"][X["colour"] == "red"].iloc[0]]
+    assert native_categories(make_preprocessor(np.zeros((4, 2)))) is None  # nothing to encode
+
+
+def test_a_native_split_groups_values_that_a_split_of_codes_cannot():
+    """Eight values, the positive class on the codes 0, 3, 5 and 6: no single cut of the codes
+    separates them, a native categorical split (a subset of the values) does — a one-split
+    HistGradientBoosting is perfect on the validation rows with native categories and far from
+    it with the same codes as numbers."""
+    from admm_automl.evaluation.metrics import get_metric
+    from admm_automl.evaluation.splits import make_splits
+    from admm_automl.evaluation.trial import TrialContext, run_trial
+
+    rng = np.random.default_rng(1)
+    values = np.array(list("abcdefgh"))
+    X = pd.DataFrame({"letter": rng.choice(values, 800), "noise": rng.normal(size=800)})
+    y = X["letter"].isin(["a", "d", "f", "g"]).to_numpy().astype(int)
+    splits = make_splits(y, classification=True, cv=None, validation_size=0.25, seed=0)
+    losses = {}
+    for categories in ("native", "ordinal"):
+        space = _native_space(dict(HGB_STUMP, categories=categories))
+        ctx = TrialContext(space, X, y, splits, get_metric("roc_auc", "classification", "binary"),
+                           make_preprocessor(X), 0, labels=np.unique(y), cache_size=0)
+        result = run_trial(ctx, (0,), space.encoding.initial_theta, 1.0)
+        assert result["status"] == "ok", result.get("error")
+        losses[categories] = result["loss"]
+    assert losses["native"] < 1e-9 and losses["ordinal"] > 0.1
+
+
+@pytest.mark.parametrize("learner", ["hist_gradient_boosting", "catboost"])
+def test_native_learners_get_their_category_columns_untouched_by_the_scaler_before_them(learner):
+    """Through a searched scaler, in the refitted best pipeline and the ensemble's members (the
+    trials built them the same way, or the search would not have found a good one):
+    HistGradientBoosting marks the category column categorical from its dtype, CatBoost is
+    given its position; the scaler leaves the codes as they are."""
+    if learner == "catboost":
+        pytest.importorskip("catboost")
+        choice = {"name": "catboost", "class": "catboost.CatBoostClassifier",
+                  "categories": "native", "category_parameter": "cat_features",
+                  "hyperparameters": {"iterations": {"type": "int", "low": 5, "high": 20,
+                                                     "default": 10},
+                                      "thread_count": {"type": "fixed", "value": 1},
+                                      "verbose": {"type": "fixed", "value": 0},
+                                      "allow_writing_files": {"type": "fixed", "value": False}}}
+    else:
+        choice = {"name": "hgb", "class": "sklearn.ensemble.HistGradientBoostingClassifier",
+                  "categories": "native",
+                  "hyperparameters": {"max_iter": {"type": "int", "low": 5, "high": 20,
+                                                   "default": 10}}}
+    X, y = _data()
+    model = ADMMClassifier(search_space=_native_space(choice, scaler=True), executor="serial",
+                           random_state=0, theta_solver="random", z_solver="random", max_evals=4,
+                           cv=3, portfolio=None, ensemble_size=4, bagging=False,
+                           stacking=False).fit(X, y)
+    members = [] if model.ensemble_ is None else model.ensemble_.estimators_
+    pipelines = [model.best_pipeline_] + [m.estimator if hasattr(m, "estimator") else m
+                                          for m in members]
+    for pipeline in pipelines:
+        scaled = pipeline[:-1].transform(X)
+        assert str(scaled.dtypes["colour"]) == "category"
+        assert sorted(set(scaled["colour"])) == [0, 1, 2, 3]
+        assert abs(scaled["size"].std() - 1) < 0.01  # the numbers were scaled
+        estimator = pipeline[-1]
+        if learner == "catboost":
+            assert estimator.get_params()["cat_features"] == [0]
+        else:
+            assert estimator.is_categorical_.tolist() == [True, False]
+    assert model.score(X, y) > 0.9
+
+
+def test_a_category_parameter_without_native_categories_is_refused_by_name():
+    with pytest.raises(ConfigError, match=r"category_parameter: 'cat_features' must be a "
+                                          r"parameter name, given with categories: native"):
+        space_from_dict({"name": "bad", "modules": [{"name": "estimator", "choices": [
+            {"name": "tree", "class": "sklearn.tree.DecisionTreeClassifier",
+             "categories": "ordinal", "category_parameter": "cat_features"}]}]})
