@@ -107,7 +107,7 @@ class TrialContext:
         Under ``"native"`` the steps between the preprocessor and the estimator leave the
         category columns untouched (:func:`~.data.categories_first`: a scaler would turn codes
         into fractions), and an estimator that takes their positions (``category_parameter``,
-        CatBoost's ``cat_features``) is given ``0 … k−1``."""
+        CatBoost's ``cat_features``) is given ``(0, …, k−1)``."""
         from sklearn.base import clone
 
         encoding = self.encoding(z)
@@ -123,8 +123,10 @@ class TrialContext:
                     pipeline.steps[i] = (name, categories_first(step))
             parameter = self.space.category_parameter(z)
             if parameter is not None:
+                # a tuple: CatBoost's get_params returns a copy of a list, which fails
+                # scikit-learn's clone (the bags clone fitted fold models)
                 pipeline[-1].set_params(
-                    **{parameter: list(range(category_columns(self.preprocessor)))})
+                    **{parameter: tuple(range(category_columns(self.preprocessor)))})
         return pipeline
 
     def _encoded(self, encoding: str) -> Any:
