@@ -203,7 +203,8 @@ def kept_bags(outcome: Any, space: Any, members: Any) -> dict[int, Any]:
     """The bags (:mod:`.bagging`) of the ``members``, by eval_id, when the run keeps bags: the
     fold models the search kept, or — for an evaluation of an earlier session of a resumed run,
     whose fold models are gone — the same fold models fitted again by the trial itself, so that
-    a resumed run returns the model an uninterrupted one does. Empty when the run keeps none."""
+    a resumed run returns the model an uninterrupted one does. Empty when the run keeps none; a
+    member whose bag cannot be made is left out, with a warning (the ensemble refits it)."""
     ctx = outcome.task.context
     if outcome.models_dir is None:
         return {}
@@ -216,5 +217,10 @@ def kept_bags(outcome: Any, space: Any, members: Any) -> dict[int, Any]:
             name = ctx.run(tuple(z), space.encoding.project(theta), 1.0).get("models")
         models = None if name is None else read_models(outcome.models_dir, name)
         if models is not None and len(models) == len(ctx.splits):
-            bags[eval_id] = bag_of(models, ctx.splits)
+            try:
+                bags[eval_id] = bag_of(models, ctx.splits)
+            except Exception as err:  # e.g. a learner scikit-learn cannot clone
+                warnings.warn(f"evaluation {eval_id}'s fold models cannot be bagged "
+                              f"({type(err).__name__}: {err}); it is refitted on all rows "
+                              "instead", RuntimeWarning, stacklevel=2)
     return bags

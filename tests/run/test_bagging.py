@@ -158,3 +158,21 @@ def test_repeated_folds_give_bags_of_every_repeats_models(breast_cancer, tmp_pat
     for member in dict(model.ensemble_.named_estimators_).values():
         assert len(member.estimator.estimators_) == 5 * repeats
     assert model.predict_proba(X).shape == (len(y), 2)
+
+
+def test_a_member_whose_bag_cannot_be_made_is_refitted_with_a_warning(breast_cancer, monkeypatch):
+    """One member that cannot be bagged (a learner scikit-learn cannot clone once fitted: CatBoost
+    given a list parameter) does not end the fit: it is warned about and refitted."""
+    import admm_automl.run.refit as refit
+
+    def cannot_clone(models, splits):
+        raise RuntimeError("Cannot clone object")
+
+    monkeypatch.setattr(refit, "bag_of", cannot_clone)
+    X, y = breast_cancer
+    with pytest.warns(RuntimeWarning, match=r"fold models cannot be bagged \(RuntimeError: "
+                                            r"Cannot clone object\); it is refitted on all rows"):
+        model = ADMMClassifier(**SERIAL, max_evals=12, cv=3, ensemble_size=10).fit(X, y)
+    assert model.ensemble_ is not None
+    for member in dict(model.ensemble_.named_estimators_).values():
+        assert isinstance(member, Pipeline) or isinstance(member.estimator, Pipeline)
