@@ -228,8 +228,9 @@ class ADMM(BaseEstimator):
         ensemble's ``predict``, its size the ensemble's), by key; empty without an ensemble or
         constraints. An ensemble is kept only if these meet every constraint.
     best_pipeline_ : sklearn.pipeline.Pipeline
-        The best configuration refitted on all of X, y (a plain scikit-learn object); on the
-        label indices of ``classes_`` if its learner refuses the labels (XGBoost).
+        The best configuration refitted on all of X, y (a plain scikit-learn object that
+        predicts the labels); a learner that refuses the labels (XGBoost takes only 0..K-1) is
+        its last step wrapped in :class:`~admm_automl.run.inputs.LabelEncodedClassifier`.
     best_params_ : dict
         Its configuration, ``{"module": choice, "module__param": value}``.
     best_iterations_ : int or None

@@ -4,6 +4,7 @@ seeding, cv="auto", the automatic trial timeout, and the constraint-aware ensemb
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -67,20 +68,23 @@ def test_random_state_reaches_xgboost_through_its_kwargs():
     assert pipeline.named_steps["estimator"].get_params()["random_state"] == 7
 
 
-def test_string_labels_reach_xgboost_as_indices(breast_cancer):
+def test_string_labels_reach_xgboost_as_indices_and_its_refit_predicts_labels(breast_cancer):
     pytest.importorskip("xgboost")
     X, y = breast_cancer
     labels = np.where(y == 1, "benign", "malignant")
-    model = ADMMClassifier(search_space="default", max_evals=2, portfolio=[
-        {"scaler": "none", "estimator": "xgboost", "estimator__n_estimators": 10}], **SERIAL)
+    space = tiny_space({"xgboost": {"class": "xgboost.XGBClassifier", "hyperparameters": {
+        "n_estimators": {"type": "fixed", "value": 10}}}})
+    model = ADMMClassifier(search_space=space, max_evals=2, ensemble_size=0, **SERIAL)
     model.fit(X, labels)
     assert model.history_["status"].tolist() == ["ok", "ok"]
-    assert model.history_["pipeline"][1] == "none -> xgboost"
     assert list(model.classes_) == ["benign", "malignant"]
-    assert set(model.predict(X)) <= {"benign", "malignant"}
-    refitted = set(model.best_pipeline_.predict(X))  # XGBoost was refitted on the indices
-    assert refitted <= ({0, 1} if model.best_params_["estimator"] == "xgboost"
-                        else {"benign", "malignant"})
+    assert set(model.predict(X)) == {"benign", "malignant"}
+    # XGBoost takes only 0..K-1: its refit learned the indices, and the pipeline alone (as the
+    # run directory pickles it) predicts the labels
+    refitted = pickle.loads(pickle.dumps(model.best_pipeline_))
+    assert list(refitted.classes_) == ["benign", "malignant"]
+    assert np.array_equal(refitted.predict(X), model.predict(X))
+    assert np.allclose(refitted.predict_proba(X), model.predict_proba(X))
     assert 0.5 < model.metric_score(X, labels) <= 1.0
 
 
