@@ -15,7 +15,6 @@ from ..exceptions import ConfigError, InvalidParameterError, UnknownComponentErr
 from ..exceptions import did_you_mean, unknown_name_message
 from .hyperparameters import Categorical, Fixed, Float, Hyperparameter, Int, _freeze
 from .space import (
-    CATEGORY_ENCODINGS,
     CONTINUATIONS,
     PASSTHROUGH,
     TASKS,
@@ -185,28 +184,15 @@ def _algorithm(node: Any, path: str) -> Algorithm:
     stopping = (_stopping(spec["stopping"], name, hps, f"{path}.stopping")
                 if "stopping" in spec else None)
     requires = _requires(spec["requires"], f"{path}.requires") if "requires" in spec else ()
-    categories = spec.get("categories", "one_hot")
-    if categories not in CATEGORY_ENCODINGS:
-        raise ConfigError(f"{path}.categories: {categories!r}; expected one of "
-                          f"{list(CATEGORY_ENCODINGS)}")
-    category_parameter = spec.get("category_parameter")
-    if category_parameter is not None and (not isinstance(category_parameter, str)
-                                           or categories != "native"):
-        raise ConfigError(f"{path}.category_parameter: {category_parameter!r} must be a "
-                          "parameter name, given with categories: native")
-    max_rows = spec.get("max_rows")
-    if max_rows is not None and (
-        isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1
-    ):
-        raise ConfigError(f"{path}.max_rows: {max_rows!r} must be a positive integer")
-    try:
+    try:  # the Algorithm checks the rest (categories, max_rows, the iterations' range)
         return Algorithm(
             name, spec["class"], hps, task,
-            iterations=iterations, requires=requires, max_rows=max_rows, stopping=stopping,
-            categories=categories, category_parameter=category_parameter,
+            iterations=iterations, requires=requires, max_rows=spec.get("max_rows"),
+            stopping=stopping, categories=spec.get("categories", "one_hot"),
+            category_parameter=spec.get("category_parameter"),
         )
     except InvalidParameterError as err:
-        raise ConfigError(f"{path}.iterations: {err}") from None
+        raise ConfigError(f"{path}: {err}") from None
 
 
 def _drop_unavailable(

@@ -277,10 +277,11 @@ class Algorithm:
             raise InvalidParameterError(
                 f"algorithm {self.name!r}: categories={self.categories!r}; expected one of "
                 f"{list(CATEGORY_ENCODINGS)}")
-        if self.category_parameter is not None and self.categories != "native":
+        if self.category_parameter is not None and (not isinstance(self.category_parameter, str)
+                                                    or self.categories != "native"):
             raise InvalidParameterError(
-                f"algorithm {self.name!r}: category_parameter={self.category_parameter!r} needs "
-                f"categories: native (it has {self.categories!r})")
+                f"algorithm {self.name!r}: category_parameter={self.category_parameter!r} must be "
+                f"a parameter name, with categories: native (it has {self.categories!r})")
         if self.max_rows is not None and (not _is_int(self.max_rows) or self.max_rows < 1):
             raise InvalidParameterError(
                 f"algorithm {self.name!r}: max_rows={self.max_rows!r} must be a positive integer"
@@ -295,11 +296,12 @@ class Algorithm:
         hp = iteration_parameter(self.name, self.hyperparameters, it.parameter)
         if isinstance(hp, Int) and not hp.low <= it.t_max <= hp.high:
             raise InvalidParameterError(
-                f"t_max={it.t_max!r} is outside the range [{hp.low}, {hp.high}] of {it.parameter!r}"
+                f"iterations: t_max={it.t_max!r} is outside the range [{hp.low}, {hp.high}] of "
+                f"{it.parameter!r}"
             )
         if isinstance(hp, Fixed) and hp.value != it.t_max:
             raise InvalidParameterError(
-                f"t_max={it.t_max!r} differs from the fixed value {hp.value!r} of "
+                f"iterations: t_max={it.t_max!r} differs from the fixed value {hp.value!r} of "
                 f"{it.parameter!r} (a fixed training length is the full one, t_max)"
             )
 

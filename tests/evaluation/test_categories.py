@@ -99,7 +99,8 @@ def test_the_trial_context_encodes_codes_only_for_an_ordinal_learner_on_category
 
 
 def test_a_space_file_with_an_unknown_encoding_is_refused_by_name():
-    with pytest.raises(ConfigError, match=r"categories: 'binary'; expected one of"):
+    with pytest.raises(ConfigError, match=r"^modules\[0\]\.choices\[0\]: algorithm 'tree': "
+                                          r"categories='binary'; expected one of"):
         space_from_dict({"name": "bad", "modules": [{"name": "estimator", "choices": [
             {"name": "tree", "class": "sklearn.tree.DecisionTreeClassifier",
              "categories": "binary"}]}]})
@@ -236,8 +237,9 @@ def test_native_learners_get_their_category_columns_untouched_by_the_scaler_befo
 
 
 def test_a_category_parameter_without_native_categories_is_refused_by_name():
-    with pytest.raises(ConfigError, match=r"category_parameter: 'cat_features' must be a "
-                                          r"parameter name, given with categories: native"):
+    with pytest.raises(ConfigError, match=r"^modules\[0\]\.choices\[0\]: algorithm 'tree': "
+                                          r"category_parameter='cat_features' must be a parameter "
+                                          r"name, with categories: native \(it has 'ordinal'\)"):
         space_from_dict({"name": "bad", "modules": [{"name": "estimator", "choices": [
             {"name": "tree", "class": "sklearn.tree.DecisionTreeClassifier",
              "categories": "ordinal", "category_parameter": "cat_features"}]}]})

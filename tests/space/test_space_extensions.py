@@ -527,8 +527,8 @@ def test_for_data_never_empties_a_module():
 
 @pytest.mark.parametrize("value", [0, -1, "many", True, 1.5])
 def test_max_rows_validation(value):
-    with pytest.raises(ConfigError, match=rf"^modules\[1\]\.choices\[2\]\.max_rows: {re.escape(repr(value))} "
-                                          r"must be a positive integer"):
+    with pytest.raises(ConfigError, match=rf"^modules\[1\]\.choices\[2\]: algorithm '\w+': "
+                                          rf"max_rows={re.escape(repr(value))} must be a positive integer"):
         space_from_dict(_mutate(lambda d: _algo(d, 2).update(max_rows=value)))
 
 
