@@ -44,7 +44,8 @@ Usage::
 
 Results: ``experiments/results/vs_automl/<budget>/<dataset>/<method>.json`` for seed 0,
 ``<method>@<seed>.json`` for another (a run that has one is not repeated unless ``--force``); the
-table has a row per dataset and seed (``<dataset>#<seed>``), and counts wins per row. AutoGluon
+table has a row per dataset and seed (``<dataset>#<seed>``), and counts wins per row; with several
+seeds it also averages each dataset's seeds and decides the rule on those means. AutoGluon
 takes no seed: its runs of one dataset differ by their split alone. ``--parallel N`` runs N single-core runs at once.
 """
 
@@ -326,7 +327,8 @@ def row_name(result: dict) -> str:
 
 def table(root: Path) -> str:
     """Per budget: the scores per dataset, then each ADMM variant against each other method (wins
-    / ties / losses and the mean difference, on the shared binary datasets and on all); then,
+    / ties / losses and the mean difference, on the shared binary datasets and on all), and with
+    several seeds the same on each dataset's mean over its seeds (:func:`seeds_section`); then,
     for each longer budget, every method's score against its score at the shorter one
     (:func:`longer_budget`)."""
     lines = []
@@ -355,12 +357,52 @@ def table(root: Path) -> str:
                         if keep(d) and reference in by and other in by}
                 if both:
                     lines.append(compare(reference, other, label, both))
+        peers = [m for m in ("FLAML", "AutoGluon", "AutoGluon-best") if m in methods]
         if "ADMM+ens" in methods:
-            lines.append(verdict(rows, [m for m in ("FLAML", "AutoGluon", "AutoGluon-best")
-                                        if m in methods]))
+            lines.append(verdict(rows, peers))
+        if any("#" in d for d in rows):
+            lines.append(seeds_section(rows, methods, peers))
     budgets = list(by_budget)
     for longer in budgets[1:]:
         lines.append(longer_budget(by_budget[budgets[0]], by_budget[longer], budgets[0], longer))
+    return "\n".join(lines)
+
+
+def seed_means(rows: dict[str, dict[str, dict]]) -> tuple[dict[str, dict[str, dict]], dict]:
+    """Per dataset, each method's mean score over the seeds every method of the dataset ran
+    (None if one of those runs returned no model), and how many seeds each mean is of."""
+    runs: dict[str, list[dict]] = {}
+    for row, by in rows.items():
+        runs.setdefault(row.split("#")[0], []).append(by)
+    means, counts = {}, {}
+    for dataset, seeds in runs.items():
+        methods = set.intersection(*(set(by) for by in seeds))
+        means[dataset] = {m: {"score": None if any(by[m]["score"] is None for by in seeds)
+                              else float(np.mean([by[m]["score"] for by in seeds]))}
+                          for m in methods}
+        counts[dataset] = len(seeds)
+    return means, counts
+
+
+def seeds_section(rows: dict[str, dict[str, dict]], methods: list[str], peers: list[str]) -> str:
+    """The scores averaged over seeds per dataset (:func:`seed_means`), each ADMM variant
+    against each other method on those means, and the campaign's rule decided on them."""
+    means, counts = seed_means(rows)
+    fewer = sorted(d for d, n in counts.items() if n < max(counts.values()))
+    lines = [f"\nmean over seeds per dataset ({max(counts.values())} seeds"
+             + (f"; fewer on {', '.join(fewer)}" if fewer else "") + ")"]
+    for dataset, by in means.items():
+        lines.append(f"{dataset:<20}" + "".join(
+            f"{'-':>15}" if m not in by else f"{'failed':>15}" if by[m]["score"] is None
+            else f"{by[m]['score']:>15.4f}" for m in methods))
+    for reference, other in [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:]
+                             if a.startswith("ADMM")]:
+        both = {d: (by[reference]["score"], by[other]["score"]) for d, by in means.items()
+                if d not in BUNDLED and reference in by and other in by}
+        if both:
+            lines.append(compare(reference, other, "shared, seed means", both))
+    if "ADMM+ens" in methods:
+        lines.append("seed means: " + verdict(means, peers))
     return "\n".join(lines)
 
 
