@@ -227,9 +227,12 @@ def test_latency_on_the_cpu_clock_holds_on_a_busy_core():
     rng = np.random.default_rng(0)
     data = rng.normal(size=(3000, 20))
     model = KNeighborsClassifier(algorithm="brute").fit(data, rng.integers(2, size=3000))
-    rows = np.arange(400)
-    cpu = PredictionLatency(threshold=1.0, batch_size=400, repeats=15)
-    wall = PredictionLatency(threshold=1.0, batch_size=400, repeats=15, clock="wall")
+    # a reading of all 3000 rows takes ~50 ms, many scheduler slices, so the neighbour's share
+    # shows in each one (a 400-row reading of ~7 ms could fall within a slice or two and once
+    # read only 1.37 x the CPU time)
+    rows = np.arange(3000)
+    cpu = PredictionLatency(threshold=1.0, batch_size=3000, repeats=15)
+    wall = PredictionLatency(threshold=1.0, batch_size=3000, repeats=15, clock="wall")
     before = os.sched_getaffinity(0)
     core = min(before)
     os.sched_setaffinity(0, {core})
