@@ -338,19 +338,11 @@ def table(root: Path) -> str:
         lines.append(f"\nbudget {budget} s — test score (AUROC; digits accuracy; "
                      "diabetes R²)")
         lines.append(f"{'dataset':<20}" + "".join(f"{m:>15}" for m in methods))
-        def cell(by: dict, m: str) -> str:
-            if m not in by:
-                return f"{'-':>15}"
-            return f"{'failed':>15}" if by[m]["score"] is None else f"{by[m]['score']:>15.4f}"
-
-        for dataset, by in rows.items():
-            lines.append(f"{dataset:<20}" + "".join(cell(by, m) for m in methods))
+        lines += [score_row(dataset, by, methods) for dataset, by in rows.items()]
         lines.append(f"{'mean wall s (fit)':<20}" + "".join(
             f"{np.mean([by[m]['fit_time'] for by in rows.values() if m in by]):>15.1f}"
             for m in methods))
-        pairs_of_methods = [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:]
-                            if a.startswith("ADMM")]
-        for reference, other in pairs_of_methods:
+        for reference, other in method_pairs(methods):
             for label, keep in (("shared", lambda d: d.split("#")[0] not in BUNDLED),
                                 ("all", lambda d: True)):
                 both = {d: (by[reference]["score"], by[other]["score"]) for d, by in rows.items()
@@ -368,8 +360,20 @@ def table(root: Path) -> str:
     return "\n".join(lines)
 
 
+def score_row(dataset: str, by: dict[str, dict], methods: list[str]) -> str:
+    """A table row: each method's score, ``-`` where it did not run, ``failed`` without a model."""
+    return f"{dataset:<20}" + "".join(
+        f"{'-':>15}" if m not in by else f"{'failed':>15}" if by[m]["score"] is None
+        else f"{by[m]['score']:>15.4f}" for m in methods)
+
+
+def method_pairs(methods: list[str]) -> list[tuple[str, str]]:
+    """Each ADMM variant with each method after it in ``methods``: the comparisons printed."""
+    return [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:] if a.startswith("ADMM")]
+
+
 def seed_means(rows: dict[str, dict[str, dict]]) -> tuple[dict[str, dict[str, dict]], dict]:
-    """Per dataset, each method's mean score over the seeds every method of the dataset ran
+    """Per dataset, the mean score over its seeds of each method that ran in every one of them
     (None if one of those runs returned no model), and how many seeds each mean is of."""
     runs: dict[str, list[dict]] = {}
     for row, by in rows.items():
@@ -391,12 +395,8 @@ def seeds_section(rows: dict[str, dict[str, dict]], methods: list[str], peers: l
     fewer = sorted(d for d, n in counts.items() if n < max(counts.values()))
     lines = [f"\nmean over seeds per dataset ({max(counts.values())} seeds"
              + (f"; fewer on {', '.join(fewer)}" if fewer else "") + ")"]
-    for dataset, by in means.items():
-        lines.append(f"{dataset:<20}" + "".join(
-            f"{'-':>15}" if m not in by else f"{'failed':>15}" if by[m]["score"] is None
-            else f"{by[m]['score']:>15.4f}" for m in methods))
-    for reference, other in [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:]
-                             if a.startswith("ADMM")]:
+    lines += [score_row(dataset, by, methods) for dataset, by in means.items()]
+    for reference, other in method_pairs(methods):
         both = {d: (by[reference]["score"], by[other]["score"]) for d, by in means.items()
                 if d not in BUNDLED and reference in by and other in by}
         if both:
