@@ -117,6 +117,7 @@ class ZProblem:
     ``observations``, when the optimiser provides it, returns every new evaluation of the whole run
     so far as ``(z, observation)`` pairs — other ADMM iterations, θ-steps and other θ included —
     for solvers whose model spans the run (``flash``); ``history`` holds only the current θ's.
+    ``warm_start``: see the field.
     """
 
     n_choices: tuple[int, ...]
@@ -144,3 +145,10 @@ class ZProblem:
     #: asynchronous: ``(config, fidelity)`` of the trials in flight that answer this problem's
     #: points, earlier steps' included, so that a solver does not propose them again
     in_flight: Callable[[], Sequence[tuple[Any, float | None]]] | None = None
+    #: the warm start: pipelines found good elsewhere (a portfolio learned across datasets), in
+    #: the order to try them, those not yet tried (read at every ask: the optimiser reorders them
+    #: as the constraints' evidence comes in). A solver proposes them where its own method puts
+    #: a start: before its own proposals (``cmab``, ``bo``, ``flash``, ``random``), as the first
+    #: bracket's draws (``hyperband``), first in the bootstrap (``daub``), as the starts of the
+    #: local searches (``blds``).
+    warm_start: Callable[[], Sequence[tuple[int, ...]]] | None = None

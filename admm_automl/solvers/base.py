@@ -199,7 +199,12 @@ class BaseSolver(ParamsMixin, abc.ABC):
         flight for an earlier step (``problem.in_flight``)."""
         if not hasattr(self, "problem_"):
             raise SolverError(f"{type(self).__name__}.ask() called before setup()")
-        return self._issue_new(*self._ask())
+        return self._issue_new(*self._propose())
+
+    def _propose(self) -> tuple[Any, float | None]:
+        """The next proposal of :meth:`ask`: :meth:`_ask` (a z-solver proposes the problem's
+        warm start first, :meth:`BaseZSolver._propose`)."""
+        return self._ask()
 
     def ask_batch(self, n: int) -> list[Suggestion]:
         """``n`` suggestions, each pending when the next is made: what :meth:`run` asks when
@@ -213,7 +218,7 @@ class BaseSolver(ParamsMixin, abc.ABC):
         if not hasattr(self, "problem_"):
             raise SolverError(f"{type(self).__name__}.ask_batch() called before setup()")
         taken = self._taken()
-        return [self._issue_new(*self._ask(), taken) for _ in range(n)]
+        return [self._issue_new(*self._propose(), taken) for _ in range(n)]
 
     def _issue_new(self, config: Any, fidelity: float | None,
                    taken: set[tuple] | None = None) -> Suggestion:
@@ -506,10 +511,38 @@ class BaseThetaSolver(BaseSolver):
 
 
 class BaseZSolver(BaseSolver):
-    """Algorithm selection over the module choices of a :class:`ZProblem`."""
+    """Algorithm selection over the module choices of a :class:`ZProblem`.
+
+    The problem's warm start (``problem.warm_start``: pipelines found good elsewhere, in order)
+    is proposed before the solver's own proposals, unless the solver sets
+    ``places_warm_start`` and puts those pipelines where its own method starts (Hyperband's
+    first bracket, DAUB's bootstrap, BLDS's local searches).
+    """
 
     kind = "z"
     problem_: ZProblem
+    #: whether the solver places ``problem.warm_start`` itself (else it is proposed first)
+    places_warm_start: ClassVar[bool] = False
+
+    def _propose(self) -> tuple[Any, float | None]:
+        if not self.places_warm_start:
+            z = self._warm_next()
+            if z is not None:
+                return z, None
+        return self._ask()
+
+    def _warm_next(self, skip: Any = ()) -> tuple[int, ...] | None:
+        """The first pipeline of ``problem.warm_start`` neither pending here nor in ``skip``
+        (None: none left, or no warm start)."""
+        warm = getattr(self.problem_, "warm_start", None)
+        if warm is None:
+            return None
+        pending = {tuple(int(j) for j in s.config) for s in self.pending_.values()}
+        for z in warm():
+            z = tuple(int(j) for j in z)
+            if z not in pending and z not in skip:
+                return z
+        return None
 
     def _n_configurations(self) -> int | None:
         """Every combination of choices, at full fidelity (lower fidelities are more points)."""

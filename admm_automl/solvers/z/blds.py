@@ -199,7 +199,10 @@ class BLDSZSolver(ProgramZSolver):
       start's entry is its first INCREASEANDTRAIN (Algorithm 1, line 5): a start evaluated at
       the first level (``SelectionOptimizer(initial="random", initial_fidelity=...)``) is
       searched around at that level, as the paper's random p_init is after its first training;
-      one at full data is searched around at once.
+      one at full data is searched around at once. A warm start (``problem.warm_start``: a
+      portfolio's pipelines, "obtained with other AutoML methods") comes before both: the
+      search starts from its first pipeline and restarts from the next ones not yet trained
+      before random ones, each trained on the ladder from its first level.
     * Inside ADMM, θ changes between z-min calls, so cached values are no longer valid: the
       cache is **cleared in update_problem** and the search restarts from ``problem.start``
       (the current z), whose full-fidelity observation in ``problem.history`` seeds the cache.
@@ -215,6 +218,8 @@ class BLDSZSolver(ProgramZSolver):
     E. Even-Dar, S. Mannor, Y. Mansour. Action elimination and stopping conditions for the
     multi-armed bandit and reinforcement learning problems. JMLR 7, 2006.
     """
+
+    places_warm_start = True
 
     def __init__(
         self,
@@ -334,7 +339,11 @@ class BLDSZSolver(ProgramZSolver):
         return None
 
     def _initial_pipeline(self) -> tuple[int, ...] | None:
-        """A uniform random pipeline not yet fully trained (our choice for restarts), or None."""
+        """The next warm-start pipeline not yet trained, else a uniform random pipeline not yet
+        fully trained (our choice for restarts), or None."""
+        warm = self._warm_next(self.cache_)
+        if warm is not None:
+            return warm
         n_choices = self.problem_.n_choices
         for _ in range(64):
             z = random_z(self.rng_, n_choices)
@@ -353,6 +362,8 @@ class BLDSZSolver(ProgramZSolver):
     def _program(self) -> Program:
         start = self.problem_.start
         p0 = tuple(int(j) for j in start) if start is not None else None
+        if getattr(self.problem_, "warm_start", None) is not None:
+            p0 = self._warm_next(self.cache_) or p0  # a pipeline found good elsewhere first
         # the history's training of the start is its first INCREASEANDTRAIN (line 5)
         trained = p0 is not None and p0 in self.cache_
         while True:

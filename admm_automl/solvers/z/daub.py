@@ -58,6 +58,8 @@ class DAUBZSolver(ProgramZSolver):
     popped, its latest two levels are re-asked under the new θ (the objective's cache answers
     them for free when its θ did not change) before it gets more data. Pipelines already trained
     on full data stay out of the queue; the tuned selection arrives as ``problem.history``.
+    A warm start (``problem.warm_start``: a portfolio's pipelines) is bootstrapped first, in
+    its order, so DAUB's projections decide which of them get more data.
 
     References
     ----------
@@ -66,6 +68,8 @@ class DAUBZSolver(ProgramZSolver):
     A. Kishimoto et al. Bandit Limited Discrepancy Search and Application to Machine Learning
     Pipeline Optimization. AutoML Workshop at ICML 2021, Appendix C.
     """
+
+    places_warm_start = True
 
     def __init__(
         self, b: float = 100, eta: float = 2.0, window: int = 3, max_pipelines: int = 20000
@@ -99,6 +103,16 @@ class DAUBZSolver(ProgramZSolver):
         self.queue_ = [(-math.inf, self.rank_[z], z) for z in pipelines]
         heapq.heapify(self.queue_)
         self._mark_history()
+        self._queue_warm_start()
+
+    def _queue_warm_start(self) -> None:
+        """The warm start's pipelines are bootstrapped first, in its order (ranks below the
+        history's -1; a pipeline outside a sampled space joins it)."""
+        warm = getattr(self.problem_, "warm_start", None)
+        found = [tuple(int(j) for j in z) for z in (warm() if warm is not None else ())]
+        for i, z in enumerate(found):
+            if z not in self.done_ and self.key_.setdefault(z, -math.inf) == -math.inf:
+                heapq.heappush(self.queue_, (-math.inf, i - len(found) - 1, z))
 
     def _on_new_problem(self) -> None:
         self.curve_ = {}

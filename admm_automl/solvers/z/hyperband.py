@@ -43,6 +43,10 @@ class HyperbandZSolver(ProgramZSolver):
       Brackets draw without replacement (the paper does not say). The problem's history entries
       on the ladder enter that cache (a start evaluated at the first level is not trained again
       there when a bracket draws it).
+    * A warm start (``problem.warm_start``: a portfolio's pipelines) fills the next brackets'
+      draws before uniform ones, in its order, so successive halving decides which of them get
+      more data (Li et al. 2018 draw uniformly; a start found good elsewhere is what a user
+      expects a search to try first).
     * Values are ``problem.augment``; failed or non-finite values rank last.
     * Inside ADMM, θ changes between z-min calls: the cache is **cleared in update_problem** and
       the next call starts the *next* bracket afresh under the new θ (brackets rotate across
@@ -56,6 +60,8 @@ class HyperbandZSolver(ProgramZSolver):
     Pipeline Optimization. AutoML Workshop at ICML 2021, Appendix C.
     """
 
+    places_warm_start = True
+
     def __init__(self, b: float = 100, eta: float = 2.0) -> None:
         self.b = b
         self.eta = eta
@@ -65,6 +71,7 @@ class HyperbandZSolver(ProgramZSolver):
             raise InvalidParameterError(f"hyperband: eta must be > 1, got {self.eta!r}")
         self.next_bracket_ = 0  # position in s_max, s_max - 1, ..., 0
         self.n_iterations_ = 0
+        self.drawn_: set[tuple[int, ...]] = set()  # warm-start pipelines already in a bracket
         self._seed_cache()
 
     def _on_new_problem(self) -> None:
@@ -87,15 +94,23 @@ class HyperbandZSolver(ProgramZSolver):
         return self.cache_[key]
 
     def _sample(self, n: int) -> list[tuple[int, ...]]:
-        """n distinct uniform pipelines (fewer if the space is smaller)."""
+        """n distinct pipelines (fewer if the space is smaller): the warm start's not yet drawn
+        first, then uniform ones."""
         n_choices = self.problem_.n_choices
         total = int(np.prod(n_choices))
         n = min(n, total)
+        out: list[tuple[int, ...]] = []
+        while len(out) < n and (z := self._warm_next(self.drawn_)) is not None:
+            self.drawn_.add(z)
+            out.append(z)
+        if len(out) == n:
+            return out
         if total <= 4 * n:
-            idx = self.rng_.choice(total, size=n, replace=False)
-            return [tuple(int(j) for j in np.unravel_index(int(i), n_choices)) for i in idx]
-        seen: set[tuple[int, ...]] = set()
-        out = []
+            idx = (self.rng_.choice(total, size=n, replace=False) if not out
+                   else self.rng_.permutation(total))
+            rest = (tuple(int(j) for j in np.unravel_index(int(i), n_choices)) for i in idx)
+            return out + [z for z in rest if z not in out][: n - len(out)]
+        seen: set[tuple[int, ...]] = set(out)
         while len(out) < n:
             z = random_z(self.rng_, n_choices)
             if z not in seen:
