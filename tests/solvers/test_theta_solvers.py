@@ -431,18 +431,23 @@ def test_bo_does_not_send_its_asks_to_the_corners_of_the_box():
     model-based asks (200 of 800 over 20 seeds, 5 of 30 for this seed) to points with at least
     4 of the 6 coordinates on a face of the box, the farthest from the data; under the prior
     mean at the worst observation (De Ath et al., GECCO 2020) they stay where the model has
-    evidence of improvement."""
+    evidence of improvement. Counted over seeds 0-2 (90 model-based asks): one seed's count
+    under the average moves with the versions of the numerical libraries (5 for seed 0 with
+    those of 2026-11-26, 1 with those of 2026-11-29; 1, 2 and 7 for seeds 0-2)."""
     def asks_on_faces(prior_mean):
-        problem = make_theta_problem(HARTMANN6)
-        solver = THETA_SOLVERS.create(
-            {"name": "bo", "params": {"n_initial_points": 10, "prior_mean": prior_mean}})
-        solver.setup(problem, np.random.default_rng(0))
-        solver.run(40)
-        X = np.array([x for x, _ in problem.evaluated])[10:]
-        return int(np.sum(((X < 1e-6) | (X > 1 - 1e-6)).sum(axis=1) >= 4))
+        count = 0
+        for seed in range(3):
+            problem = make_theta_problem(HARTMANN6)
+            solver = THETA_SOLVERS.create(
+                {"name": "bo", "params": {"n_initial_points": 10, "prior_mean": prior_mean}})
+            solver.setup(problem, np.random.default_rng(seed))
+            solver.run(40)
+            X = np.array([x for x, _ in problem.evaluated])[10:]
+            count += int(np.sum(((X < 1e-6) | (X > 1 - 1e-6)).sum(axis=1) >= 4))
+        return count
 
     assert asks_on_faces("max") <= 1
-    assert asks_on_faces("mean") >= 3  # the former default, still selectable: the parameter binds
+    assert asks_on_faces("mean") >= 5  # the former default, still selectable: the parameter binds
 
 
 @pytest.mark.slow
