@@ -78,10 +78,15 @@ class ADMM(BaseEstimator):
         at the end of the search is stopped. Not reproducible.
     rho : float, default=1.0
         ADMM penalty ρ.
-    inner_iter, inner_iter_step, inner_iter_max : int, default=16, 16, 128
+    inner_iter : "auto" or int, default="auto"
         New evaluations per sub-problem at iteration t: ``min(inner_iter + inner_iter_step·t,
-        inner_iter_max)``; ``inner_iter_step=0`` is fixed-I ADMM. Never fewer than the workers
+        inner_iter_max)`` (Liu et al.'s adaptive ADMM); ``inner_iter_step=0`` is fixed-I ADMM.
+        ``"auto"``: 16, and no call more than a quarter of the evaluations the budget has left
+        (under a time budget, estimated from the seconds per evaluation so far), so that the
+        z-solver decides from the first evaluations of any budget. Never fewer than the workers
         (``n_jobs``, or a Dask cluster's threads): a smaller step would leave some idle.
+    inner_iter_step, inner_iter_max : int, default=16, 128
+        The adaptive step F and the cap of the schedule.
     constraints : list, optional
         Black-box constraints: expressions (``"latency <= 2e-5"``, ``"fpr <= 0.1"``), mappings
         (``{"name": "disparate_impact", "threshold": 0.1, "group_by": "age", "bins": [...]}``),
@@ -265,7 +270,10 @@ class ADMM(BaseEstimator):
         How the search treated the constraints (``"auto"`` resolved).
     constraints_ : list of BaseConstraint
         The parsed constraints, bound to the training data.
-    best_eval_id_, n_evals_, n_failed_, prefix_cache_, stop_reason_, task_, metric_, classes_,
+    n_failed_, n_timeouts_ : int
+        Evaluations that failed (raised, ran out of memory, scored NaN), and those stopped at
+        their own time limit (the per-trial timeout doing its job: not counted as failed).
+    best_eval_id_, n_evals_, prefix_cache_, stop_reason_, task_, metric_, classes_,
     n_features_in_, feature_names_in_
     """
 
@@ -274,7 +282,7 @@ class ADMM(BaseEstimator):
     def __init__(
         self, *, search_space: Any = "default", theta_solver: Any = "bo",
         z_solver: Any = "cmab", method: str = "admm", max_evals: int | None = None,
-        time_budget: float | None = None, rho: float = 1.0, inner_iter: int = 16,
+        time_budget: float | None = None, rho: float = 1.0, inner_iter: int | str = "auto",
         inner_iter_step: int = 16, inner_iter_max: int = 128, constraints: Any = None,
         constraint_mode: str = "auto", penalty_weight: float = 1.0,
         fairness_mitigation: Any = "auto", scoring: Any = None,

@@ -276,7 +276,7 @@ def test_time_budget_is_honoured():
 def test_defaults_are_the_papers_method_and_run_end_to_end():
     model = ADMM(max_evals=20, random_state=0, search_space="paper_small", cv=None)
     assert (model.theta_solver, model.z_solver) == ("bo", "cmab")
-    assert (model.inner_iter, model.inner_iter_step, model.inner_iter_max) == (16, 16, 128)
+    assert (model.inner_iter, model.inner_iter_step, model.inner_iter_max) == ("auto", 16, 128)
     model.fit(X, Y)
     assert model.n_evals_ == 20 and model.best_score_ > 0.95
     assert set(model.history_["phase"]) >= {"initial", "z"}

@@ -328,8 +328,11 @@ MITIGATED_STARTS = 2
 def mitigated_starts(configs: list[dict], space: Any) -> list[dict]:
     """The warm start's configurations for a space that searches fairness mitigations (its last
     module is :func:`mitigation_module`'s): the first :data:`MITIGATED_STARTS` of ``configs``
-    post-processed by the threshold optimizer at its defaults, then ``configs`` as they are;
-    ``configs`` unchanged for any other space.
+    post-processed by the threshold optimizer at its defaults, then ``configs`` as they are,
+    then the rest of them post-processed; ``configs`` unchanged for any other space. ADMM's first
+    z-step takes them in that order until the evaluations show the plain learners far over the
+    constraint: then the mitigated ones come first
+    (:meth:`~admm_automl.methods._lagrangian.Constraints.evidence_order`).
 
     Why: the portfolio was learned without constraints, so its pipelines are all unmitigated; a
     constraint no plain learner meets (labels that differ between the groups) then has no
@@ -345,5 +348,5 @@ def mitigated_starts(configs: list[dict], space: Any) -> list[dict]:
     if (module is None or not module.wraps or module.name != "mitigation"
             or "threshold_optimizer" not in [a.name for a in module.choices]):
         return list(configs)
-    head = [{**c, "mitigation": "threshold_optimizer"} for c in configs[:MITIGATED_STARTS]]
-    return head + list(configs)
+    mitigated = [{**c, "mitigation": "threshold_optimizer"} for c in configs]
+    return mitigated[:MITIGATED_STARTS] + list(configs) + mitigated[MITIGATED_STARTS:]

@@ -19,7 +19,9 @@ back as soon as its trial ends (:meth:`PipelineObjective.collect`), so that a se
 worker busy (the executors' ``submit``/``wait``, :mod:`.executors`); a *batch* (calling the
 objective with requests) is its requests submitted, then collected until all are answered. A
 request asked while the same one is in flight is answered by that trial (as a cache hit), never
-run twice; a probed request's full trial is sent when its probe's answer allows it.
+run twice; a probed request's full trial is sent when its probe's answer allows it. A request
+tagged ``confirm`` (a pipeline that met every constraint on a subsample, to be confirmed on all
+rows) is not probed, may take all the time left, and replaces the probe that stood in for it.
 """
 
 from __future__ import annotations
@@ -154,9 +156,16 @@ class PipelineObjective:
 
     @property
     def n_failed(self) -> int:
-        """Failed, timed-out and memory-exhausted evaluations of the whole journal (cancelled
-        trials are not evaluations)."""
-        return sum(r.get("status") not in ("ok", "cancelled") for r in self.journal.records)
+        """Failed and memory-exhausted evaluations of the whole journal (cancelled trials are
+        not evaluations; a trial stopped at its time limit is counted by :attr:`n_timeouts`)."""
+        return sum(r.get("status") not in ("ok", "cancelled", "timeout")
+                   for r in self.journal.records)
+
+    @property
+    def n_timeouts(self) -> int:
+        """Evaluations stopped at their own time limit (the per-trial timeout): the limit
+        working as meant, not a fault of the pipeline."""
+        return sum(r.get("status") == "timeout" for r in self.journal.records)
 
     def close(self) -> None:
         self.executor.close()
@@ -255,6 +264,9 @@ class PipelineObjective:
         flight, else by a trial sent to the executor (after its probe, when the policy probes
         it). ``ticket`` counts the request as pending until answered."""
         key = self._key(request)
+        confirm = bool(tags.get("confirm")) and request.fidelity >= 1.0
+        if confirm and key in self.cache and self.cache[key].fidelity < 1.0:
+            del self.cache[key]  # the probe that stood in for it: now fit on all rows
         if key in self.replay:
             then(self.cache.setdefault(key, self.replay.pop(key)))
             return
@@ -266,7 +278,7 @@ class PipelineObjective:
         timeout, budget_stop = self.policy.timeout(time_left, self.succeeded)
         deadline = None if time_left is None else time.monotonic() + time_left
         n_train = len(self.ctx.splits[0].train) if getattr(self.ctx, "splits", None) else 0
-        if request.fidelity >= 1.0 and self.policy.probes(n_train, timeout):
+        if request.fidelity >= 1.0 and not confirm and self.policy.probes(n_train, timeout):
             probe = Request(request.z, request.theta, PROBE_FIDELITY, request.iterations)
 
             def decide(obs: Observation) -> None:
@@ -303,8 +315,11 @@ class PipelineObjective:
 
     def _send(self, key: str, request: Request, time_left: float | None, tags: dict[str, Any],
               then: Callable[[Observation], None], ticket: int | None) -> None:
-        """Hand the trial of ``request`` to the executor."""
+        """Hand the trial of ``request`` to the executor (one tagged ``confirm`` may take all
+        the time left)."""
         timeout, budget_stop = self.policy.timeout(time_left, self.succeeded)
+        if tags.get("confirm") and time_left is not None:
+            timeout, budget_stop = max(time_left, 1e-3), True
         deadline = None if time_left is None else time.monotonic() + time_left
         job = ((request.z, request.theta, request.fidelity)
                + (() if request.iterations is None else (request.iterations,)))

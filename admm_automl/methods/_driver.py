@@ -30,7 +30,7 @@ import numpy as np
 
 from ._lagrangian import Constraints
 from ..exceptions import BudgetExhausted, InvalidParameterError
-from ..records import Observation, Request
+from ..records import Observation, Request, Status
 from ..space.encoding import Encoding
 
 logger = logging.getLogger(__name__)
@@ -40,6 +40,9 @@ Engine = Callable[..., list[Observation]]
 #: a point to evaluate: ``(z, θ (relaxed), fidelity)``, or ``(z, θ, fidelity, iterations)`` with a
 #: training length (the second fidelity of an iterative learner)
 Point = tuple
+#: ``inner_iter="auto"``: no sub-problem call makes more than this share of the evaluations the
+#: budget has left (:meth:`Schedule.capped`)
+AUTO_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -49,23 +52,50 @@ class Schedule:
     ``step=0`` is fixed-I ADMM; ``step=8`` or ``16`` with ``maximum=128`` is Liu et al.'s
     AdADMM-F8 / AdADMM-F16. ``floor``: no call makes fewer evaluations than this (a run sets it
     to its number of workers: :meth:`RunOptions.drive`).
+
+    ``share`` (0: off) sizes the schedule to the budget: no call makes more than this fraction
+    of the evaluations the budget has left (:meth:`capped`; under a time budget, estimated from
+    the measured seconds per evaluation so far, :meth:`Recorder.evaluations_left`). Liu et al.
+    (2020) ran AdADMM-F16 for an hour and more, ~1000 evaluations; at a budget of 20 to 60
+    evaluations its first θ-step (16) would take most of the run before the first z-step. With
+    a quarter, an ADMM iteration (a θ- and a z-step) takes at most about half of what is left,
+    so every budget gets several z-steps, and long runs grow to the paper's schedule.
     """
 
     start: int = 16
     step: int = 16
     maximum: int = 128
     floor: int = 1
+    share: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.start < 1 or self.step < 0 or self.maximum < self.start or self.floor < 1:
+        if (self.start < 1 or self.step < 0 or self.maximum < self.start or self.floor < 1
+                or not 0.0 <= self.share <= 1.0):
             raise InvalidParameterError(
-                "the iteration schedule needs start >= 1, step >= 0, maximum >= start and "
-                f"floor >= 1; got start={self.start!r}, step={self.step!r}, "
-                f"maximum={self.maximum!r}, floor={self.floor!r}"
+                "the iteration schedule needs start >= 1, step >= 0, maximum >= start, "
+                f"floor >= 1 and 0 <= share <= 1; got start={self.start!r}, "
+                f"step={self.step!r}, maximum={self.maximum!r}, floor={self.floor!r}, "
+                f"share={self.share!r}"
             )
+
+    @classmethod
+    def of(cls, start: int | str, step: int, maximum: int) -> "Schedule":
+        """The estimator's schedule: ``start="auto"`` is Liu et al.'s AdADMM-F16 start (16,
+        or ``maximum`` if smaller) sized to the budget (``share`` :data:`AUTO_SHARE`); a number
+        is the schedule as given, as in the paper."""
+        if start == "auto":
+            return cls(min(16, maximum), step, maximum, share=AUTO_SHARE)
+        return cls(start, step, maximum)
 
     def __call__(self, t: int) -> int:
         return int(max(min(self.start + self.step * t, self.maximum), self.floor))
+
+    def capped(self, n: int, left: float) -> int:
+        """``n`` evaluations for one call, at most ``share`` of the ``left`` the budget has (at
+        least ``floor``, and ``n`` itself when ``share`` is 0)."""
+        if not self.share or not math.isfinite(left):
+            return int(n)
+        return int(max(min(n, math.ceil(self.share * max(left, 0.0))), self.floor))
 
 
 class Budget:
@@ -342,8 +372,10 @@ class Recorder:
         self.incumbent: Evaluated | None = None
         self.listeners = tuple(listeners)
         self.n_evals = 0
-        #: new evaluations that failed (raised, timed out, ran out of memory, scored NaN)
+        #: new evaluations that failed (raised, ran out of memory, scored NaN)
         self.n_failed = 0
+        #: new evaluations stopped at their own time limit
+        self.n_timeouts = 0
         self.fastest = 0.0
         self.iteration = 0
         self.tags: dict[str, Any] = {}
@@ -351,9 +383,12 @@ class Recorder:
         self.workers = max(1, int(workers))
         self._flights: dict[int, tuple[Point, str, int, Callable[[Observation], Any] | None]] = {}
 
-    def evaluate(self, points: Sequence[Point], phase: str) -> list[Observation]:
+    def evaluate(self, points: Sequence[Point], phase: str,
+                 tags: dict[str, Any] | None = None) -> list[Observation]:
         """Evaluate ``(z, θ, fidelity)`` points; raises :class:`BudgetExhausted` when the budget
-        cannot start them (or ended during them, after recording what was done).
+        cannot start them (or ended during them, after recording what was done). ``tags`` are
+        written with them besides the recorder's own (``{"confirm": True}``: see
+        :class:`~admm_automl.evaluation.objective.PipelineObjective`).
 
         An evaluation is not started when the time left is below the fastest one seen so far; the
         engine stops one that would overrun. Cache hits are free.
@@ -368,7 +403,7 @@ class Recorder:
         if time_left is not None and time_left <= max(self.fastest, 1e-3):
             raise BudgetExhausted("time_budget")
         requests = [Request(p[0], self.encoding.project(p[1]), *p[2:]) for p in points]
-        tags = {"phase": phase, "admm_iter": self.iteration, **self.tags}
+        tags = {"phase": phase, "admm_iter": self.iteration, **self.tags, **(tags or {})}
         for listener in self.listeners:
             listener.evaluating(self, points, phase)
         observations = self.engine(requests, time_left=time_left, tags=tags)
@@ -387,7 +422,9 @@ class Recorder:
         if not obs.cached:
             self.n_evals += not obs.budget_stop  # a cancelled trial is no evaluation
             self.fresh.append((z, obs))
-            self.n_failed += not (obs.ok or obs.budget_stop)
+            timeout = obs.status == Status.TIMEOUT
+            self.n_failed += not (obs.ok or obs.budget_stop or timeout)
+            self.n_timeouts += timeout
             if obs.duration > 0:
                 self.fastest = min(self.fastest or obs.duration, obs.duration)
             self._log(item)
@@ -467,6 +504,18 @@ class Recorder:
                 self.collect()
             except BudgetExhausted:
                 pass
+
+    def evaluations_left(self) -> float:
+        """The new evaluations the budget has room for: ``max_evals`` less those made (and in
+        flight) and, under a time budget, the time left divided by the wall seconds per
+        evaluation so far (the whole run's: set-up, overhead and parallel workers included);
+        ``inf`` when neither bounds it yet."""
+        budget, made = self.budget, self.n_evals + len(self._flights)
+        left = math.inf if budget.max_evals is None else float(budget.max_evals - made)
+        time_left = budget.time_left()
+        if time_left is not None and made:
+            left = min(left, max(time_left, 0.0) / (budget.elapsed() / made))
+        return left
 
     def observations(self) -> list[tuple[tuple[int, ...], Observation]]:
         """Every new evaluation of the run so far as ``(z, observation)``, oldest first, whatever

@@ -34,6 +34,9 @@ from ..records import POINT, Observation
 
 #: h of a constraint that could not be measured (failed pipeline, non-finite value)
 MISSING_VIOLATION = 1.0
+#: a pipeline whose evidence (:meth:`Constraints.evidence_order`) says it violates by more than
+#: this (h, half the threshold) is tried after those that may meet the constraints
+EVIDENCE_MARGIN = 0.5
 CONSTRAINT_MODES = ("admm", "penalty", "filter")
 
 
@@ -160,6 +163,37 @@ class Constraints:
                 side = "over" if c.sense == "<=" else "under"
                 lines.append(head + f"{shown}, NOT met ({100 * h:.3g} % {side})")
         return lines
+
+    def evidence_order(self, pipelines: Sequence[tuple[int, ...]],
+                       seen: Sequence[tuple[tuple[int, ...], Observation]]
+                       ) -> list[tuple[int, ...]]:
+        """``pipelines`` (one choice per module) reordered by what the observations ``seen``
+        (``(z, observation)``) say of their constraints: those predicted to violate by more
+        than :data:`EVIDENCE_MARGIN` go last, each group in its given order.
+
+        A pipeline's predicted violation is the largest, over its modules, of the least
+        violation any successful observation with the same choice at that module had (0 for a
+        choice not seen): one pipeline with that choice that met the constraints clears it.
+        So after a few plain learners are shown far over a fairness limit while a mitigated
+        one met it, every unmitigated pipeline waits behind the mitigated ones (the mitigation
+        module's evidence); a learner shown too slow for a latency limit waits behind the
+        others (the estimator module's). In every mode but ``"filter"``; without constraints,
+        ``pipelines`` as given.
+        """
+        pipelines = [tuple(int(j) for j in z) for z in pipelines]
+        if not self.items or self.mode == "filter":
+            return pipelines
+        least: dict[tuple[int, int], float] = {}
+        for z, obs in seen:
+            if obs.ok:
+                v = self.violation(obs)
+                for key in enumerate(z):
+                    least[key] = min(least.get(key, math.inf), v)
+
+        def over(z: tuple[int, ...]) -> bool:
+            return max((least.get(key, 0.0) for key in enumerate(z)), default=0.0) > EVIDENCE_MARGIN
+
+        return sorted(pipelines, key=over)
 
     # -------------------------------------------------------------------- sub-problem terms
     def term(

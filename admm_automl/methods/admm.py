@@ -167,6 +167,11 @@ class _ADMMRun:
         self.states: list[ADMMState] = []
         #: evaluated sub-solver suggestions: [by the solvers' own rules, cheap (overhead-aware)]
         self.proposals = [0, 0]
+        #: the warm start, once merged into θ (:meth:`_merge_warm_start`)
+        self.warm_arms: list[tuple[int, ...]] = []
+        self.warm_points: dict[tuple[int, ...], list[np.ndarray]] = {}
+        #: pipelines confirmed on all rows after a subsample showed them feasible
+        self.confirmed: set[tuple] = set()
 
     def run(self) -> Result:
         self._set_mu(self.state.mu)
@@ -176,24 +181,48 @@ class _ADMMRun:
         return Result(rec.incumbent, trace, rec.evaluated, rec.n_evals, stop, self.states)
 
     def evaluate_initial(self) -> None:
-        """The initial point, then the warm-start configurations (a batch at a time); the state
-        moves to the best of them by the constraints' rank."""
+        """The initial point (z^0, θ^0); then the warm start joins θ (:meth:`_merge_warm_start`)
+        for the first z-step."""
         s, enc = self.state, self.encoding
-        size = self.options.batch_size
-        warm = self.method.warm_start
-        chunks = [[(s.z, s.theta)]] + [warm[i:i + size] for i in range(0, len(warm), size)]
-        best = None
-        for k, chunk in enumerate(chunks):
-            observations = self.recorder.evaluate([(z, th, 1.0) for z, th in chunk],
-                                                  "portfolio" if k else "initial")
-            for (z, theta), obs in zip(chunk, observations):
-                if not obs.cached:
-                    self.theta_history.setdefault(z, []).append((theta[enc.active(z)].copy(), obs))
-                if best is None or self._start_rank(obs) < self._start_rank(best[2]):
-                    best = (z, theta, obs)
-            # the state follows the best so far, so a budget stop leaves the loop a good start
-            s.z, s.theta, s.current = best[0], best[1].copy(), best[2]
-            s.delta = s.theta[enc.discrete].copy()
+        (obs,) = self.recorder.evaluate([(s.z, s.theta, 1.0)], "initial")
+        if not obs.cached:
+            self.theta_history.setdefault(s.z, []).append((s.theta[enc.active(s.z)].copy(), obs))
+        s.current = obs
+        self._merge_warm_start()
+
+    def _merge_warm_start(self) -> None:
+        """The warm start's configurations (a portfolio learned across datasets) become the
+        first z-step's pipelines and the first θ-steps' initial points.
+
+        θ holds one value per hyperparameter of every algorithm, so a configuration whose
+        algorithms' values θ does not hold yet sets them: its pipeline is then one choice of z at
+        θ, for the z-solver to take or leave (``warm_arms``). A configuration whose values
+        disagree with those already set (a second one of the same learner, or of a scaler with
+        other settings) is kept for the θ-step of its pipeline (``warm_points``), which
+        evaluates it first. The initial pipeline's values stay: it is evaluated at them.
+        """
+        s, enc = self.state, self.encoding
+        claimed = np.zeros(enc.theta_dim, dtype=bool)
+        claimed[enc.active(s.z)] = True
+        for z, theta in self.method.warm_start:
+            active = enc.active(z)
+            held = active[claimed[active]]
+            if z != s.z and z not in self.warm_arms and np.allclose(theta[held], s.theta[held]):
+                s.theta[active] = theta[active]
+                claimed[active] = True
+                self.warm_arms.append(z)
+            else:
+                self.warm_points.setdefault(z, []).append(theta[active].copy())
+        s.delta = s.theta[enc.discrete].copy()
+
+    def _warm_left(self) -> list[tuple[int, ...]]:
+        """The warm start's pipelines not yet evaluated on all rows at the current θ, in the
+        order the constraints' evidence so far gives them (:meth:`Constraints.evidence_order`)."""
+        enc, theta = self.encoding, self.state.theta
+        done = {e.z for e in self.recorder.evaluated if e.observation.fidelity >= 1.0
+                and np.array_equal(e.theta[enc.active(e.z)], theta[enc.active(e.z)])}
+        left = [z for z in self.warm_arms if z not in done]
+        return self.constraints.evidence_order(left, self.recorder.observations())
 
     def _start_rank(self, obs: Observation) -> tuple:
         """Full-data observations first (a probe's subsample loss is not comparable), then the
@@ -201,17 +230,62 @@ class _ADMMRun:
         return (obs.fidelity < 1.0, self.constraints.rank(obs))
 
     def iterate(self, n: int) -> None:
-        """One ADMM iteration with ``n`` new evaluations per sub-problem."""
+        """One ADMM iteration with up to ``n`` new evaluations per sub-problem (fewer when the
+        schedule is sized to the budget: :meth:`Schedule.capped`). With a warm start, iteration
+        0 is its z-step: θ^1 is the warm start's θ (a θ-step done offline, across datasets), and
+        the z-solver chooses among its pipelines and the rest (:meth:`z_step`)."""
         s = self.state
         s.t = self.recorder.iteration
-        self.theta_step(n)
-        self.delta_step()
+        self._confirm_feasible()
+        if s.t > 0 or not self.warm_arms:
+            self.theta_step(self._size(n))
+            self.delta_step()
         if s.current is not None:  # the slack of the θ-step winner, fixed in the z-step
             s.u = optimal_slack(self.constraints.g(s.current), s.mu, self.rho)
-        s.z, chosen = self.z_step(n)
+        s.z, chosen = self.z_step(self._size(n), warm=s.t == 0 and bool(self.warm_arms))
         self.dual_step(chosen)
         s.current = chosen
         self.states.append(s.copy())
+
+    def _confirm_feasible(self) -> None:
+        """While no evaluation on all rows meets every constraint, the best pipeline that met
+        them on a subsample (a probe on large data, a multi-fidelity z-solver's lower level) is
+        evaluated on all rows, with all the time left if it needs it (``confirm``), when its
+        subsample's duration scaled to all rows fits in that time. A pipeline that only a
+        subsample showed feasible can never be the result (a subsample's loss is not
+        comparable), so without this a fairness limit that a mitigated pipeline meets could be
+        missed for want of a full fit. Each pipeline is confirmed at most once."""
+        if not len(self.constraints):
+            return
+        feasible, enc = self.constraints.feasible, self.encoding
+        found = [e for e in self.recorder.evaluated if feasible(e.observation)]
+        if any(e.observation.fidelity >= 1.0 for e in found):
+            return
+        def key(e: Any) -> tuple:
+            return e.z, tuple(np.round(e.theta[enc.active(e.z)], 9).tolist())
+
+        found = [e for e in found if key(e) not in self.confirmed]
+        if not found:
+            return
+        best = min(found, key=lambda e: (e.observation.loss, -e.observation.fidelity))
+        self.confirmed.add(key(best))
+        obs, left = best.observation, self.recorder.budget.time_left()
+        if left is not None and obs.duration / max(obs.fidelity, 1e-3) > left:
+            return
+        (full,) = self.recorder.evaluate([(best.z, best.theta, 1.0)], "confirm",
+                                         tags={"confirm": True, "solver": ""})
+        if not full.cached:
+            self.theta_history.setdefault(best.z, []).append(
+                (best.theta[enc.active(best.z)].copy(), full))
+
+    def _size(self, n: int) -> int:
+        """The evaluations of one sub-problem call: ``n`` capped by the schedule's share of what
+        the budget has left."""
+        return self.options.schedule.capped(n, self.recorder.evaluations_left())
+
+    def _tag_solver(self, solver: Any) -> None:
+        """Write the solver that makes the next evaluations into their journal records."""
+        self.recorder.tags["solver"] = getattr(solver, "name", "") or type(solver).__name__
 
     # ------------------------------------------------------------------ the four steps
     def theta_step(self, n: int) -> None:
@@ -271,17 +345,33 @@ class _ADMMRun:
         solver = self.theta_solvers.get(z)
         if solver is None:
             solver = self.method.theta_solver()
+        n -= self._evaluate_warm_points(z, problem)
+        self._tag_solver(solver)
+        if self.theta_solvers.get(z) is not solver:
             solver.setup(problem, self.theta_rng)
             if getattr(solver, "keeps_state", False):
                 self.theta_solvers[z] = solver
         else:  # back at z with a solver that keeps its state: the new duals, history and start
             solver.update_problem(problem)
-        solver.run(n)  # a budget stop ends the run here, the iterate unchanged
+        if n > 0:
+            solver.run(n)  # a budget stop ends the run here, the iterate unchanged
         winner = solver.best()
         if winner is not None:
             s.theta[active] = np.clip(np.asarray(winner[0], dtype=float), 0.0, 1.0)
             if z == s.z:
                 s.current = winner[1]
+
+    def _evaluate_warm_points(self, z: tuple[int, ...], problem: ThetaProblem) -> int:
+        """Evaluate the warm start's configurations of ``z`` that θ could not hold
+        (:meth:`_merge_warm_start`) as the first points of its θ-step, into ``problem.history``
+        (the θ-solver starts from them as from its own); returns how many were evaluated."""
+        points = self.warm_points.pop(z, [])
+        if not points:
+            return 0
+        self.recorder.tags["solver"] = "warm start"
+        observations = problem.evaluate([Suggestion(-1 - i, x) for i, x in enumerate(points)])
+        problem.history[:] = list(self.theta_history.get(z, []))
+        return len(observations)
 
     def _best_tunable(self) -> tuple[int, ...] | None:
         """The best evaluated algorithm selection (full data, by the constraints' rank) that has
@@ -297,8 +387,11 @@ class _ADMMRun:
         s.delta = enc.project(s.theta[enc.discrete] + s.lam / self.rho,
                               np.flatnonzero(enc.discrete))
 
-    def z_step(self, n: int) -> tuple[tuple[int, ...], Observation | None]:
-        """z^{t+1}: the z-solver with θ (and the slack u) fixed; returns its winner."""
+    def z_step(self, n: int, warm: bool = False) -> tuple[tuple[int, ...], Observation | None]:
+        """z^{t+1}: the z-solver with θ (and the slack u) fixed; returns its winner. With
+        ``warm`` (the first z-step of a run with a warm start) its problem's ``warm_start`` is
+        the warm start's pipelines not yet evaluated (:meth:`_warm_left`), which the z-solver
+        places where its method puts a start."""
         s, enc = self.state, self.encoding
         theta, u, mu = s.theta.copy(), s.u.copy(), s.mu
 
@@ -325,13 +418,16 @@ class _ADMMRun:
             n_train=self.method.n_train, batch_size=self.options.batch_size,
             observations=self.recorder.observations,
             overhead_aware=self.options.cheap_proposals,
+            warm_start=self._warm_left if warm else None,
             **self.options.asynchronous_hooks(self.recorder, "z", point,
                                               lambda sug, obs: self._count([sug]), config),
         )
         if self.z_solver is None:
             self.z_solver = self.method.z_solver()
+            self._tag_solver(self.z_solver)
             self.z_solver.setup(problem, self.z_rng)
         else:
+            self._tag_solver(self.z_solver)
             self.z_solver.update_problem(problem)
         self.z_solver.run(n)
         best = self.z_solver.best()

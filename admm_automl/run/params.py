@@ -36,6 +36,19 @@ def _cv_option(text: str) -> Any:
     return folds
 
 
+def _auto_or_count(text: str) -> Any:
+    """``--inner-iter``: "auto" or a number of evaluations (at least 1)."""
+    if text == "auto":
+        return text
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number >= 1, got {text!r}")
+    return count
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter of the estimator.
@@ -70,8 +83,10 @@ PARAMETERS: tuple[Param, ...] = (
     _p("time_budget", None, v.POSITIVE_NUMBER, v.NONE, flag="--time-budget", type=float,
        help="seconds for the search and the refit after it"),
     _p("rho", 1.0, v.POSITIVE_NUMBER),
-    _p("inner_iter", 16, v.int_at_least(1), flag="--inner-iter", type=int,
-       help="evaluations per sub-problem (I or I0)"),
+    _p("inner_iter", "auto", v.options("auto"), v.int_at_least(1), flag="--inner-iter",
+       type=_auto_or_count, metavar="{auto,I}",
+       help="evaluations per sub-problem (I or I0); 'auto' (the default): 16, at most a "
+       "quarter of what the budget has left"),
     _p("inner_iter_step", 16, v.int_at_least(0), flag="--inner-iter-step", type=int,
        help="adaptive step F (0 = fixed I)"),
     _p("inner_iter_max", 128, v.int_at_least(1), flag="--inner-iter-max", type=int,
@@ -175,7 +190,7 @@ def check(owner: str, params: Mapping[str, Any]) -> None:
     from ..space.portfolio import resolve_portfolio
 
     validate(owner, params)
-    Schedule(params["inner_iter"], params["inner_iter_step"], params["inner_iter_max"])
+    Schedule.of(params["inner_iter"], params["inner_iter_step"], params["inner_iter_max"])
     method, _ = method_spec(params["method"])
     if method != "admm" and params["constraint_mode"] == "admm":
         raise InvalidParameterError(

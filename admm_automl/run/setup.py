@@ -291,6 +291,8 @@ class SearchOutcome:
     #: caller removes the folder (:meth:`close`) once the ensemble is built
     models_dir: str | None = None
     models: dict[int, str] = field(default_factory=dict)
+    #: evaluations stopped at their own time limit (not counted in ``n_failed``)
+    n_timeouts: int = 0
 
     @functools.cached_property
     def by_eval_id(self) -> dict[int, dict[str, Any]]:
@@ -464,7 +466,7 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
         optimizer = make_optimizer(
             s.method, space.encoding, objective, theta_solver=s.theta_solver,
             z_solver=s.z_solver, rho=s.rho, space=space,
-            schedule=Schedule(s.inner_iter, s.inner_iter_step, s.inner_iter_max),
+            schedule=Schedule.of(s.inner_iter, s.inner_iter_step, s.inner_iter_max),
             constraints=prepared.constraints, constraint_mode=s.constraint_mode,
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
             max_evals=max_evals, time_budget=s.time_budget, seed=seed,
@@ -480,7 +482,8 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
                           deadline.elapsed())
     return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
                          optimizer.constraints, s.rho, library.predictions,
-                         _trial_threads(executor), executor.name, models_dir, library.models)
+                         _trial_threads(executor), executor.name, models_dir, library.models,
+                         objective.n_timeouts)
 
 
 def _trial_threads(executor: Any) -> int | None:

@@ -319,11 +319,15 @@ def test_a_mitigated_pipeline_is_never_averaged_into_an_ensemble(ensemble_candid
 
 @pytest.mark.parametrize("hidden", [(), ("lightgbm", "xgboost", "catboost")])
 def test_the_portfolio_s_leading_pipelines_are_also_tried_mitigated_first(hidden, monkeypatch):
-    """With a fairness constraint and mitigations in the space, the warm start begins with the
-    portfolio's first two pipelines post-processed by the threshold optimizer: a search of 4
-    evaluations (the initial pipeline, then those two) already has a feasible pipeline where no
-    plain learner comes near the constraint. Without the boosting libraries (an install without
-    the ``boost`` extra) the first two the space keeps are mitigated."""
+    """With a fairness constraint and mitigations in the space, the warm start (ADMM's first
+    z-step) begins with the portfolio's first two pipelines post-processed by the threshold
+    optimizer: a search of 4 evaluations (the initial pipeline, then a z-step of 3) already has
+    a feasible pipeline where no plain learner comes near the constraint. The third is mitigated
+    too: the initial pipeline (plain) was far over the limit and the first mitigated one met
+    it, so the mitigated versions of the other portfolio pipelines come before the plain ones
+    (in the warm start's own order the third is the plain version of the first). Without the
+    boosting libraries (an install without the ``boost`` extra) the first ones the space keeps
+    are mitigated."""
     from admm_automl.space import loader
 
     monkeypatch.setattr(loader, "module_available",
@@ -334,14 +338,17 @@ def test_the_portfolio_s_leading_pipelines_are_also_tried_mitigated_first(hidden
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = ADMMClassifier(
-                max_evals=4, random_state=0, ensemble_size=0, cv=None, executor="serial",
+                max_evals=4, inner_iter=3, random_state=0, ensemble_size=0, cv=None,
+                executor="serial",
                 constraints=[{"name": "demographic_parity_difference", "threshold": 0.1,
                               "group_by": "sex"}]).fit(X, y)
     finally:
         loader._load_builtin.cache_clear()  # no other test sees a space loaded under the pretence
     history = model.history_
-    start = history[history["phase"] == "portfolio"]
-    assert list(start["param:mitigation"][:2]) == ["threshold_optimizer"] * 2
+    start = history[history["phase"] == "z"]
+    assert list(history["phase"]) == ["initial", "z", "z", "z"]
+    assert list(start["param:mitigation"]) == ["threshold_optimizer"] * 3
+    assert len(set(start["pipeline"])) == 3
     assert (history.loc[history["param:mitigation"] == "none",
                         "constraint:demographic_parity_difference"] > 0.3).all()
     assert model.feasible_ and model.best_params_["mitigation"] == "threshold_optimizer"

@@ -221,7 +221,7 @@ def test_one_admm_iteration_gives_its_values_not_single_dots(breast_cancer, tmp_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = ADMM(search_space=SPACE, theta_solver="random", z_solver="random", max_evals=4,
-                     random_state=0, constraints=["model_size <= 4000"]).fit(X, y)
+                     inner_iter=16, random_state=0, constraints=["model_size <= 4000"]).fit(X, y)
     assert len(model.admm_trace_) == 1
     md = write_report(model, tmp_path / "r.html").with_suffix(".md").read_text()
     assert "One ADMM iteration: ‖λ‖ = " in md and ", μ model_size = " in md
