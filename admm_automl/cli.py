@@ -154,7 +154,12 @@ def _fit(args: argparse.Namespace) -> int:
     say("Best single pipeline:" if ensemble is not None else "Best pipeline:")
     for name, step in model.best_pipeline_.steps:
         say(f"  {name}: {step}")
-    say(f"Evaluations: {model.n_evals_} ({model.n_failed_} failed), stopped by {model.stop_reason_}")
+    from .reporting.rundir import evaluations_note, step_counts, steps_note
+
+    say(f"Evaluations: {model.n_evals_} ({evaluations_note(model.n_failed_, model.n_timeouts_)}), "
+        f"stopped by {model.stop_reason_}")
+    if steps := step_counts(model.history_):
+        say(f"Steps: {steps_note(steps)}")
     cache = model.prefix_cache_
     if cache["hits"]:
         say(f"Prefix cache: {cache['hit_rate']:.0%} of lookups hit, {cache['fits_saved']} step fits "

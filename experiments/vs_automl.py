@@ -266,9 +266,24 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
                   "ensemble": ({str(k): v for k, v in model.ensemble_weights_.items()}
                                if name == "ADMM+ens" else None),
                   "ensemble_kind": (getattr(model, "ensemble_kind_", None)
-                                    if name == "ADMM+ens" else None)}
+                                    if name == "ADMM+ens" else None),
+                  **search_steps(model)}
         write_result(out.with_name(out.name.replace(method, name, 1)), result)
     return json.loads(out.read_text())
+
+
+def search_steps(model) -> dict:
+    """Of a package model: which step and solver made its evaluations
+    (:func:`~admm_automl.reporting.rundir.step_counts`) and when its first z-step began, in
+    seconds from the start of ``fit`` (None: no z-step); nothing for another model."""
+    history = getattr(model, "history_", None)
+    if history is None or "phase" not in history:
+        return {}
+    from admm_automl.reporting.rundir import step_counts
+
+    z = history[history["phase"] == "z"]
+    first = float((z["time"] - z["duration"]).min()) if len(z) else None
+    return {"steps": step_counts(history), "first_z_start": first}
 
 
 def write_result(path: Path, result: dict) -> dict:

@@ -348,6 +348,7 @@ def run(
         "n_evals": n_evals,
         "n_records": len(journal.records),
         "n_failed": objective.n_failed,
+        "n_timeouts": objective.n_timeouts,
         "best_loss": min((r["loss"] for r in journal.records if is_score(r)), default=None),
         "worst_loss": problem.worst_loss,
         "stop_reason": stop_reason,

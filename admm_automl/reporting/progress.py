@@ -124,7 +124,9 @@ class ProgressDisplay(RunListener):
     def evaluating(self, recorder: Recorder, points: Sequence[Point], phase: str) -> None:
         pipelines = sorted({recorder.pipeline(point[0]) for point in points})
         more = f" and {len(pipelines) - 1} more" if len(pipelines) > 1 else ""
-        self.current = f"{pipelines[0]}{more} ({phase})" if pipelines else ""
+        solver = recorder.tags.get("solver")
+        step = f"{phase}, {solver}" if solver and solver != phase else phase
+        self.current = f"{pipelines[0]}{more} ({step})" if pipelines else ""
 
     def evaluated(self, recorder: Recorder, items: Sequence[Evaluated]) -> None:
         for item in items:
@@ -167,7 +169,9 @@ class ProgressDisplay(RunListener):
         used.append(_clock(elapsed) + (f"/{_clock(budget.time_budget)}" if budget.time_budget
                                        else ""))
         out = [f"{self.name} iteration {rec.iteration}: " + ", ".join(used)
-               + f" ({rec.n_failed} failed)"]
+               + f" ({rec.n_failed} failed"
+               + (f", {rec.n_timeouts} stopped at their time limit)" if rec.n_timeouts
+                  else ")")]
         best = f"best {self._score(self.best_any)}"
         if len(rec.constraints):
             inc = rec.incumbent

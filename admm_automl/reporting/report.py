@@ -31,7 +31,7 @@ from . import plots
 from ..records import POINT
 from ..evaluation.metrics import shown
 from ..exceptions import InvalidParameterError
-from .rundir import RunData, as_run
+from .rundir import RunData, as_run, evaluations_note, steps_note
 
 __all__ = ["failures", "leaderboard", "write_report"]
 
@@ -162,8 +162,10 @@ def _summary_rows(run: RunData) -> list[list[str]]:
             rows.append(["constraints, on the validation data",
                          "; ".join(c.get("validation", c["text"]) for c in s["constraints"])
                          + ("" if s["feasible"] else " — no evaluation met them all")])
-        rows += [["evaluations", f"{s['n_evals']} ({s['n_failed']} failed), stopped by "
-                                 f"{s['stop_reason']}"],
+        rows += [["evaluations", f"{s['n_evals']} ("
+                                 f"{evaluations_note(s['n_failed'], s.get('n_timeouts', 0))}), "
+                                 f"stopped by {s['stop_reason']}"],
+                 *([["steps", steps_note(s["steps"])]] if s.get("steps") else []),
                  ["search time", f"{_fmt(s.get('search_time'))} s (refit "
                                  f"{_fmt(s.get('refit_time'))} s)"],
                  ["finished", _fmt(s.get("finished"))]]

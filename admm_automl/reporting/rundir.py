@@ -43,6 +43,47 @@ PACKAGES = ("admm-automl", "numpy", "scipy", "scikit-learn", "pandas", "lightgbm
             "scikit-optimize", "rbfopt", "flaml", "optuna", "matplotlib")
 
 
+
+#: how a person reads each ADMM phase of the journal
+_PHASES = {"theta": "θ-steps", "z": "z-steps", "initial": "initial pipeline",
+           "confirm": "confirmed on all rows"}
+
+
+def step_counts(history: Any) -> list[dict[str, Any]]:
+    """Which step and solver made the evaluations, in order of their first evaluation:
+    ``[{"step": "z-steps", "solver": "blds", "evaluations": 12, "first": 2}, ...]`` (``first``:
+    the 1-based position of its first evaluation), from the journal's ``phase`` and ``solver``
+    (a run of another method: its phases; journals before the ``solver`` tag: none)."""
+    if "phase" not in history or not len(history):
+        return []
+    frame = history.reset_index(drop=True)
+    solver = frame["solver"] if "solver" in frame else None
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, phase in enumerate(frame["phase"]):
+        name = solver.iloc[i] if solver is not None else None
+        name = name if isinstance(name, str) and name else ""
+        key = (_PHASES.get(str(phase), str(phase)), name)
+        if key not in out:
+            out[key] = {"step": key[0], "solver": name, "evaluations": 0, "first": i + 1}
+        out[key]["evaluations"] += 1
+    return list(out.values())
+
+
+def steps_note(steps: list[dict[str, Any]]) -> str:
+    """``"1 initial pipeline; 6 z-steps by cmab (from evaluation 2); 10 θ-steps by bo (from
+    evaluation 8)"``."""
+    return "; ".join(f"{s['evaluations']} {s['step']}" + (f" by {s['solver']}" if s["solver"]
+                                                          else "")
+                     + (f" (from evaluation {s['first']})" if s["first"] > 1 else "")
+                     for s in steps)
+
+
+def evaluations_note(n_failed: int, n_timeouts: int) -> str:
+    """``"2 failed"``, or ``"2 failed, 3 stopped at their time limit"``: a trial stopped by
+    its own timeout is the time policy working, not a failure of the pipeline."""
+    note = f"{n_failed} failed"
+    return note + (f", {n_timeouts} stopped at their time limit" if n_timeouts else "")
+
 def machine_info() -> dict[str, Any]:
     """Where a run ran: Python, operating system, processor, cores, memory, package versions."""
     from importlib import metadata
@@ -104,6 +145,8 @@ def run_summary(model: Any) -> dict[str, Any]:
                                  (getattr(model, "deployed_constraints_", None) or {}).items()},
         "n_evals": int(model.n_evals_),
         "n_failed": int(model.n_failed_),
+        "n_timeouts": int(getattr(model, "n_timeouts_", 0)),
+        "steps": step_counts(history),
         "stop_reason": model.stop_reason_,
         "search_time": float(trace["time"].iloc[-1]) if len(trace) else None,
         "refit_time": model.refit_time_,

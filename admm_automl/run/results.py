@@ -146,8 +146,10 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         raise SearchError(f"All {len(evaluated)} evaluated pipelines failed, so there is nothing "
                            f"to refit. Errors: {errors[:5]!r}")
     if outcome.n_failed:
+        stopped = (f" ({outcome.n_timeouts} more were stopped at their time limit, which is "
+                   "not a failure)" if outcome.n_timeouts else "")
         warnings.warn(f"{outcome.n_failed} of {len(evaluated)} evaluated pipelines failed and "
-                      "were recorded with the worst loss; see history_['error'].",
+                      f"were recorded with the worst loss{stopped}; see history_['error'].",
                       EvaluationFailedWarning, stacklevel=3)
     z, theta, obs = best
     feasible = constraints.feasible(obs)
@@ -162,6 +164,7 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
         "cv_results_": cv_results(records, metric.offset),
         "n_evals_": result.n_evals,
         "n_failed_": outcome.n_failed,
+        "n_timeouts_": outcome.n_timeouts,
         "stop_reason_": result.stop_reason,
         "task_": outcome.task.kind,
         "metric_": metric.name,

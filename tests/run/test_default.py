@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -88,20 +89,24 @@ def test_string_labels_reach_xgboost_as_indices_and_its_refit_predicts_labels(br
     assert 0.5 < model.metric_score(X, labels) <= 1.0
 
 
-def test_portfolio_is_evaluated_after_the_initial_pipeline_and_admm_starts_from_its_best(
-        breast_cancer):
+def test_the_portfolio_is_the_first_z_step_s_and_admm_goes_on_from_its_best(breast_cancer):
+    """After the initial pipeline, the z-solver (cmab) takes the portfolio's pipelines at the
+    portfolio's hyperparameters; the first θ-step tunes the best of the three evaluated."""
     X, y = breast_cancer
     portfolio = [{"scaler": "standard", "estimator": "k_neighbors", "estimator__n_neighbors": 9},
                  {"scaler": "standard", "estimator": "logistic_regression"}]
     model = ADMMClassifier(search_space=DIVERSE, max_evals=5, portfolio=portfolio,
-                           **SERIAL).fit(X, y)
+                           **{**SERIAL, "z_solver": "cmab"}).fit(X, y)
     head = model.history_.head(3)
-    assert head["phase"].tolist() == ["initial", "portfolio", "portfolio"]
+    assert head["phase"].tolist() == ["initial", "z", "z"]
+    assert head["solver"].tolist()[1:] == ["cmab", "cmab"]
     assert head["pipeline"].tolist() == ["none -> logistic_regression",
                                          "standard -> k_neighbors",
                                          "standard -> logistic_regression"]
+    assert head["param:estimator__n_neighbors"][1] == 9
     best_start = head["loss"].idxmin()
     # the first θ-step tunes the algorithm of the best of the three
+    assert model.history_["phase"][3] == "theta"
     assert model.history_["pipeline"][3] == head["pipeline"][best_start]
 
 
@@ -188,11 +193,13 @@ def test_automatic_timeout_stops_a_slow_trial_and_the_run_goes_on(breast_cancer)
                            theta_solver="random", z_solver="random", inner_iter=2,
                            inner_iter_step=0,
                            portfolio=[{"scaler": "none", "estimator": "sleeping"}])
-    with pytest.warns(EvaluationFailedWarning, match="failed"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EvaluationFailedWarning)  # a time-out is not a failure
         model.fit(X, y)
     h = model.history_
     slow = h[h["pipeline"] == "none -> sleeping"].iloc[0]
-    assert slow["status"] == "timeout" and slow["phase"] == "portfolio"
+    assert slow["status"] == "timeout" and slow["phase"] == "z"
+    assert model.n_timeouts_ >= 1 and model.n_failed_ == 0
     assert not slow.get("budget_stop", False) is True  # the automatic timeout, not the budget end
     # the automatic timeout is at most a quarter of the time left (3 s here); half the budget
     # leaves room for a busy machine and is still far below the 12 s at which only the end of the
