@@ -224,11 +224,6 @@ class _ADMMRun:
         left = [z for z in self.warm_arms if z not in done]
         return self.constraints.evidence_order(left, self.recorder.observations())
 
-    def _start_rank(self, obs: Observation) -> tuple:
-        """Full-data observations first (a probe's subsample loss is not comparable), then the
-        constraints' rank."""
-        return (obs.fidelity < 1.0, self.constraints.rank(obs))
-
     def iterate(self, n: int) -> None:
         """One ADMM iteration with up to ``n`` new evaluations per sub-problem (fewer when the
         schedule is sized to the budget: :meth:`Schedule.capped`). With a warm start, iteration
@@ -261,6 +256,7 @@ class _ADMMRun:
         found = [e for e in self.recorder.evaluated if feasible(e.observation)]
         if any(e.observation.fidelity >= 1.0 for e in found):
             return
+
         def key(e: Any) -> tuple:
             return e.z, tuple(np.round(e.theta[enc.active(e.z)], 9).tolist())
 
@@ -398,9 +394,18 @@ class _ADMMRun:
         def point(sug: Suggestion) -> tuple:
             return (enc.check_z(sug.config), theta, 1.0 if sug.fidelity is None else sug.fidelity)
 
+        def done(sug: Suggestion, obs: Observation) -> None:
+            # a full-data evaluation of z at θ is one of z's θ-problem too: the warm start of
+            # its θ-steps, as the portfolio's were the θ-solver's own observations before
+            self._count([sug])
+            if obs.fidelity >= 1.0 and not obs.cached:
+                z = enc.check_z(sug.config)
+                self.theta_history.setdefault(z, []).append((theta[enc.active(z)].copy(), obs))
+
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
             observations = self.recorder.evaluate([point(sug) for sug in suggestions], "z")
-            self._count(suggestions[: len(observations)])
+            for sug, obs in zip(suggestions, observations):
+                done(sug, obs)
             return observations
 
         def config(p: tuple) -> tuple[int, ...] | None:  # z's pipeline at this θ
@@ -419,8 +424,7 @@ class _ADMMRun:
             observations=self.recorder.observations,
             overhead_aware=self.options.cheap_proposals,
             warm_start=self._warm_left if warm else None,
-            **self.options.asynchronous_hooks(self.recorder, "z", point,
-                                              lambda sug, obs: self._count([sug]), config),
+            **self.options.asynchronous_hooks(self.recorder, "z", point, done, config),
         )
         if self.z_solver is None:
             self.z_solver = self.method.z_solver()

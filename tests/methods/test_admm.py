@@ -140,8 +140,8 @@ def test_z_min_scores_every_pipeline_at_the_theta_of_its_iteration(make_engine, 
 
 def test_theta_min_is_warm_started_with_every_earlier_observation_of_its_selection(make_engine):
     """The θ-solver of a later θ-step on the same selection z gets every earlier θ-step
-    observation of z (and the initial one) as its history, so BO goes on from what it has
-    learnt instead of a fresh initial design."""
+    observation of z, the initial one and the z-steps' new full-data ones of z as its history,
+    so BO goes on from what it has learnt instead of a fresh initial design."""
     result, seen = _run_recording_theta_problems(make_engine)
     repeated = 0
     for t, problem in enumerate(seen[: len(result.states)]):
@@ -149,6 +149,8 @@ def test_theta_min_is_warm_started_with_every_earlier_observation_of_its_selecti
         active = ENC.active(z)
         earlier = [e for e in result.evaluated if e.z == z and (
             (e.phase == "theta" and e.iteration < t)
+            or (e.phase == "z" and e.iteration < t and not e.observation.cached
+                and e.observation.fidelity >= 1.0)
             or (e.phase == "initial" and not e.observation.cached))]
         repeated += bool(earlier)
         assert len(problem.history) == len(earlier)
