@@ -73,7 +73,11 @@ def test_fit_returns_zero_and_reports_scores(fitted):
     assert code == 0, stderr
     assert re.search(r"^Best (single )?pipeline:$", stdout, re.M)
     assert re.search(r"^  estimator: \w+\(", stdout, re.M)
-    assert re.search(r"^Evaluations: 8 \(\d+ failed\), stopped by max_evals$", stdout, re.M)
+    assert re.search(r"^Evaluations: 8 \(\d+ failed(, \d+ stopped at their time limit)?\), "
+                     r"stopped by max_evals$", stdout, re.M)
+    # which step and solver made the evaluations: the z-solver from the second one
+    assert re.search(r"^Steps: 1 initial pipeline; \d+ z-steps by cmab \(from evaluation 2\); "
+                     r"\d+ θ-steps by bo", stdout, re.M)
     for label in ("Validation AUROC", "Test AUROC"):
         match = re.search(rf"^{label}: {NUMBER}$", stdout, re.M)
         assert match, label
@@ -97,6 +101,8 @@ def test_fit_writes_the_report_and_says_where(fitted):
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in html and "Leaderboard" in html
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["steps"][1]["step"] == "z-steps" and summary["steps"][1]["solver"] == "cmab"
+    assert "| steps | 1 initial pipeline; " in (out / "report.md").read_text(encoding="utf-8")
     assert re.search(rf"test AUROC \| {summary['test_score']:.4g} \|",
                      (out / "report.md").read_text(encoding="utf-8"))
 

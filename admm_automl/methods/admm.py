@@ -20,8 +20,22 @@ One iteration t (:meth:`_ADMMRun.iterate`):
 4. Dual step: λ ← λ + ρ(θ̃^d − δ); μ ← μ + ρ(g − 1 + u) at the new iterate.
 
 Sub-solvers run ``I_t`` new evaluations per call: fixed ``I`` or adaptive ``min(I0 + F·t, Imax)``
-(AdADMM-F, §5 of the paper). The incumbent is the best observation over *all* full-fidelity
-evaluations, not only the iterates.
+(AdADMM-F, §5 of the paper), capped, when the schedule has a ``share``, at that share of the
+evaluations the budget has left (:meth:`~admm_automl.methods._driver.Schedule.capped`): Liu et
+al. ran for an hour and more, and at 20-60 evaluations a first θ-step of 16 would come before any
+z-step. The incumbent is the best observation over *all* full-fidelity evaluations, not only the
+iterates.
+
+A warm start (a portfolio of configurations found good across datasets) enters the loop, not
+before it: after the initial point its configurations set θ's values for their algorithms
+(θ^1, a θ-step done offline) and iteration 0 is the z-step alone, whose solver places their
+pipelines where its method puts a start; a configuration θ cannot hold beside another is the
+first point of its pipeline's θ-step. Every full-data evaluation of a z-step joins its
+pipeline's θ-history, so a θ-step starts from the portfolio's observation of its pipeline. With
+constraints, the warm start's pipelines that the evaluations so far show far over a limit wait
+behind the others (:meth:`~admm_automl.methods._lagrangian.Constraints.evidence_order`), and a
+pipeline that met every limit only on a subsample is confirmed on all rows while no full-data
+evaluation meets them (:meth:`_ADMMRun._confirm_feasible`).
 
 With several workers the sub-solvers evaluate in parallel: in batches of as many suggestions as
 workers, each waiting for its slowest trial (``RunOptions``' default), or asynchronously
@@ -107,8 +121,11 @@ class ADMMOptimizer:
     n_train : int, optional
         Training rows at full fidelity, passed to z-problems for multi-fidelity solvers.
     warm_start : sequence of (z, θ), optional
-        Configurations evaluated after the initial one, before the first iteration (a warm-start
-        portfolio, :mod:`admm_automl.space.portfolio`); the loop starts from the best of them.
+        Configurations found good elsewhere (a warm-start portfolio,
+        :mod:`admm_automl.space.portfolio`): after the initial one they set θ's values for their
+        algorithms, and iteration 0 is a z-step among their pipelines (the z-solver places them
+        where its method puts a start); one θ cannot hold beside another is the first point of
+        its pipeline's θ-step.
     **options
         The run's :class:`~admm_automl.methods._driver.RunOptions` (budgets, seed, schedule,
         constraints — ``constraint_mode`` ``"admm"`` by default —, callback, batch size, clock).

@@ -10,8 +10,9 @@ space, or any file)::
     regression: []
 
 It is learned offline by greedy portfolio construction (Feurer et al., JMLR 2022:
-``experiments/portfolio.py``). The ADMM method evaluates the initial pipeline and then the
-portfolio's configurations before its first iteration, and starts from the best of them.
+``experiments/portfolio.py``). The ADMM method starts from it: after the initial pipeline the
+configurations are θ's values for their algorithms and their pipelines the first z-step's
+(:meth:`admm_automl.methods.admm.ADMMOptimizer`, ``warm_start``).
 """
 
 from __future__ import annotations
