@@ -233,11 +233,12 @@ class _ADMMRun:
         s.delta = s.theta[enc.discrete].copy()
 
     def _warm_left(self) -> list[tuple[int, ...]]:
-        """The warm start's pipelines not yet evaluated on all rows at the current θ, in the
-        order the constraints' evidence so far gives them (:meth:`Constraints.evidence_order`)."""
+        """The warm start's pipelines not yet evaluated at the current θ (at any fidelity: a
+        probe whose full fit was refused has been tried), in the order the constraints'
+        evidence so far gives them (:meth:`Constraints.evidence_order`)."""
         enc, theta = self.encoding, self.state.theta
-        done = {e.z for e in self.recorder.evaluated if e.observation.fidelity >= 1.0
-                and np.array_equal(e.theta[enc.active(e.z)], theta[enc.active(e.z)])}
+        done = {e.z for e in self.recorder.evaluated
+                if np.array_equal(e.theta[enc.active(e.z)], theta[enc.active(e.z)])}
         left = [z for z in self.warm_arms if z not in done]
         return self.constraints.evidence_order(left, self.recorder.observations())
 

@@ -463,9 +463,13 @@ class BaseSolver(ParamsMixin, abc.ABC):
             return None
         return start
 
+    def _comparable_trials(self) -> list[tuple[Any, Observation]]:
+        """Hook: this solver's trials that compete in :meth:`best` (default: all)."""
+        return list(self.trials_)
+
     def best(self) -> tuple[Any, Observation] | None:
         """Best ``(config, observation)`` of this problem's history and this solver's trials."""
-        candidates = self._known_history() + list(self.trials_)
+        candidates = self._known_history() + self._comparable_trials()
         if not candidates:
             return None
         scores = np.array([self.problem_.augment(c, o) for c, o in candidates], dtype=float)
@@ -560,6 +564,12 @@ class BaseZSolver(BaseSolver):
         so it is neither a told configuration nor a candidate of :meth:`best`. The
         multi-fidelity solvers read the whole history through their ladder."""
         return [(z, o) for z, o in self.problem_.history if o is None or o.fidelity >= 1.0]
+
+    def _comparable_trials(self) -> list[tuple[Any, Observation]]:
+        """The full-data trials: a pipeline whose full-data request was answered on a subsample
+        (a probe whose full fit was refused) has a loss that is not comparable, and was not
+        fitted as the z-step asks."""
+        return [(c, o) for c, o in self.trials_ if o.fidelity >= 1.0]
 
     def _cheap_configs(self, n: int) -> list[tuple[int, ...]]:
         """Uniform choices (:func:`random_z`)."""

@@ -42,7 +42,11 @@ class ThompsonSamplingZSolver(BaseZSolver):
       (``update_problem`` keeps them), as Liu et al. (2020) prescribe; only the trials of the
       current θ count for ``best()``.
     * The value is ``problem.augment(z, observation)`` (the z-min objective); a failed or
-      non-finite value gives reward 0. Every evaluation uses full data (no fidelity).
+      non-finite value gives reward 0, and so does a pull answered on a subsample (a probe on
+      large data whose full fit would not finish in its time limit): with the subsample's loss
+      as its reward, every repeat of such a pipeline, answered by the cache, raised its arms
+      again, and on adult whole z-steps went into 100 free repeats of a refused CatBoost. Every
+      evaluation asks for full data (no fidelity).
     * A repeated pipeline is asked again (the objective's cache answers it for free) and still
       updates the posteriors (our choice: neither Liu et al. nor Kishimoto et al. say whether a
       repeated pipeline is re-fitted; Algorithm A1 updates the arms at every pull). So a call
@@ -138,7 +142,10 @@ class ThompsonSamplingZSolver(BaseZSolver):
 
     def _tell(self, suggestion: Suggestion, observation: Observation) -> None:
         z = tuple(suggestion.config)
-        value = value_of(self.problem_, z, observation) if observation.ok else math.inf
+        # a pull answered by a subsample (a probe whose full fit the trial policy refused: it
+        # would not finish in its time limit) is a failed pull, as a time-out is
+        full = observation.ok and observation.fidelity >= 1.0
+        value = value_of(self.problem_, z, observation) if full else math.inf
         r_tilde = self.reward(value)
         r = float(self.rng_.random() < r_tilde) if self.binarize else r_tilde
         for i, j in enumerate(z):
