@@ -244,3 +244,56 @@ def test_a_trial_stopped_at_its_time_limit_is_counted_as_such_not_as_failed(make
     assert (recorder.n_evals, recorder.n_failed, recorder.n_timeouts) == (3, 0, 1)
     assert evaluations_note(0, 1) == "0 failed, 1 stopped at their time limit"
     assert evaluations_note(2, 0) == "2 failed"
+
+
+# ----------------------------------------------------------------------------- probes in a z-step
+def test_cmab_takes_a_pull_answered_on_a_subsample_as_a_failed_one():
+    """A full-data pull answered by a probe (its full fit refused: fidelity 0.1) gives reward 0
+    and is not a z-step winner. With the probe's loss as the reward, its cached repeats raised
+    its arms every time (adult at 60 s: 100 free repeats of a refused CatBoost a z-step)."""
+    from dataclasses import replace as replace_
+    from admm_automl.problem import ZProblem
+    from admm_automl.solvers import Z_SOLVERS
+
+    refused = (1, 1)
+    seen = {}
+
+    def evaluate(suggestions):
+        out = []
+        for s in suggestions:
+            z = tuple(s.config)
+            if z in seen:
+                out.append(replace_(seen[z], cached=True))
+                continue
+            seen[z] = (Observation(0.01, fidelity=0.1) if z == refused
+                       else Observation(0.3 + 0.1 * z[0], fidelity=1.0))
+            out.append(seen[z])
+        return out
+
+    problem = ZProblem(n_choices=(2, 2), evaluate=evaluate, augment=lambda z, o: o.loss,
+                       warm_start=lambda: [z for z in [refused] if z not in seen])
+    solver = Z_SOLVERS.create("cmab").setup(problem, np.random.default_rng(0))
+    solver.run(1)
+    assert solver.trials_[0][0] == refused  # the warm start's pipeline came first
+    assert solver.counts_[0][1] == 1 and solver.rewards_[0][1] == 0  # its arms: a failed pull
+    assert solver.best() is None
+    solver.run(3)
+    assert solver.best()[0] != refused
+
+
+def test_the_budget_left_is_measured_from_the_first_evaluation(make_engine, fake_clock):
+    """Set-up before the first evaluation (data checks, worker start-up) is not an evaluation's
+    cost: 30 s of it, then 2 s evaluations, leave 30 evaluations of a 120 s budget's 60 s left,
+    not 60 / 16."""
+    from admm_automl.methods._driver import Budget, Recorder
+
+    fake_clock.now = 30.0
+    engine = make_engine(SPACE, duration=2.0, clock=fake_clock)
+    recorder = Recorder(ENC, engine, Budget(None, 120.0, clock=fake_clock, start_time=0.0),
+                        Constraints())
+    assert recorder.evaluations_left() == math.inf
+    recorder.evaluate([SPACE.encode(c) + (1.0,) for c in PORTFOLIO[:2]] * 1, "z")
+    recorder.evaluate([SPACE.encode(c) + (1.0,) for c in PORTFOLIO[2:]], "z")
+    # 6 evaluations of 2 s from t = 30: now 42 s, 78 s left at 2 s each
+    assert fake_clock.now == pytest.approx(42.0)
+    assert recorder.evaluations_left() == pytest.approx(39.0)
