@@ -129,13 +129,15 @@ def lodo_portfolio(name: str) -> object:
 
 
 def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 0):
-    """``(model, fit keyword arguments)`` of one method."""
+    """``(model, fit keyword arguments)`` of one method. ``ADMM+ens-<z>`` (``ADMM-<z>``) is the
+    default with the z-solver ``<z>`` (``ADMM+ens-blds``), for the comparison of z-solvers."""
     if method.startswith("ADMM"):
         from admm_automl import ADMMClassifier, ADMMRegressor
 
+        base, _, z_solver = method.partition("-")
         cls = ADMMClassifier if task == "classification" else ADMMRegressor
         return cls(time_budget=budget, random_state=seed, portfolio=lodo_portfolio(dataset),
-                   ensemble_size=0 if method == "ADMM" else 16), {}
+                   ensemble_size=0 if base == "ADMM" else 16, z_solver=z_solver or "cmab"), {}
     if method == "FLAML":
         from flaml import AutoML
 
