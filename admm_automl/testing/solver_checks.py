@@ -21,7 +21,8 @@ box (θ) or are valid choices (z) with fidelities in range; bad observations (Na
 timed out, out of memory) are accepted; ``run(n)`` makes exactly n new evaluations (cache hits are
 free but bounded); the same seed gives the same asks and another seed others; ``tell`` refuses
 unknown ids; ``best`` minimises ``problem.augment`` over the history and the trials; ``clone``
-and ``get_params``/``set_params`` work.
+and ``get_params``/``set_params`` work; a z-solver's first ask is the first pipeline of the
+problem's warm start.
 
 **Capabilities** are class attributes of the solver, read by :func:`solver_capabilities` (an
 attribute the class lacks counts as False). Each gates checks that run only when it is declared,
@@ -387,6 +388,22 @@ def check_z_params(make: Make) -> None:
     _check_params(make, "z", make_z_problem((3, 2))[0])
 
 
+def check_z_starts_from_the_warm_start(make: Make) -> None:
+    """With ``problem.warm_start`` (pipelines found good elsewhere), the first ask is its first
+    pipeline, with or without fidelities; a warm start that is done (empty) changes nothing
+    else: the asks stay valid."""
+    for fidelity in (None, (0.05, 1.0)):
+        solver = make()
+        problem, log = make_z_problem((3, 4, 2), fidelity=fidelity, n_train=1000)
+        warm = [(2, 3, 1), (0, 1, 0)]
+        problem.warm_start = lambda: [z for z in warm if z not in {c for c, _ in log.configs}]
+        solver.setup(problem, np.random.default_rng(0))
+        asked = _drive(solver, problem, 12)
+        assert tuple(asked[0].config) == warm[0], (asked[0].config, warm[0])
+        for s in asked:
+            _assert_z(s, (3, 4, 2), fidelity)
+
+
 THETA_CHECKS = (
     check_theta_asks_in_the_unit_box, check_theta_accepts_bad_observations,
     check_theta_all_failed, check_theta_run_counts_new_evaluations, check_theta_reproducible,
@@ -395,7 +412,7 @@ THETA_CHECKS = (
 Z_CHECKS = (
     check_z_asks_are_valid_choices, check_z_fidelity_in_range, check_z_accepts_bad_observations,
     check_z_all_failed, check_z_run_counts_new_evaluations, check_z_reproducible,
-    check_z_tell_unknown_id, check_z_best, check_z_params,
+    check_z_tell_unknown_id, check_z_best, check_z_params, check_z_starts_from_the_warm_start,
 )
 
 
