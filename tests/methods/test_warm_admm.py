@@ -84,11 +84,13 @@ def test_the_named_z_solver_makes_the_first_z_step_within_the_first_third(
 
 
 def test_different_z_solvers_make_different_searches(make_engine, fake_clock):
+    """At 2 s an evaluation (30 in 60 s), every pair of z-solvers makes different searches
+    (at 3 s, bo's first asks after the warm start are its random design, which are random's)."""
     from admm_automl.testing import FakeClock
 
     histories = {}
     for z_solver in Z_SOLVERS:
-        engine, _ = run(make_engine, FakeClock(), z_solver)
+        engine, _ = run(make_engine, FakeClock(), z_solver, seconds=2.0)
         histories[z_solver] = [(z, f) for z, f, _ in engine.log]
     for i, a in enumerate(Z_SOLVERS):
         for b in Z_SOLVERS[i + 1:]:
@@ -105,6 +107,10 @@ def test_the_warm_start_is_the_first_z_step_s_pipelines_and_the_first_theta_step
     arms = [points[i][0] for i in (0, 1, 2)]
     first_z = [z for z, _, tags in engine.log if tags["phase"] == "z"][:3]
     assert first_z == arms
+    # the warm start's z-step is the warm start's: the z-solver's own pulls wait for the
+    # first θ-step, however much budget is left
+    assert [z for z, _, tags in engine.log if tags["phase"] == "z" and tags["admm_iter"] == 0] \
+        == arms
     # each evaluated at the configuration the portfolio gives
     by_z = {e.z: e for e in result.evaluated if e.phase == "z"}
     for (z, theta) in points[:3]:
