@@ -453,11 +453,10 @@ class _ADMMRun:
         )
         if self.z_solver is None:
             self.z_solver = self.method.z_solver()
-            self._tag_solver(self.z_solver)
             self.z_solver.setup(problem, self.z_rng)
         else:
-            self._tag_solver(self.z_solver)
             self.z_solver.update_problem(problem)
+        self._tag_solver(self.z_solver)
         self.z_solver.run(n)
         best = self.z_solver.best()
         return (enc.check_z(best[0]), best[1]) if best is not None else (s.z, s.current)
