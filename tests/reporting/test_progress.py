@@ -85,7 +85,8 @@ def test_display_shows_budget_counts_best_and_pipeline(make_optimizer):
     first = shown[0]
     assert first[0] == "ADMM iteration 0: 0/24 evaluations, 0:00:00 (0 failed)"
     assert first[2].startswith("evaluating ") and first[2].endswith("(initial)")
-    assert any(" -> " in line[2] and "(theta)" in line[2] for line in shown)
+    # the step and the solver that makes it
+    assert any(" -> " in line[2] and "(theta, random)" in line[2] for line in shown)
     last = display.lines()
     assert last[0].startswith(f"ADMM iteration {result.trace[-1]['iteration']}: 24/24 evaluations")
     best = min(e.observation.loss for e in result.evaluated if e.observation.ok)

@@ -119,9 +119,12 @@ class FullDataFidelityZ(UniformZ):
 
 class PartialBestZ(UniformZ):
     """Declares fidelities and asks partial data, but ``best`` ranks partial and full losses
-    together (the base ``best``)."""
+    together (the base z-solver's ``best`` keeps full-data trials only; this one all)."""
 
     supports_fidelity = True
+
+    def _comparable_trials(self):
+        return list(self.trials_)
 
     def _ask(self):
         hi = self.problem_.fidelity[1] if self.problem_.fidelity else 1.0
