@@ -29,7 +29,8 @@ of the levels is the mitigation's, and the decisions (``predict``) are unchanged
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
@@ -76,6 +77,15 @@ def _positive_score(estimator: Any, X: Any) -> np.ndarray:
     return _positive(getattr(estimator, method)(X), method)
 
 
+@contextmanager
+def _quiet_fairlearn() -> Iterator[None]:
+    """Hide fairlearn's own deprecated pandas calls."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning, module="fairlearn")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module="fairlearn")
+        yield
+
+
 class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """What both mitigations share: binary labels encoded as 0/1 for fairlearn and decoded
     back, groups from the raw columns of X, predictions drawn from :meth:`predict_proba`."""
@@ -94,7 +104,8 @@ class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # a row outside every bin has no group for the constraint; fairlearn needs a label
         return np.array(["(none)" if g is None else g for g in groups], dtype=object)
 
-    def fit(self, X: Any, y: Any) -> "_GroupMitigation":
+    def _encode(self, y: Any) -> np.ndarray:
+        """Check the target and the labels; set ``classes_`` and return ``y`` as 0/1."""
         if self.constraints not in TARGETS:
             raise InvalidParameterError(
                 f"{type(self).__name__}: constraints must be one of {sorted(TARGETS)!r}, got "
@@ -103,9 +114,11 @@ class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if len(self.classes_) != 2:
             raise InvalidParameterError(f"{type(self).__name__} supports binary classification "
                                         f"only; y has {len(self.classes_)} classes")
-        with warnings.catch_warnings():  # fairlearn's own deprecated pandas calls
-            warnings.filterwarnings("ignore", category=FutureWarning, module="fairlearn")
-            warnings.filterwarnings("ignore", category=DeprecationWarning, module="fairlearn")
+        return encoded
+
+    def fit(self, X: Any, y: Any) -> "_GroupMitigation":
+        encoded = self._encode(y)
+        with _quiet_fairlearn():
             self.mitigator_ = self._fit(X, encoded, self._groups(X))
         return self
 
@@ -187,7 +200,6 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
         self.random_state = random_state
 
     def _fit(self, X: Any, y: np.ndarray, groups: np.ndarray) -> Any:
-        from fairlearn.postprocessing import ThresholdOptimizer
         from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
         if self.cv is not None and not (isinstance(self.cv, int) and self.cv >= 2):
@@ -204,11 +216,52 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
             scores = _positive(cross_val_predict(clone(self.estimator), X, y, cv=folds,
                                                  method=method), method)
             self.estimator_.fit(X, y)
+        return self._thresholds(scores, y, groups)
+
+    def _thresholds(self, scores: np.ndarray, y: np.ndarray, groups: np.ndarray) -> Any:
+        from fairlearn.postprocessing import ThresholdOptimizer
+
         return ThresholdOptimizer(
             estimator=_Scores(), constraints=TARGETS[self.constraints][0],
             objective=self.objective, grid_size=self.grid_size, prefit=True,
             predict_method="predict",
         ).fit(scores[:, None], y, sensitive_features=groups)
+
+    # -- the thresholds from scores held out elsewhere: a trial's other folds
+    def fit_learner(self, X: Any, y: Any) -> "ThresholdOptimizerClassifier":
+        """Fit the learner alone, on every row; the thresholds are then chosen by
+        :meth:`fit_thresholds` on scores the caller held out.
+
+        A cross-validated trial calls this on each fold's training rows and takes each fold's
+        thresholds from the other folds' validation scores
+        (:func:`admm_automl.evaluation.trial.run_trial`): the scores are held out, as ``cv``'s
+        are, but cost no fits beyond the learner's own — one fit a fold, where ``cv=3`` makes
+        four — so a mitigated pipeline costs about what the pipeline it wraps costs.
+        """
+        encoded = self._encode(y)
+        self.estimator_ = clone(self.estimator).fit(X, encoded)
+        return self
+
+    def held_out(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The fitted learner's scores of rows it was not fitted on, and their groups: what
+        :meth:`fit_thresholds` of another fold's model takes."""
+        return self._score(X), self._groups(X)
+
+    def fit_thresholds(self, scores: np.ndarray, y: Any,
+                       groups: np.ndarray) -> "ThresholdOptimizerClassifier":
+        """Choose the thresholds on held-out ``scores`` of rows with labels ``y`` (among the
+        classes :meth:`fit_learner` saw) and ``groups`` (:meth:`held_out`)."""
+        y = np.asarray(y)
+        unseen = ~np.isin(y, self.classes_)
+        if unseen.any():
+            raise InvalidParameterError(
+                f"ThresholdOptimizerClassifier: labels {sorted(set(y[unseen].tolist()))!r} of the "
+                f"held-out rows are not among the classes it was fitted on "
+                f"{self.classes_.tolist()!r}")
+        with _quiet_fairlearn():
+            self.mitigator_ = self._thresholds(np.asarray(scores, dtype=float),
+                                               np.searchsorted(self.classes_, y), groups)
+        return self
 
     def _pmf(self, X: Any, score: np.ndarray | None = None) -> np.ndarray:
         score = self._score(X) if score is None else score

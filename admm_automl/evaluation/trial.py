@@ -167,7 +167,9 @@ def run_trial(
     estimator that declares ``stopping`` stops its rounds early on each split's validation rows
     (:mod:`.stopping`); the rounds it kept are ``result["rounds"]``, one per split. With a
     ``models_dir``, a full-data trial writes its fitted pipelines there, one per split
-    (``result["models"]``: the file's name, None when they were not kept).
+    (``result["models"]``: the file's name, None when they were not kept). A last step that can
+    take its decision from the other folds' held-out scores (the threshold optimizer) fits its
+    learner on every split first, then its decision (:func:`deferred_peers`).
     """
     result: dict[str, Any] = {"status": "ok", "error": None, "fit_time": 0.0, "predict_time": 0.0}
     losses: list[float] = []
@@ -178,40 +180,68 @@ def run_trial(
     rounds: list[int] = []
     models: list[Any] | None = [] if ctx.models_dir is not None and fidelity >= 1.0 else None
     stopping = ctx.space.stopping(z)
-    try:
-        scorer = ctx.metric.make_scorer(ctx.labels)
-        for i, split in enumerate(ctx.splits):
-            pipeline = ctx.pipeline(z, theta)
-            keys = prefix_keys(ctx.space, z, theta, split=i, fidelity=fidelity,
-                               random_state=ctx.random_state,
-                               preprocessor=ctx.encoding(z))
-            rows = split.train_rows(fidelity)
-            X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
-            stop = (None if stopping is None
-                    else partial(fit_stopped, y_valid=y_valid, stopping=stopping[1]))
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                start = time.perf_counter()
+    scorer: Any = None
+
+    def fit(i: int, split: Split, learner_only: bool = False) -> tuple[Any, Any, Any]:
+        """Split ``i``'s pipeline fitted on its training rows: the pipeline, the estimator's
+        input on the validation rows, the validation labels; ``learner_only``: the last step's
+        learner alone, its decision deferred (:func:`deferred_peers`)."""
+        pipeline = ctx.pipeline(z, theta)
+        rows = split.train_rows(fidelity)
+        X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            start = time.perf_counter()
+            if learner_only:
+                pipeline[-1].fit_learner(take_rows(ctx.X, rows), ctx.y[rows])
+                valid = X_valid
+            else:
+                keys = prefix_keys(ctx.space, z, theta, split=i, fidelity=fidelity,
+                                   random_state=ctx.random_state, preprocessor=ctx.encoding(z))
+                stop = (None if stopping is None
+                        else partial(fit_stopped, y_valid=y_valid, stopping=stopping[1]))
                 fitted = fit_pipeline(pipeline, keys, take_rows(ctx.X, rows), ctx.y[rows],
                                       X_valid, cache, fit_estimator=stop)
-                pipeline = fitted.pipeline
+                pipeline, valid = fitted.pipeline, fitted.valid
                 if fitted.rounds is not None:
                     rounds.append(fitted.rounds)
-                result["fit_time"] += time.perf_counter() - start
-                start = time.perf_counter()
-                try:  # the estimator on the prefix's output: as the pipeline on the raw rows
-                    losses.append(ctx.metric.loss(scorer, pipeline[-1], fitted.valid, y_valid))
-                except ValueError as err:  # scikit-learn's check of its input, worded for a user
-                    if "contains NaN" not in str(err) and "contains infinity" not in str(err):
-                        raise
-                    raise ValueError("the pipeline produced non-finite values (NaN or infinity) "
-                                     f"when predicting the validation data ({err})") from err
-                result["predict_time"] += time.perf_counter() - start
-                measure_all(ctx.measures, pipeline, X_valid, y_valid, split.valid, measured)
-                if ctx.keep_predictions:
-                    predictions.append(validation_predictions(pipeline[-1], fitted.valid))
-                if models is not None:
-                    models.append(pipeline)
+            result["fit_time"] += time.perf_counter() - start
+        return pipeline, valid, y_valid
+
+    def score(split: Split, pipeline: Any, valid: Any, y_valid: Any) -> None:
+        """Loss, constraints and what is kept of one fitted split."""
+        X_valid = take_rows(ctx.X, split.valid)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            start = time.perf_counter()
+            try:  # the estimator on the prefix's output: as the pipeline on the raw rows
+                losses.append(ctx.metric.loss(scorer, pipeline[-1], valid, y_valid))
+            except ValueError as err:  # scikit-learn's check of its input, worded for a user
+                if "contains NaN" not in str(err) and "contains infinity" not in str(err):
+                    raise
+                raise ValueError("the pipeline produced non-finite values (NaN or infinity) "
+                                 f"when predicting the validation data ({err})") from err
+            result["predict_time"] += time.perf_counter() - start
+            measure_all(ctx.measures, pipeline, X_valid, y_valid, split.valid, measured)
+            if ctx.keep_predictions:
+                predictions.append(validation_predictions(pipeline[-1], valid))
+            if models is not None:
+                models.append(pipeline)
+
+    try:
+        scorer = ctx.metric.make_scorer(ctx.labels)
+        peers = deferred_peers(ctx.pipeline(z, theta), ctx.splits)
+        if peers is None:
+            for i, split in enumerate(ctx.splits):
+                score(split, *fit(i, split))
+        else:
+            fits = [fit(i, split, True) for i, split in enumerate(ctx.splits)]
+            start = time.perf_counter()
+            decide_from_peers([f[0][-1] for f in fits], [f[1] for f in fits],
+                              [f[2] for f in fits], peers)
+            result["fit_time"] += time.perf_counter() - start
+            for split, fitted in zip(ctx.splits, fits):
+                score(split, *fitted)
         loss = float(np.mean(losses))
         if rounds:
             result["rounds"] = rounds
@@ -235,6 +265,42 @@ def run_trial(
         result["prefix_cache"] = {k: after[k] - before[k]
                                   for k in ("hits", "misses", "fits_saved", "seconds_saved")}
     return result
+
+
+def deferred_peers(pipeline: Any, splits: Sequence[Split]) -> list[list[int]] | None:
+    """For a pipeline whose last step can take its decision from scores held out elsewhere
+    (``fit_learner`` / ``held_out`` / ``fit_thresholds``: the threshold optimizer), the splits
+    each split's decision is taken from — those whose validation rows all lie in its training
+    rows (the other folds of its repeat) — or None: another pipeline, one holdout split, or a
+    split with no such peer; the step then fits as it is (its own inner folds).
+
+    Why: the threshold optimizer chooses its thresholds on held-out scores; a trial's other
+    folds hold out every row already, so taking each fold's thresholds from the others' scores
+    costs one fit of the learner a fold where inner folds cost four (Run B of the constrained
+    campaign: 7-10 evaluations in 60 s, mitigated ones at about four times their pipeline's
+    cost). The thresholds of fold i then depend on models that saw fold i's rows, as the
+    out-of-fold predictions of a stacked ensemble do; they never see fold i's scores.
+    """
+    step = pipeline[-1] if hasattr(pipeline, "steps") else pipeline
+    if not all(hasattr(step, m) for m in ("fit_learner", "held_out", "fit_thresholds")):
+        return None
+    if len(splits) < 2:
+        return None
+    peers = [[j for j, other in enumerate(splits)
+              if j != i and np.isin(other.valid, split.train).all()]
+             for i, split in enumerate(splits)]
+    return peers if all(peers) else None
+
+
+def decide_from_peers(steps: Sequence[Any], X_valid: Sequence[Any], y_valid: Sequence[Any],
+                      peers: Sequence[Sequence[int]]) -> None:
+    """Each split's step, its learner fitted, takes its decision (``fit_thresholds``) from its
+    peers' held-out scores of their validation rows (:func:`deferred_peers`)."""
+    held = [step.held_out(X) for step, X in zip(steps, X_valid)]
+    for step, chosen in zip(steps, peers):
+        step.fit_thresholds(np.concatenate([held[j][0] for j in chosen]),
+                            np.concatenate([np.asarray(y_valid[j]) for j in chosen]),
+                            np.concatenate([held[j][1] for j in chosen]))
 
 
 def validation_predictions(pipeline: Any, X_valid: Any) -> np.ndarray | None:

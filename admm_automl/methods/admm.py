@@ -251,12 +251,15 @@ class _ADMMRun:
         s.t = self.recorder.iteration
         self._confirm_feasible()
         if s.t > 0 or not self.warm_arms:
+            self._evaluate_warm_points()
             self.theta_step(self._size(n))
             self.delta_step()
         if s.current is not None:  # the slack of the θ-step winner, fixed in the z-step
             s.u = optimal_slack(self.constraints.g(s.current), s.mu, self.rho)
         warm = s.t == 0 and bool(self.warm_arms)
-        s.z, chosen = self.z_step(self._size(n, len(self.warm_arms) if warm else None), warm)
+        size = (min(self._size(n), max(len(self.warm_arms), self.options.batch_size)) if warm
+                else self._size(n))
+        s.z, chosen = self.z_step(size, warm)
         self.dual_step(chosen)
         s.current = chosen
         self.states.append(s.copy())
@@ -293,16 +296,16 @@ class _ADMMRun:
             self.theta_history.setdefault(best.z, []).append(
                 (best.theta[enc.active(best.z)].copy(), full))
 
-    def _size(self, n: int, warm: int | None = None) -> int:
-        """The evaluations of one sub-problem call: ``n`` capped by the schedule's share of what
-        the budget has left; the warm start's z-step (``warm`` pipelines) at most as many as the
-        warm start has, so that the z-solver's exploration of pipelines at their untuned θ waits
-        for the evidence of the warm start and the first θ-step (on small data a 60 s run makes
-        about 20 evaluations, and a first z-step of 16 — the warm start, then 9 pulls of
-        learners at their defaults — left the θ-steps 1 to 5 of them: test AUROC 0.004-0.008
-        below on 5 of the 20 datasets of the three-seed campaign)."""
-        size = self.options.schedule.capped(n, self.recorder.evaluations_left())
-        return size if warm is None else min(size, max(warm, self.options.batch_size))
+    def _size(self, n: int) -> int:
+        """The evaluations of one sub-problem call: ``n`` capped by the schedule's share of
+        what the budget has left (:meth:`Schedule.capped`); the warm start's z-step makes at
+        most as many as the warm start has pipelines (:meth:`iterate`), so that the
+        z-solver's exploration of pipelines at their untuned θ waits for the evidence of the
+        warm start and the first θ-step (on small data a 60 s run makes about 20 evaluations,
+        and a first z-step of 16 — the warm start, then 9 pulls of learners at their defaults
+        — left the θ-steps 1 to 5 of them: test AUROC 0.004-0.008 below on 5 of the 20
+        datasets of the three-seed campaign)."""
+        return self.options.schedule.capped(n, self.recorder.evaluations_left())
 
     def _tag_solver(self, solver: Any) -> None:
         """Write the solver that makes the next evaluations into their journal records."""
@@ -366,7 +369,6 @@ class _ADMMRun:
         solver = self.theta_solvers.get(z)
         if solver is None:
             solver = self.method.theta_solver()
-        n -= self._evaluate_warm_points(z, problem)
         self._tag_solver(solver)
         if self.theta_solvers.get(z) is not solver:
             solver.setup(problem, self.theta_rng)
@@ -382,17 +384,33 @@ class _ADMMRun:
             if z == s.z:
                 s.current = winner[1]
 
-    def _evaluate_warm_points(self, z: tuple[int, ...], problem: ThetaProblem) -> int:
-        """Evaluate the warm start's configurations of ``z`` that θ could not hold
-        (:meth:`_merge_warm_start`) as the first points of its θ-step, into ``problem.history``
-        (the θ-solver starts from them as from its own); returns how many were evaluated."""
-        points = self.warm_points.pop(z, [])
+    def _evaluate_warm_points(self) -> None:
+        """Evaluate the warm start's configurations that θ could not hold
+        (:meth:`_merge_warm_start`: a second configuration of a learner) once, each at its own
+        values, before the first θ-step; each joins its pipeline's θ-history, so that pipeline's
+        θ-steps start from it as from their own observation.
+
+        Why all of them, not only the θ-step's pipeline's: the portfolio is a set, each
+        configuration chosen where the others fall short (:mod:`admm_automl.space.portfolio`),
+        and with the ensemble it is what a short run on small data lives on. With each
+        kept for its own pipeline's θ-step, a 60 s run on a few hundred rows (~16 evaluations)
+        evaluated at most one of them, and its test AUROC fell below the run that evaluated
+        the whole warm start on 5 of the 8 smallest shared datasets (experiments/README.md,
+        "ADMM at a user's budget")."""
+        s, enc = self.state, self.encoding
+        points = [(z, x) for z, xs in self.warm_points.items() for x in xs]
+        self.warm_points.clear()
         if not points:
-            return 0
-        self.recorder.tags["solver"] = "warm start"
-        observations = problem.evaluate([Suggestion(-1 - i, x) for i, x in enumerate(points)])
-        problem.history[:] = list(self.theta_history.get(z, []))
-        return len(observations)
+            return
+        requests = []
+        for z, x in points:
+            theta = s.theta.copy()
+            theta[enc.active(z)] = x
+            requests.append((z, theta, 1.0))
+        observations = self.recorder.evaluate(requests, "theta", tags={"solver": "warm start"})
+        for (z, x), obs in zip(points, observations):
+            if not obs.cached:
+                self.theta_history.setdefault(z, []).append((x.copy(), obs))
 
     def _best_tunable(self) -> tuple[int, ...] | None:
         """The best evaluated algorithm selection (full data, by the constraints' rank) that has

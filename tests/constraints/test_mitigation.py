@@ -373,3 +373,53 @@ def test_a_space_with_mitigations_keeps_its_base_space_s_portfolio():
     plain = task_space("default", "classification", 600)
     assert resolve_portfolio("auto", space, "classification") == resolve_portfolio(
         "auto", plain, "classification") != []
+
+
+def test_a_cross_validated_trial_takes_each_fold_s_thresholds_from_the_other_folds(monkeypatch):
+    """A threshold-optimized trial fits its learner once a fold, as the plain pipeline does
+    (inner folds fitted it four times), and its thresholds, chosen on the other folds'
+    held-out scores, meet the constraint on each fold's validation rows. One holdout split has
+    no other fold: the wrapper's inner folds choose them."""
+    from admm_automl.evaluation.data import make_preprocessor
+    from admm_automl.evaluation.metrics import get_metric
+    from admm_automl.evaluation.splits import make_splits
+    from admm_automl.evaluation.trial import TrialContext, run_trial
+
+    X, y = unfair(n=1000)
+    space = mitigated_space()
+    enc = space.encoding
+    lr, mitigations = enc.choice_names[1].index("logistic_regression"), enc.choice_names[-1]
+    fits = []
+    real_fit = LogisticRegression.fit
+    monkeypatch.setattr(LogisticRegression, "fit",
+                        lambda self, *a, **k: fits.append(1) or real_fit(self, *a, **k))
+
+    def trial(mitigation, cv):
+        splits = make_splits(y, classification=True, cv=cv, validation_size=0.2, seed=0)
+        ctx = TrialContext(space, X, y, splits, get_metric("roc_auc", "classification", "binary"),
+                           make_preprocessor(X), 0, labels=np.unique(y), cache_size=0)
+        (constraint,) = make_constraints([{"name": "demographic_parity_difference",
+                                           "threshold": 0.1, "group_by": "sex"}])
+        constraint.bind(X, y, groups=None, splits=splits, task="classification")
+        ctx.measures = {constraint.key: constraint}
+        fits.clear()
+        result = run_trial(ctx, (1, lr, mitigations.index(mitigation)), enc.initial_theta, 1.0)
+        assert result["status"] == "ok", result.get("error")
+        return result["constraints"][constraint.key], len(fits)
+
+    assert trial("none", 5)[1] == 5
+    value, n_fits = trial("threshold_optimizer", 5)
+    assert n_fits == 5 and value < 0.1
+    assert trial("none", 5)[0] > 0.5
+    value, n_fits = trial("threshold_optimizer", None)
+    assert n_fits == 4 and value < 0.15
+
+
+def test_thresholds_from_held_out_rows_refuse_labels_the_learner_never_saw():
+    X, y = unfair()
+    model = ThresholdOptimizerClassifier(linear(), group_by="sex").fit_learner(X, y)
+    scores, groups = model.held_out(X)
+    with pytest.raises(InvalidParameterError, match=r"labels \['maybe'\] of the held-out rows"):
+        model.fit_thresholds(scores, np.where(y == "yes", "maybe", y), groups)
+    predicted = model.fit_thresholds(scores, y, groups).predict(X)
+    assert dp(y, predicted, X["sex"]) < 0.1

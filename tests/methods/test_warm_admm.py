@@ -101,7 +101,7 @@ def test_the_warm_start_is_the_first_z_step_s_pipelines_and_the_first_theta_step
         make_engine, fake_clock):
     """cmab proposes the warm start's pipelines first, in order, at the θ they set; the two
     configurations θ cannot hold beside the first (the same pipeline again; b's learning rate
-    again) are the first points of their pipelines' θ-steps."""
+    again) are evaluated next, before the first θ-step, and start their pipelines' θ-steps."""
     engine, result = run(make_engine, fake_clock, "cmab", budget=600.0)
     points = warm_points()
     arms = [points[i][0] for i in (0, 1, 2)]
@@ -116,11 +116,15 @@ def test_the_warm_start_is_the_first_z_step_s_pipelines_and_the_first_theta_step
     for (z, theta) in points[:3]:
         active = ENC.active(z)
         np.testing.assert_allclose(by_z[z].theta[active], theta[active])
-    # the two θ cannot hold: evaluated at their own values, as the first points of their
-    # pipelines' θ-steps (when a θ-step of that pipeline came in the budget)
+    # the two θ cannot hold: each evaluated at its own values right after the warm start's
+    # z-step, before the first θ-step, into its pipeline's θ-history
+    solvers = [tags.get("solver") for _, _, tags in engine.log]
+    n_warm = 1 + len(arms) + 1
+    assert solvers[n_warm:n_warm + 2] == ["warm start"] * 2
+    assert "warm start" not in solvers[n_warm + 2:] and solvers[n_warm + 2] == "bo"
     warm = [e for e in result.evaluated if not e.observation.cached  # eval_id: the n-th new
             and engine.log[e.observation.eval_id][2].get("solver") == "warm start"]
-    assert warm, "the θ-step of p -> b, the best pipeline, came in 600 s"
+    assert sorted(e.z for e in warm) == sorted(z for z, _ in points[3:5])
     for e in warm:
         i = [z for z, _ in points].index(e.z, 3)
         active = ENC.active(e.z)
