@@ -130,10 +130,15 @@ class ADMM(BaseEstimator):
         processes on 127.0.0.1, started and closed by ``fit``. Timeouts, memory limit and failure
         capture are those of the process pool; a trial whose Dask worker dies is run again
         elsewhere (up to Dask's ``allowed-failures``), then recorded as failed.
-    n_jobs : int, default=1
+    n_jobs : int, default=-1
         Trials run at once (worker processes, or the workers of a local Dask cluster); as in
-        scikit-learn, -1 is one per core (of those this process may use), -2 all but one, ....
-        On a Dask cluster given by address or client, as many as its workers have threads.
+        scikit-learn, -1 (the default) is one per core of those this process may use (its CPU
+        affinity and container quota, by joblib's count), -2 all but one, ...: FLAML's and
+        AutoGluon's defaults use every core too. Each trial runs on one core (BLAS and OpenMP
+        at one thread). With one worker a seed fixes the history; with several, trials are
+        asynchronous (below) and the order they end in decides the history, so pass
+        ``n_jobs=1`` (or ``asynchronous=False``) for a run a seed repeats exactly. On a Dask
+        cluster given by address or client, as many as its workers have threads.
     dask_address : str, optional
         Address of a Dask scheduler, e.g. ``"tcp://10.0.0.5:8786"`` (needs ``executor="dask"``).
     asynchronous : bool, default=True
@@ -287,7 +292,7 @@ class ADMM(BaseEstimator):
         constraint_mode: str = "auto", penalty_weight: float = 1.0,
         fairness_mitigation: Any = "auto", scoring: Any = None,
         cv: Any = "auto", validation_size: float = 0.2, executor: str = "auto",
-        n_jobs: int = 1, dask_address: str | None = None, asynchronous: bool = True,
+        n_jobs: int = -1, dask_address: str | None = None, asynchronous: bool = True,
         trial_timeout: float | None = None,
         memory_limit: int | None = None, cache_size: float = 256.0, output_dir: Any = None,
         resume: bool = True,

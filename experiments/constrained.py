@@ -520,7 +520,8 @@ def calibrate_one(task: str, data_dir: str, rows: int | None, budget: float, eva
     model = ADMMClassifier(method="jopt", theta_solver="random", constraint_mode="filter",
                            constraints=constraint_specs(task, loose, confidence=False),
                            max_evals=evals, time_budget=time_cap, ensemble_size=0,
-                           cv=resolve_cv("auto", len(y), X.shape[1], budget), random_state=0)
+                           cv=resolve_cv("auto", len(y), X.shape[1], budget), random_state=0,
+                           n_jobs=1)
     model.fit(X, y)
     h = model.history_
     h = h[(h["status"] == "ok") & (h["fidelity"] >= 1.0)]

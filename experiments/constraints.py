@@ -71,6 +71,7 @@ def run(X, y, latency, disparity, mode, seed, args) -> dict:
         inner_iter_step=args.inner_iter,
         trial_timeout=args.trial_timeout,
         random_state=seed,
+        n_jobs=1,
     )
     start = time.perf_counter()
     with warnings.catch_warnings():

@@ -105,7 +105,7 @@ def run_cell(study: str, dataset: str, seed: int, data_dir: str | None, evals: i
     with tempfile.TemporaryDirectory() as run_dir:
         for arm, settings in STUDIES[study]:
             start = time.perf_counter()
-            model = cls(max_evals=evals, trial_timeout=timeout, random_state=seed,
+            model = cls(max_evals=evals, trial_timeout=timeout, random_state=seed, n_jobs=1,
                         output_dir=run_dir, **settings).fit(X, y)
             out[arm] = {"test": held_out_loss(model, X_test, y_test, task),
                         "kind": model.ensemble_kind_, "valid": float(model.ensemble_loss_),

@@ -123,7 +123,8 @@ def search_candidates(X, y, evals: int, per_dataset: int, timeout: float,
     estimator = ADMMClassifier if task == "classification" else ADMMRegressor
     try:
         model = estimator(search_space=SPACE, portfolio=None, max_evals=evals, inner_iter=4,
-                          inner_iter_step=4, trial_timeout=timeout, random_state=0).fit(X, y)
+                          inner_iter_step=4, trial_timeout=timeout, random_state=0,
+                          n_jobs=1).fit(X, y)
     except RuntimeError as err:  # nothing finished within the budget
         print(f"  no candidate: {err}", flush=True)
         return []

@@ -38,7 +38,7 @@ X, y = load_dataset(sys.argv[2], sys.argv[3] or None)
 budget, seed = float(sys.argv[4]), int(sys.argv[5])
 warnings.simplefilter("ignore")
 start = time.monotonic()
-model = ADMM(time_budget=budget, random_state=seed).fit(X, y)
+model = ADMM(time_budget=budget, random_state=seed, n_jobs=1).fit(X, y)
 wall = time.monotonic() - start
 print(json.dumps({"wall": wall, "refit": float(getattr(model, "refit_time_", float("nan"))),
                   "evaluations": int(model.n_evals_), "score": float(model.best_score_)}))

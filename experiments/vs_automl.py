@@ -137,6 +137,7 @@ def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 
         base, _, z_solver = method.partition("-")
         cls = ADMMClassifier if task == "classification" else ADMMRegressor
         return cls(time_budget=budget, random_state=seed, portfolio=lodo_portfolio(dataset),
+                   n_jobs=1,
                    ensemble_size=0 if base == "ADMM" else 16, z_solver=z_solver or "cmab"), {}
     if method == "FLAML":
         from flaml import AutoML

@@ -23,6 +23,12 @@ from admm_automl.testing import (EXTRA_PACKAGES, SYNTHETIC, FakeClock, ToyEngine
 # Worker processes set their own limit (tests/evaluation/test_faults.py checks it).
 threadpool_limits(1)
 
+# One trial at a time unless a test asks for workers: the estimator's n_jobs=-1 (its default)
+# counts the cores joblib says this process may use, which LOKY_MAX_CPU_COUNT caps as a CPU
+# affinity or a container quota would; a test of several workers passes n_jobs itself. Without
+# it the default would run every test's search in a process pool beside the other test process.
+os.environ["LOKY_MAX_CPU_COUNT"] = "1"
+
 # ----------------------------------------------------------------------------- the bare core
 # The packages of the extras (pyproject.toml's optional dependencies, with the `test` and `docs`
 # tools). With ADMM_AUTOML_CORE_ONLY=1 (`make test-core`: a fresh venv with the core dependencies

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import numpy as np
@@ -200,17 +201,31 @@ def test_bad_parameters_get_a_clear_error(params, match):
         ADMM(**{**FAST, **params}).fit(X, Y)
 
 
-def test_n_jobs_minus_one_is_one_worker_per_core_as_in_scikit_learn():
-    """Before, -1 was refused ("must be a positive integer")."""
+def test_n_jobs_minus_one_is_one_worker_per_core_as_in_scikit_learn(monkeypatch):
+    """-1, the default, is one worker per core this process may use (as FLAML and AutoGluon
+    use every core); joblib's count honours a cap such as LOKY_MAX_CPU_COUNT, as it does a CPU
+    affinity or a container quota. One core: trials in this process, as n_jobs=1."""
     import joblib
 
+    from admm_automl.evaluation.executors import SerialExecutor
     from admm_automl.run.executor import make_executor
 
-    executor = make_executor("process", n_jobs=-1, memory_limit_mb=None, needs_isolation=False)
+    assert ADMM().n_jobs == -1 and ADMM().get_params()["n_jobs"] == -1
+    monkeypatch.setenv("LOKY_MAX_CPU_COUNT", "3")
+    assert joblib.cpu_count() == min(3, os.cpu_count())
+    executor = make_executor("auto", n_jobs=-1, memory_limit_mb=None, needs_isolation=False)
     assert executor.n_workers == joblib.cpu_count()
     if joblib.cpu_count() > 1:
         assert make_executor("process", n_jobs=-2, memory_limit_mb=None,
                              needs_isolation=False).n_workers == joblib.cpu_count() - 1
+    # executor="serial" beside the default: one trial at a time, not an error; a count is one
+    assert isinstance(make_executor("serial", n_jobs=-1, memory_limit_mb=None,
+                                    needs_isolation=False), SerialExecutor)
+    with pytest.raises(InvalidParameterError, match="n_jobs > 1 and memory_limit need"):
+        make_executor("serial", n_jobs=2, memory_limit_mb=None, needs_isolation=False)
+    monkeypatch.setenv("LOKY_MAX_CPU_COUNT", "1")
+    assert isinstance(make_executor("auto", n_jobs=-1, memory_limit_mb=None,
+                                    needs_isolation=False), SerialExecutor)
     model = ADMM(**{**FAST, "max_evals": 4, "n_jobs": -1, "ensemble_size": 0}).fit(X, Y)
     assert model.n_evals_ == 4
 

@@ -21,10 +21,12 @@ def make_executor(
     ``"dask"`` (:class:`~admm_automl.evaluation.DaskExecutor` on ``dask_address``, else the current Dask
     client, else a local cluster of ``n_jobs`` workers), or ``"auto"``, which picks the process
     pool when a timeout, memory limit or ``n_jobs > 1`` needs it. A negative ``n_jobs`` counts from
-    the cores this process may use, as in scikit-learn (-1: all of them). ``threads``: BLAS and
-    OpenMP threads per worker (one by default, so that workers do not compete for the cores;
-    None leaves the environment alone)."""
-    n_jobs = effective_n_jobs(n_jobs)
+    the cores this process may use, as in scikit-learn (-1, the estimator's default: all of
+    them); ``"serial"`` takes it as one (it asks for as many as there may be, and serial is
+    one), and refuses only a count above one. ``threads``: BLAS and OpenMP threads per worker
+    (one by default, so that workers do not compete for the cores; None leaves the environment
+    alone)."""
+    asked, n_jobs = n_jobs, effective_n_jobs(n_jobs)
     if dask_address is not None and kind != "dask":
         raise InvalidParameterError(
             f"dask_address={dask_address!r} needs executor='dask', got executor={kind!r}"
@@ -32,7 +34,7 @@ def make_executor(
     if kind == "auto":
         kind = "process" if (needs_isolation or memory_limit_mb or n_jobs > 1) else "serial"
     if kind == "serial":
-        if n_jobs > 1 or memory_limit_mb:
+        if asked > 1 or memory_limit_mb:
             raise InvalidParameterError(
                 "executor='serial' runs one trial at a time in this process: n_jobs > 1 and "
                 "memory_limit need executor='process'"

@@ -112,8 +112,9 @@ PARAMETERS: tuple[Param, ...] = (
        choices=["auto", "serial", "process", "dask"],
        help="where trials run (dask: on --dask-address, else a local Dask cluster of --n-jobs "
        "workers)"),
-    _p("n_jobs", 1, v.N_JOBS, flag="--n-jobs", type=int,
-       help="worker processes (-1: one per core)"),
+    _p("n_jobs", -1, v.N_JOBS, flag="--n-jobs", type=int,
+       help="trials at once (the default -1: one per core this process may use; 1: a run "
+       "its seed repeats exactly)"),
     _p("dask_address", None, v.TEXT, v.NONE, flag="--dask-address",
        help="a Dask scheduler address, e.g. tcp://10.0.0.5:8786"),
     _p("asynchronous", True, v.BOOL, flag="--asynchronous",
