@@ -125,6 +125,7 @@ class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def predict_proba(self, X: Any) -> np.ndarray:
         """The probability of each class under the mitigation's randomised decision, its ties
         broken by the underlying learner's score (module docstring)."""
+        self._check_groups(X)
         score = self._score(X)
         positive = np.asarray(self._pmf(X, score), dtype=float)[:, 1]
         positive = (positive + TIE_BREAK * score) / (1.0 + TIE_BREAK)
@@ -133,9 +134,14 @@ class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """One draw per row from the probabilities of the mitigation's randomised decision
         (seeded by ``random_state``)."""
+        self._check_groups(X)
         positive = np.asarray(self._pmf(X), dtype=float)[:, 1]
         rng = np.random.default_rng(self.random_state)
         return self.classes_[(rng.random(len(positive)) < positive).astype(int)]
+
+
+    def _check_groups(self, X: Any) -> None:
+        """Hook: refuse rows whose groups the mitigation cannot decide for (default: none)."""
 
 
 class _Scores(BaseEstimator):
@@ -221,6 +227,7 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
     def _thresholds(self, scores: np.ndarray, y: np.ndarray, groups: np.ndarray) -> Any:
         from fairlearn.postprocessing import ThresholdOptimizer
 
+        self.groups_ = np.array(sorted(set(groups.tolist())), dtype=object)
         return ThresholdOptimizer(
             estimator=_Scores(), constraints=TARGETS[self.constraints][0],
             objective=self.objective, grid_size=self.grid_size, prefit=True,
@@ -266,6 +273,26 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
     def _pmf(self, X: Any, score: np.ndarray | None = None) -> np.ndarray:
         score = self._score(X) if score is None else score
         return self.mitigator_._pmf_predict(score[:, None], sensitive_features=self._groups(X))
+
+    def _check_groups(self, X: Any) -> None:
+        """Every group of X's rows is one the thresholds were chosen for.
+
+        Raises
+        ------
+        ValueError
+            Naming the column and the values, for a group that had no rows at fit (a new
+            value, or a missing one, ``"(none)"``, where every training row had a value):
+            fairlearn's thresholds for it are those of no group, and it would predict the
+            negative class for every such row, in silence.
+        """
+        groups = self._groups(X)
+        unseen = sorted(set(groups.tolist()) - set(self.groups_.tolist()))
+        if unseen:
+            raise ValueError(
+                f"{type(self).__name__}: group_by {self.group_by!r} has values {unseen!r} "
+                f"(\"(none)\": missing, or outside every bin) that no training row had, so it "
+                f"has no threshold for them; it was fitted on groups {self.groups_.tolist()!r}. "
+                "Map them to a fitted group, or refit with rows of them")
 
     def _score(self, X: Any) -> np.ndarray:
         return _positive_score(self.estimator_, X)
