@@ -182,10 +182,10 @@ def run_trial(
     stopping = ctx.space.stopping(z)
     scorer: Any = None
 
-    def fit(i: int, split: Split, learner_only: bool = False) -> tuple[Any, Any, Any]:
+    def fit(i: int, split: Split, learner_only: bool = False) -> tuple[Any, Any, Any, Any]:
         """Split ``i``'s pipeline fitted on its training rows: the pipeline, the estimator's
-        input on the validation rows, the validation labels; ``learner_only``: the last step's
-        learner alone, its decision deferred (:func:`deferred_peers`)."""
+        input on the validation rows, the validation rows and labels; ``learner_only``: the
+        last step's learner alone, its decision deferred (:func:`deferred_peers`)."""
         pipeline = ctx.pipeline(z, theta)
         rows = split.train_rows(fidelity)
         X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
@@ -206,11 +206,10 @@ def run_trial(
                 if fitted.rounds is not None:
                     rounds.append(fitted.rounds)
             result["fit_time"] += time.perf_counter() - start
-        return pipeline, valid, y_valid
+        return pipeline, valid, X_valid, y_valid
 
-    def score(split: Split, pipeline: Any, valid: Any, y_valid: Any) -> None:
+    def score(split: Split, pipeline: Any, valid: Any, X_valid: Any, y_valid: Any) -> None:
         """Loss, constraints and what is kept of one fitted split."""
-        X_valid = take_rows(ctx.X, split.valid)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
@@ -237,8 +236,8 @@ def run_trial(
         else:
             fits = [fit(i, split, True) for i, split in enumerate(ctx.splits)]
             start = time.perf_counter()
-            decide_from_peers([f[0][-1] for f in fits], [f[1] for f in fits],
-                              [f[2] for f in fits], peers)
+            decide_from_peers([f[0][-1] for f in fits], [f[2] for f in fits],
+                              [f[3] for f in fits], peers)
             result["fit_time"] += time.perf_counter() - start
             for split, fitted in zip(ctx.splits, fits):
                 score(split, *fitted)
