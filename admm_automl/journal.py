@@ -24,13 +24,16 @@ a crashed worker is recorded by the executor.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._files import open_file, read_file
 from .exceptions import ResumeError
 from .records import Observation, Status
 
@@ -102,24 +105,31 @@ class Journal:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.path.exists() and self.path.stat().st_size > 0:
+        # opened in place, so a link or a special file is refused, never followed (``_files``)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        fd = open_file(self.path, flags)
+        if os.fstat(fd).st_size > 0:
+            os.close(fd)
             if resume:
                 self._resume()
             else:
                 self._move_aside()
-        fresh = not self.path.exists() or self.path.stat().st_size == 0
-        self._fh = open(self.path, "a", encoding="utf-8")
+            fd = open_file(self.path, flags)
+        fresh = os.fstat(fd).st_size == 0
+        self._fh = os.fdopen(fd, "a", encoding="utf-8")
         if fresh:
             self._write({HEADER_KEY: self.header})
 
     def _resume(self) -> None:
         assert self.path is not None
-        with open(self.path, "rb") as fh:
-            data = fh.read()
+        data = read_file(self.path) or b""
         complete = data[: data.rfind(b"\n") + 1]
         if len(complete) < len(data):  # a line cut short by a crash
-            with open(self.path, "r+b") as fh:
-                fh.truncate(len(complete))
+            fd = open_file(self.path, os.O_RDWR)
+            try:
+                os.ftruncate(fd, len(complete))
+            finally:
+                os.close(fd)
         recorded, records, self.unfinished = _parse(complete.decode("utf-8"))
         if recorded is None:
             raise ResumeError(
@@ -140,7 +150,8 @@ class Journal:
     def _move_aside(self) -> None:
         assert self.path is not None
         k = 1
-        while (aside := self.path.with_name(f"{self.path.stem}-{k}{self.path.suffix}")).exists():
+        while os.path.lexists(
+                aside := self.path.with_name(f"{self.path.stem}-{k}{self.path.suffix}")):
             k += 1
         self.path.rename(aside)
 
@@ -187,13 +198,19 @@ class Journal:
     def read(path: "str | Path") -> list[dict[str, Any]]:
         """The evaluation records of a journal file (the header, the trials' start and interrupt
         marks and a cut-short line skipped)."""
-        with open(path, encoding="utf-8") as fh:
-            return _parse(fh.read())[1]
+        return _parse(_text(path))[1]
 
     @staticmethod
     def read_header(path: "str | Path") -> dict[str, Any] | None:
-        with open(path, encoding="utf-8") as fh:
-            return _parse(fh.read())[0]
+        return _parse(_text(path))[0]
+
+
+def _text(path: "str | Path") -> str:
+    """The text of the journal file ``path``, refusing a link or a special file (``_files``)."""
+    data = read_file(path)
+    if data is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+    return data.decode("utf-8")
 
 
 def _parse(text: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:

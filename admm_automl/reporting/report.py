@@ -28,6 +28,7 @@ from typing import Any, Callable
 import yaml
 
 from . import plots
+from .._files import make_folder, write_file
 from ..records import POINT
 from ..evaluation.metrics import shown
 from ..exceptions import InvalidParameterError
@@ -356,8 +357,7 @@ def _markdown(blocks: list[_Block], folder: Path) -> str:
             lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
             out.append("\n".join(lines))
         elif b.kind == "figure":
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{b.name}.png").write_bytes(b.png)
+            write_file(make_folder(folder) / f"{b.name}.png", b.png)
             out.append(f"![{b.name}]({folder.name}/{b.name}.png)\n\n*{b.text}*")
     return "\n\n".join(out) + "\n"
 
@@ -384,7 +384,7 @@ def write_report(run: Any, path: "str | Path | None" = None, *, n_best: int = 10
     plots.require_matplotlib()
     path.parent.mkdir(parents=True, exist_ok=True)
     blocks = _blocks(run, n_best)
-    path.write_text(_html(blocks), encoding="utf-8")
-    path.with_suffix(".md").write_text(
-        _markdown(blocks, path.with_name(f"{path.stem}_files")), encoding="utf-8")
+    # written whole and renamed onto the names: a symbolic link there is replaced, not followed
+    write_file(path, _html(blocks))
+    write_file(path.with_suffix(".md"), _markdown(blocks, path.with_name(f"{path.stem}_files")))
     return path

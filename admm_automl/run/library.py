@@ -23,12 +23,13 @@ evaluations too, without predictions). :class:`PredictionLibrary` is the run's o
 
 from __future__ import annotations
 
-import os
+import io
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from .._files import make_folder, read_file, write_file
 from ..records import Observation
 
 #: the run directory's folder of kept validation predictions
@@ -162,24 +163,23 @@ class PredictionLibrary:
         return self.folder / f"{int(eval_id)}.npy"
 
     def _read(self, eval_id: int) -> np.ndarray | None:
-        if self.folder is None or not self._path(eval_id).exists():
+        if self.folder is None:
             return None
-        try:
-            return np.load(self._path(eval_id), allow_pickle=False)
+        try:  # neither a link followed nor a special file opened (RunDirectoryError: ValueError)
+            blob = read_file(self._path(eval_id))
+            return None if blob is None else np.load(io.BytesIO(blob), allow_pickle=False)
         except (OSError, ValueError):  # damaged: as if it were missing (the ensemble may differ)
             return None
 
     def _write(self, eval_id: int, predictions: Any) -> None:
         """Write atomically (a temporary file renamed), so a killed process leaves either the
-        whole array or none."""
+        whole array or none, and a link at the name is replaced, never followed."""
         if self.folder is None:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self._path(eval_id)
-        temporary = path.with_suffix(".npy.partial")
-        with open(temporary, "wb") as fh:
-            np.save(fh, np.asarray(predictions), allow_pickle=False)
-        os.replace(temporary, path)
+        make_folder(self.folder)
+        buffer = io.BytesIO()
+        np.save(buffer, np.asarray(predictions), allow_pickle=False)
+        write_file(self._path(eval_id), buffer.getvalue())
 
     def _unlink(self, eval_id: int) -> None:
         if self.folder is not None:
