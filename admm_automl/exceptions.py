@@ -84,7 +84,8 @@ class IdentifierColumnWarning(ADMMAutoMLWarning):
 
 
 class RunDirectoryWarning(ADMMAutoMLWarning):
-    """The run directory could not be written at the end of ``fit``; the fitted model is kept."""
+    """The run directory could not be written at the end of ``fit`` (the fitted model is kept),
+    or a file a resumed run reads back is damaged (it is treated as missing)."""
 
 
 class SubsampleOnlyWarning(ADMMAutoMLWarning):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -219,3 +220,40 @@ def test_a_serial_trial_that_kills_the_process_is_recorded_as_failed_on_resume(t
     assert all(r["pipeline"].endswith("segfault") for r in crashed)
     assert len({r["key"] for r in records}) == len(records) == 6  # nothing run twice
     assert proc.stdout.split() == ["6", str(sum(r["status"] != "ok" for r in records))]
+
+
+# ----------------------------------------------------------- damaged run files (issue 55)
+@pytest.fixture
+def finished(tmp_path, breast_cancer_full):
+    """A finished run with an ensemble (its kept predictions in ``predictions/``)."""
+    X, Y = breast_cancer_full
+    first = ADMM(**FAST, max_evals=10, output_dir=tmp_path).fit(X, Y)
+    assert len(first.ensemble_weights_) >= 2
+    return tmp_path, first
+
+
+@pytest.mark.parametrize("damage", ["shape", "not numbers", "fifo"])
+@pytest.mark.timeout(60)
+def test_a_damaged_prediction_file_is_left_out_with_a_warning_naming_it(finished, damage,
+                                                                        breast_cancer_full):
+    """A kept prediction file of another shape, of something other than numbers, or a FIFO (which
+    is never opened: it would block) is treated as missing, with a warning naming it; the resumed
+    run goes on without that member (it used to end with a bare IndexError, or hang)."""
+    from admm_automl.exceptions import RunDirectoryWarning
+
+    folder, first = finished
+    member = min(first.ensemble_weights_)
+    path = folder / "predictions" / f"{member}.npy"
+    path.unlink()
+    if damage == "fifo":
+        os.mkfifo(path)
+    else:
+        np.save(path, np.zeros(5) if damage == "shape" else np.array(["a", "b"]))
+    X, Y = breast_cancer_full
+    expected = {"shape": r"its shape is \(5,\)", "not numbers": "not an array of numbers",
+                "fifo": "is a special file"}[damage]
+    with pytest.warns(RunDirectoryWarning, match=rf"{re.escape(str(path))}.*{expected}.*"
+                                                 rf"Evaluation {member} is left out"):
+        again = ADMM(**FAST, max_evals=10, output_dir=folder).fit(X, Y)
+    assert member not in (again.ensemble_weights_ or {})
+    assert again.n_evals_ == 10 and again.predict(X).shape == Y.shape
