@@ -257,3 +257,31 @@ def test_a_damaged_prediction_file_is_left_out_with_a_warning_naming_it(finished
         again = ADMM(**FAST, max_evals=10, output_dir=folder).fit(X, Y)
     assert member not in (again.ensemble_weights_ or {})
     assert again.n_evals_ == 10 and again.predict(X).shape == Y.shape
+
+
+def _edit_record(path, eval_id, edit):
+    """Apply ``edit`` to the journal record of ``eval_id``; returns its line number."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    n = next(i for i, line in enumerate(lines) if json.loads(line).get("eval_id") == eval_id)
+    record = json.loads(lines[n])
+    edit(record)
+    lines[n] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return n + 1
+
+
+@pytest.mark.parametrize("edit,expected", [
+    (lambda r: r.pop("fidelity"), "it has no 'fidelity'"),
+    (lambda r: r.update(eval_id="../../x"), r"its eval_id '\.\./\.\./x' is not a whole number"),
+    (lambda r: r.update(status="done"), "'done' is not a valid Status"),
+])
+def test_a_damaged_journal_record_is_refused_naming_its_line(tmp_path, edit, expected,
+                                                             breast_cancer_full):
+    """A record missing a key, or with an eval_id that is not a number, used to end the resume
+    with a bare KeyError or ValueError: now a ResumeError names the file, the line and what is
+    wrong."""
+    X, Y = breast_cancer_full
+    ADMM(**FAST, max_evals=4, output_dir=tmp_path, ensemble_size=0).fit(X, Y)
+    line = _edit_record(tmp_path / "journal.jsonl", 2, edit)
+    with pytest.raises(ResumeError, match=rf"journal\.jsonl, line {line}: .*{expected}"):
+        ADMM(**FAST, max_evals=4, output_dir=tmp_path, ensemble_size=0).fit(X, Y)
