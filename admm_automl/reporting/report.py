@@ -170,6 +170,9 @@ def _summary_rows(run: RunData) -> list[list[str]]:
                  ["search time", f"{_fmt(s.get('search_time'))} s (refit "
                                  f"{_fmt(s.get('refit_time'))} s)"],
                  ["finished", _fmt(s.get("finished"))]]
+    elif run.history.empty:  # killed before its first evaluation was recorded
+        rows.append(["evaluations", "none yet: the run stopped before its first evaluation "
+                                    "was recorded (no summary.json)"])
     else:
         h = run.history
         failed = int((~h["status"].isin(["ok", "cancelled"])).sum())
@@ -191,6 +194,8 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
     blocks = [_Block("h1", "admm-automl run report"),
               _Block("p", f"Run: {run.source}."),
               _Block("table", rows=[["", ""], *_summary_rows(run)])]
+    if run.history.empty:  # nothing to plot or rank: what the run is, for when it resumes
+        return blocks + _setting_blocks(run)
     blocks.append(_Block("h2", "Convergence"))
     blocks.append(_figure("convergence", "Every evaluation's loss and the best loss so far, "
                           "against time and against evaluations.",
@@ -256,7 +261,12 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
         blocks += [_Block("p", f"{rec.count} × {rec.status} — {', '.join(rec.pipelines[:5])} "
                                f"(evaluations {ids}):"),
                    _Block("pre", rec.error.strip()[-4000:])]
-    blocks += [_Block("h2", "Configuration"),
+    return blocks + _setting_blocks(run)
+
+
+def _setting_blocks(run: RunData) -> list[_Block]:
+    """The report's closing sections: the configuration, the run header and the machine."""
+    blocks = [_Block("h2", "Configuration"),
                _Block("pre", yaml.safe_dump(run.config, sort_keys=False).strip()
                       if run.config else "(no config.resolved.yaml)")]
     if run.header:
