@@ -8,6 +8,7 @@ from typing import IO, Any, Mapping
 
 import yaml
 
+from ._files import write_file
 from .exceptions import ConfigError
 
 
@@ -79,7 +80,8 @@ def config_node(estimator: Mapping[str, Any], data: Mapping[str, Any] | None = N
 def write_config(estimator: Mapping[str, Any], data: Mapping[str, Any] | None,
                  path: "str | Path", lenient: bool = False) -> None:
     """Write a configuration as YAML; ``lenient`` writes what YAML cannot hold as its repr, and a
-    comment on the file's first line says that it records the run but cannot be loaded again."""
+    comment on the file's first line says that it records the run but cannot be loaded again.
+    The file is replaced whole, a symbolic link at ``path`` included (:mod:`._files`)."""
     try:
         node, note = config_node(estimator, data), ""
     except ConfigError as err:
@@ -87,6 +89,4 @@ def write_config(estimator: Mapping[str, Any], data: Mapping[str, Any] | None,
             raise
         node, note = config_node(estimator, data, lenient=True), \
             f"# not loadable as a configuration: {err}\n"
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(note)
-        yaml.safe_dump(node, fh, sort_keys=False)
+    write_file(path, note + yaml.safe_dump(node, sort_keys=False))

@@ -34,6 +34,13 @@ class ResumeError(ADMMAutoMLError, ValueError):
     """An output directory holds the journal of a different run (other data, metric, splits, ...)."""
 
 
+class RunDirectoryError(ADMMAutoMLError, ValueError):
+    """Something other than a plain file is where a run directory keeps one of its files: a
+    symbolic link (never followed, so that a link planted in a shared directory cannot make a run
+    write over, or read, the file it points to) or a special file such as a FIFO (never opened,
+    since opening one can block forever)."""
+
+
 class RunLockedError(ADMMAutoMLError, RuntimeError):
     """Another process is writing the output directory (its ``fit`` holds the directory's lock)."""
 
@@ -77,7 +84,8 @@ class IdentifierColumnWarning(ADMMAutoMLWarning):
 
 
 class RunDirectoryWarning(ADMMAutoMLWarning):
-    """The run directory could not be written at the end of ``fit``; the fitted model is kept."""
+    """The run directory could not be written at the end of ``fit`` (the fitted model is kept),
+    or a file a resumed run reads back is damaged (it is treated as missing)."""
 
 
 class SubsampleOnlyWarning(ADMMAutoMLWarning):

@@ -7,7 +7,9 @@ a crash loses nothing; a line cut short by a crash is dropped on the next open.
 
 Opening a journal that already has evaluations *resumes* it when its header equals the new run's;
 a different header is refused with an error that names what differs, unless ``resume=False``, which
-moves the old file aside (``journal-1.jsonl``, ``journal-2.jsonl``, ...) and starts afresh.
+moves the old file aside (``journal-1.jsonl``, ``journal-2.jsonl``, ...) and starts afresh. So is a
+record the resumed run cannot read back (:func:`record_problem`: a key missing, a value of the wrong
+kind, from an edited or damaged file), naming its line.
 
 A record's keys are written by :func:`make_record` and read back by :func:`observation_of`, the
 journal's schema in one place.
@@ -24,13 +26,16 @@ a crashed worker is recorded by the executor.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._files import open_file, read_file
 from .exceptions import ResumeError
 from .records import Observation, Status
 
@@ -102,24 +107,31 @@ class Journal:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.path.exists() and self.path.stat().st_size > 0:
+        # opened in place, so a link or a special file is refused, never followed (``_files``)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        fd = open_file(self.path, flags)
+        if os.fstat(fd).st_size > 0:
+            os.close(fd)
             if resume:
                 self._resume()
             else:
                 self._move_aside()
-        fresh = not self.path.exists() or self.path.stat().st_size == 0
-        self._fh = open(self.path, "a", encoding="utf-8")
+            fd = open_file(self.path, flags)
+        fresh = os.fstat(fd).st_size == 0
+        self._fh = os.fdopen(fd, "a", encoding="utf-8")
         if fresh:
             self._write({HEADER_KEY: self.header})
 
     def _resume(self) -> None:
         assert self.path is not None
-        with open(self.path, "rb") as fh:
-            data = fh.read()
+        data = read_file(self.path) or b""
         complete = data[: data.rfind(b"\n") + 1]
         if len(complete) < len(data):  # a line cut short by a crash
-            with open(self.path, "r+b") as fh:
-                fh.truncate(len(complete))
+            fd = open_file(self.path, os.O_RDWR)
+            try:
+                os.ftruncate(fd, len(complete))
+            finally:
+                os.close(fd)
         recorded, records, self.unfinished = _parse(complete.decode("utf-8"))
         if recorded is None:
             raise ResumeError(
@@ -133,14 +145,27 @@ class Journal:
                 + "; ".join(diff[:6]) + ". Use another output directory, or resume=False "
                 "(CLI: --no-resume) to keep the old journal beside a new one."
             )
+        for record in records:
+            problem = record_problem(record)
+            if problem is not None:
+                line = next((f", line {n}" for n, text in
+                             enumerate(complete.decode("utf-8").splitlines(), 1)
+                             if _loads(text) == record), "")  # a NaN is equal to no NaN
+                raise ResumeError(
+                    f"{self.path}{line}: the evaluation recorded there cannot be resumed: "
+                    f"{problem}. The file was changed by something other than admm-automl, or is "
+                    "damaged: remove or repair that line, or use resume=False (CLI: --no-resume) "
+                    "to keep the journal aside and start afresh."
+                )
         self.records = records
         self.n_resumed = len(records)
-        self._next_id = max((int(r.get("eval_id", -1)) for r in records), default=-1) + 1
+        self._next_id = max((int(r["eval_id"]) for r in records), default=-1) + 1
 
     def _move_aside(self) -> None:
         assert self.path is not None
         k = 1
-        while (aside := self.path.with_name(f"{self.path.stem}-{k}{self.path.suffix}")).exists():
+        while os.path.lexists(
+                aside := self.path.with_name(f"{self.path.stem}-{k}{self.path.suffix}")):
             k += 1
         self.path.rename(aside)
 
@@ -187,23 +212,34 @@ class Journal:
     def read(path: "str | Path") -> list[dict[str, Any]]:
         """The evaluation records of a journal file (the header, the trials' start and interrupt
         marks and a cut-short line skipped)."""
-        with open(path, encoding="utf-8") as fh:
-            return _parse(fh.read())[1]
+        return _parse(_text(path))[1]
 
     @staticmethod
     def read_header(path: "str | Path") -> dict[str, Any] | None:
-        with open(path, encoding="utf-8") as fh:
-            return _parse(fh.read())[0]
+        return _parse(_text(path))[0]
+
+
+def _text(path: "str | Path") -> str:
+    """The text of the journal file ``path``, refusing a link or a special file (``_files``)."""
+    data = read_file(path)
+    if data is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+    return data.decode("utf-8")
+
+
+def _loads(line: str) -> Any:
+    """The JSON value of one line (None for a line that is not JSON)."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        return None
 
 
 def _parse(text: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:
     """The header, the evaluation records, and the trials started and never finished."""
     header, records, started = None, [], {}
     for line in text.splitlines():
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+        obj = _loads(line)
         if not isinstance(obj, dict):
             continue
         if set(obj) == {HEADER_KEY}:
@@ -261,6 +297,31 @@ def make_record(eval_id: int, key: str, request: Any, result: dict[str, Any], *,
     if stopped:
         record["budget_stop"] = True
     return record
+
+
+#: the keys every evaluation record has (:func:`make_record`) and a resumed run reads
+RECORD_KEYS = ("eval_id", "config", "fidelity", "loss", "status")
+
+
+def record_problem(record: dict[str, Any]) -> str | None:
+    """What makes ``record`` unusable by a resumed run (a key missing, a value of the wrong kind:
+    a journal edited or damaged by something else), or None. ``eval_id`` must be a whole number
+    (it names the record's files, ``predictions/<eval_id>.npy``)."""
+    missing = [k for k in RECORD_KEYS if k not in record]
+    if missing:
+        return "it has no " + ", ".join(repr(k) for k in missing)
+    eval_id = record["eval_id"]
+    if type(eval_id) is not int or eval_id < 0:
+        return f"its eval_id {eval_id!r} is not a whole number"
+    if not isinstance(record["config"], dict):
+        return f"its config {record['config']!r} is not a mapping"
+    if record.get("key") is not None and not isinstance(record["key"], str):
+        return f"its key {record['key']!r} is not a string"
+    try:
+        observation_of(record)
+    except (TypeError, ValueError) as err:  # e.g. "'done' is not a valid Status"
+        return f"a value is of the wrong kind ({err})"
+    return None
 
 
 def observation_of(record: dict[str, Any], *, cached: bool = False) -> Observation:

@@ -8,11 +8,12 @@ the file's name; nothing else writes there, which is why reading them back with 
 
 from __future__ import annotations
 
-import os
 import pickle
 import uuid
 from pathlib import Path
 from typing import Any, Sequence
+
+from .._files import write_file
 
 __all__ = ["MAX_MODEL_MB", "read_models", "write_models"]
 
@@ -32,9 +33,7 @@ def write_models(folder: str | Path, models: Sequence[Any]) -> str | None:
             if sum(map(len, parts)) > MAX_MODEL_MB * 2**20:
                 return None
         name = f"{uuid.uuid4().hex}.pkl"
-        temporary = Path(folder) / (name + ".partial")
-        temporary.write_bytes(pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(temporary, Path(folder) / name)
+        write_file(Path(folder) / name, pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL))
         return name
     # MemoryError too: keeping the models must not turn a trial that fitted within a worker's
     # memory limit into a ``memout``

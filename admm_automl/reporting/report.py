@@ -28,6 +28,7 @@ from typing import Any, Callable
 import yaml
 
 from . import plots
+from .._files import make_folder, write_file
 from ..records import POINT
 from ..evaluation.metrics import shown
 from ..exceptions import InvalidParameterError
@@ -169,6 +170,9 @@ def _summary_rows(run: RunData) -> list[list[str]]:
                  ["search time", f"{_fmt(s.get('search_time'))} s (refit "
                                  f"{_fmt(s.get('refit_time'))} s)"],
                  ["finished", _fmt(s.get("finished"))]]
+    elif run.history.empty:  # killed before its first evaluation was recorded
+        rows.append(["evaluations", "none yet: the run stopped before its first evaluation "
+                                    "was recorded (no summary.json)"])
     else:
         h = run.history
         failed = int((~h["status"].isin(["ok", "cancelled"])).sum())
@@ -190,6 +194,8 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
     blocks = [_Block("h1", "admm-automl run report"),
               _Block("p", f"Run: {run.source}."),
               _Block("table", rows=[["", ""], *_summary_rows(run)])]
+    if run.history.empty:  # nothing to plot or rank: what the run is, for when it resumes
+        return blocks + _setting_blocks(run)
     blocks.append(_Block("h2", "Convergence"))
     blocks.append(_figure("convergence", "Every evaluation's loss and the best loss so far, "
                           "against time and against evaluations.",
@@ -255,7 +261,12 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
         blocks += [_Block("p", f"{rec.count} × {rec.status} — {', '.join(rec.pipelines[:5])} "
                                f"(evaluations {ids}):"),
                    _Block("pre", rec.error.strip()[-4000:])]
-    blocks += [_Block("h2", "Configuration"),
+    return blocks + _setting_blocks(run)
+
+
+def _setting_blocks(run: RunData) -> list[_Block]:
+    """The report's closing sections: the configuration, the run header and the machine."""
+    blocks = [_Block("h2", "Configuration"),
                _Block("pre", yaml.safe_dump(run.config, sort_keys=False).strip()
                       if run.config else "(no config.resolved.yaml)")]
     if run.header:
@@ -356,8 +367,7 @@ def _markdown(blocks: list[_Block], folder: Path) -> str:
             lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
             out.append("\n".join(lines))
         elif b.kind == "figure":
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{b.name}.png").write_bytes(b.png)
+            write_file(make_folder(folder) / f"{b.name}.png", b.png)
             out.append(f"![{b.name}]({folder.name}/{b.name}.png)\n\n*{b.text}*")
     return "\n\n".join(out) + "\n"
 
@@ -384,7 +394,7 @@ def write_report(run: Any, path: "str | Path | None" = None, *, n_best: int = 10
     plots.require_matplotlib()
     path.parent.mkdir(parents=True, exist_ok=True)
     blocks = _blocks(run, n_best)
-    path.write_text(_html(blocks), encoding="utf-8")
-    path.with_suffix(".md").write_text(
-        _markdown(blocks, path.with_name(f"{path.stem}_files")), encoding="utf-8")
+    # written whole and renamed onto the names: a symbolic link there is replaced, not followed
+    write_file(path, _html(blocks))
+    write_file(path.with_suffix(".md"), _markdown(blocks, path.with_name(f"{path.stem}_files")))
     return path

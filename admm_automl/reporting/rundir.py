@@ -22,18 +22,18 @@ from __future__ import annotations
 import datetime
 import functools
 import inspect
+import io
 import json
 import os
 import pickle
 import platform
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, Mapping
 
+from .._files import read_file, write_file
 from ..exceptions import InvalidParameterError
 from .._yaml import config_node, estimator_params, write_config
 from ..journal import Journal
@@ -197,34 +197,20 @@ def write_run(model: Any, directory: "str | Path", *, data: Mapping[str, Any] | 
     estimator beside its journal; returns the directory."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    with _naming(out / "trace.csv"):
-        model.admm_trace_.to_csv(out / "trace.csv", index=False)
+    # each file is written whole and renamed onto its name: a symbolic link planted there is
+    # replaced, never followed (:mod:`admm_automl._files`); an OSError names the file
+    write_file(out / "trace.csv", model.admm_trace_.to_csv(index=False))
     summary = {**run_summary(model), **extra}
-    with _naming(out / "summary.json"):
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str),
-                                          encoding="utf-8")
-    with _naming(out / "config.resolved.yaml"):
-        write_config(estimator_params(model), data, out / "config.resolved.yaml", lenient=True)
+    write_file(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    write_config(estimator_params(model), data, out / "config.resolved.yaml", lenient=True)
     try:
         blob = pickle.dumps(model.best_pipeline_)
     except (pickle.PicklingError, AttributeError, TypeError) as err:
         warnings.warn(f"best_pipeline.pkl not written: the pipeline cannot be pickled ({err})",
                       RuntimeWarning, stacklevel=2)
     else:
-        with _naming(out / "best_pipeline.pkl"):
-            (out / "best_pipeline.pkl").write_bytes(blob)
+        write_file(out / "best_pipeline.pkl", blob)
     return out
-
-
-@contextmanager
-def _naming(path: Path) -> Iterator[None]:
-    """Re-raise an ``OSError`` without a file name (pandas' on a full disk) with ``path``."""
-    try:
-        yield
-    except OSError as err:
-        if err.filename is not None:
-            raise
-        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
 
 
 @dataclass
@@ -295,24 +281,19 @@ def read_run(directory: "str | Path") -> RunData:
 
     folder = Path(directory)
     journal = folder / "journal.jsonl"
-    if not journal.is_file():
+    if not os.path.lexists(journal):  # a link or a FIFO there is refused when it is read
         what = "does not exist" if not folder.exists() else f"has no journal.jsonl ({journal})"
         raise InvalidParameterError(f"{str(folder)!r} is not a run directory: it {what}")
-    summary = _read_json(folder / "summary.json")
+    # read without following a link or opening a special file (:mod:`admm_automl._files`)
+    summary = json.loads(read_file(folder / "summary.json") or b"{}")
     specs = [SimpleNamespace(**c) for c in summary.get("constraints") or []]
     constraints = Constraints(specs, summary.get("constraint_mode") or "filter")
     history = history_frame(Journal.read(journal), constraints, float(summary.get("rho") or 1.0))
-    trace = (pd.read_csv(folder / "trace.csv") if (folder / "trace.csv").is_file()
-             else pd.DataFrame())
-    config: dict[str, Any] = {}
-    if (folder / "config.resolved.yaml").is_file():
-        config = yaml.safe_load((folder / "config.resolved.yaml").read_text("utf-8")) or {}
+    trace_csv = read_file(folder / "trace.csv")
+    trace = pd.read_csv(io.BytesIO(trace_csv)) if trace_csv is not None else pd.DataFrame()
+    config = yaml.safe_load(read_file(folder / "config.resolved.yaml") or b"") or {}
     return RunData(history, trace, summary, config, Journal.read_header(journal) or {},
                    str(folder))
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def as_method(function: Callable[..., Any]) -> Callable[..., Any]:

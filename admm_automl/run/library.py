@@ -23,12 +23,15 @@ evaluations too, without predictions). :class:`PredictionLibrary` is the run's o
 
 from __future__ import annotations
 
-import os
+import io
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from .._files import make_folder, read_file, write_file
+from ..exceptions import RunDirectoryError, RunDirectoryWarning
 from ..records import Observation
 
 #: the run directory's folder of kept validation predictions
@@ -66,12 +69,15 @@ class PredictionLibrary:
     models_dir : str or Path, optional
         The folder the trials write their fold models to (:mod:`.bagging`): the files of the
         evaluations the library keeps are in :attr:`models`, the others deleted.
+    shape : tuple of int, optional
+        The shape of an evaluation's validation predictions: a file read back from ``run_dir``
+        of another shape is damaged, and treated as missing.
     """
 
     def __init__(self, n_rows: int, n_splits: int, size: int = 0,
                  rank: Callable[[Observation], Any] | None = None, run_dir: Any = None,
-                 models_dir: Any = None) -> None:
-        self.n_rows, self.n_splits, self.size = n_rows, n_splits, size
+                 models_dir: Any = None, shape: tuple[int, ...] | None = None) -> None:
+        self.n_rows, self.n_splits, self.size, self.shape = n_rows, n_splits, size, shape
         self.rank = rank or (lambda obs: obs.loss)
         self.folder = None if run_dir is None else Path(run_dir) / PREDICTIONS_DIR
         #: eval_id -> validation predictions
@@ -162,24 +168,41 @@ class PredictionLibrary:
         return self.folder / f"{int(eval_id)}.npy"
 
     def _read(self, eval_id: int) -> np.ndarray | None:
-        if self.folder is None or not self._path(eval_id).exists():
+        """The kept predictions of a replayed evaluation; None when it has none. A damaged file
+        (not an array, another shape, a link or a special file, which is never opened) is
+        treated as missing, with a warning naming it: the run goes on, its ensemble is chosen
+        without that evaluation."""
+        if self.folder is None:
             return None
+        path = self._path(eval_id)
         try:
-            return np.load(self._path(eval_id), allow_pickle=False)
-        except (OSError, ValueError):  # damaged: as if it were missing (the ensemble may differ)
+            blob = read_file(path)
+            if blob is None:
+                return None
+            array = np.load(io.BytesIO(blob), allow_pickle=False)
+            if not isinstance(array, np.ndarray) or not np.issubdtype(array.dtype, np.floating):
+                raise ValueError(f"it holds {type(array).__name__} "
+                                 f"{getattr(array, 'dtype', '')}, not an array of numbers")
+            if self.shape is not None and array.shape != tuple(self.shape):
+                raise ValueError(f"its shape is {array.shape}, the run's validation predictions' "
+                                 f"{tuple(self.shape)}")
+        except (OSError, ValueError, EOFError) as err:
+            what = (str(err) if isinstance(err, RunDirectoryError) else
+                    f"The kept validation predictions {str(path)!r} cannot be used ({err}).")
+            warnings.warn(f"{what} Evaluation {eval_id} is left out of the ensemble.",
+                          RunDirectoryWarning, stacklevel=2)
             return None
+        return array
 
     def _write(self, eval_id: int, predictions: Any) -> None:
         """Write atomically (a temporary file renamed), so a killed process leaves either the
-        whole array or none."""
+        whole array or none, and a link at the name is replaced, never followed."""
         if self.folder is None:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self._path(eval_id)
-        temporary = path.with_suffix(".npy.partial")
-        with open(temporary, "wb") as fh:
-            np.save(fh, np.asarray(predictions), allow_pickle=False)
-        os.replace(temporary, path)
+        make_folder(self.folder)
+        buffer = io.BytesIO()
+        np.save(buffer, np.asarray(predictions), allow_pickle=False)
+        write_file(self._path(eval_id), buffer.getvalue())
 
     def _unlink(self, eval_id: int) -> None:
         if self.folder is not None:

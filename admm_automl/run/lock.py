@@ -11,7 +11,8 @@ so the operating system releases it when the holding process ends in any way, SI
 a killed run never leaves a stale lock and its directory can be resumed at once. Worker processes
 are started with ``spawn`` and do not inherit it. The holder's process id, host and start time
 go to ``lock.json`` beside it while it is held, only for the message (the lock file itself is
-truncated by every attempt to take it).
+truncated by every attempt to take it). Neither is followed if it is a symbolic link
+(:mod:`admm_automl._files`): a link planted at ``.lock`` is refused, one at ``lock.json`` replaced.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .._files import check_file, read_file, write_file
 from ..exceptions import InvalidParameterError, RunLockedError
 
 LOCK_FILE, HOLDER_FILE = ".lock", "lock.json"
@@ -42,10 +44,11 @@ def run_directory(output_dir: Any) -> Path:
 
 def _holder(path: Path) -> str:
     try:
-        info = json.loads((path / HOLDER_FILE).read_text(encoding="utf-8"))
+        info = json.loads(read_file(path / HOLDER_FILE) or b"")
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(info["started"])))
         return f"process {int(info['pid'])} on {info['host']} (since {started})"
-    except (OSError, ValueError, KeyError, TypeError):  # written a moment later, or by hand
+    # written a moment later, or by hand (RunDirectoryError: a link or a FIFO, never read)
+    except (OSError, ValueError, KeyError, TypeError):
         return "another process"
 
 
@@ -58,6 +61,7 @@ def run_lock(output_dir: Any) -> Iterator[Path | None]:
     from filelock import FileLock, Timeout
 
     path = run_directory(output_dir)
+    check_file(path / LOCK_FILE)  # a planted link: older filelocks open (and truncate) its target
     lock = FileLock(str(path / LOCK_FILE), timeout=0)
     try:
         lock.acquire()
@@ -69,7 +73,7 @@ def run_lock(output_dir: Any) -> Iterator[Path | None]:
         ) from None
     try:
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
-        (path / HOLDER_FILE).write_text(json.dumps(holder), encoding="utf-8")
+        write_file(path / HOLDER_FILE, json.dumps(holder))
         yield path
     finally:
         (path / HOLDER_FILE).unlink(missing_ok=True)

@@ -436,10 +436,12 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
 
     ctx = prepared.context
     models_dir = ctx.models_dir
+    rows = sum(len(split.valid) for split in ctx.splits)  # class probabilities, or values
     library = PredictionLibrary(len(ctx.y), len(ctx.splits),
                                 ENSEMBLE_POOL if s.ensemble_size else 0,
                                 rank=Constraints(prepared.constraints).rank,
-                                run_dir=s.output_dir, models_dir=models_dir)
+                                run_dir=s.output_dir, models_dir=models_dir,
+                                shape=(rows,) if ctx.labels is None else (rows, len(ctx.labels)))
     objective = open_objective(
         ctx, executor=executor, worst_loss=prepared.worst_loss, output_dir=s.output_dir,
         header=header, resume=s.resume, start_time=deadline.start,

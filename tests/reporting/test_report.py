@@ -280,3 +280,21 @@ def test_report_screenshot_in_headless_chromium(reports, tmp_path):
     assert 0.001 < dark < 0.5  # text, axes and tables, on a light page
     blue = np.abs(image - np.array([0x4C, 0x72, 0xB0]) / 255).max(axis=2) < 0.08
     assert blue.sum() > 200, "the embedded figures were not drawn"
+
+
+def test_the_report_of_a_run_killed_before_its_first_evaluation(tmp_path, capsys):
+    """A run directory with the journal's header (and a serial trial's start mark) but no
+    evaluation: the report says there is none yet (it used to end with a bare KeyError)."""
+    from admm_automl.cli import main
+    from admm_automl.journal import Journal
+
+    Journal(tmp_path / "journal.jsonl", {"metric": "roc_auc", "package_version": "0"}).close()
+    with open(tmp_path / "journal.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"started": {"key": "k", "z": [0], "theta": [], "fidelity": 1.0,
+                                         "iterations": None}}) + "\n")
+    (tmp_path / ".lock").touch()
+    assert main(["report", str(tmp_path)]) == 0, capsys.readouterr().err
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "| evaluations | none yet: the run stopped before its first evaluation was recorded" \
+        in text
+    assert '"metric": "roc_auc"' in text  # what the run is, for when it resumes

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -219,3 +220,68 @@ def test_a_serial_trial_that_kills_the_process_is_recorded_as_failed_on_resume(t
     assert all(r["pipeline"].endswith("segfault") for r in crashed)
     assert len({r["key"] for r in records}) == len(records) == 6  # nothing run twice
     assert proc.stdout.split() == ["6", str(sum(r["status"] != "ok" for r in records))]
+
+
+# ----------------------------------------------------------- damaged run files (issue 55)
+@pytest.fixture
+def finished(tmp_path, breast_cancer_full):
+    """A finished run with an ensemble (its kept predictions in ``predictions/``)."""
+    X, Y = breast_cancer_full
+    first = ADMM(**FAST, max_evals=10, output_dir=tmp_path).fit(X, Y)
+    assert len(first.ensemble_weights_) >= 2
+    return tmp_path, first
+
+
+@pytest.mark.parametrize("damage", ["shape", "not numbers", "fifo"])
+@pytest.mark.timeout(60)
+def test_a_damaged_prediction_file_is_left_out_with_a_warning_naming_it(finished, damage,
+                                                                        breast_cancer_full):
+    """A kept prediction file of another shape, of something other than numbers, or a FIFO (which
+    is never opened: it would block) is treated as missing, with a warning naming it; the resumed
+    run goes on without that member (it used to end with a bare IndexError, or hang)."""
+    from admm_automl.exceptions import RunDirectoryWarning
+
+    folder, first = finished
+    member = min(first.ensemble_weights_)
+    path = folder / "predictions" / f"{member}.npy"
+    path.unlink()
+    if damage == "fifo":
+        os.mkfifo(path)
+    else:
+        np.save(path, np.zeros(5) if damage == "shape" else np.array(["a", "b"]))
+    X, Y = breast_cancer_full
+    expected = {"shape": r"its shape is \(5,\)", "not numbers": "not an array of numbers",
+                "fifo": "is a special file"}[damage]
+    with pytest.warns(RunDirectoryWarning, match=rf"{re.escape(str(path))}.*{expected}.*"
+                                                 rf"Evaluation {member} is left out"):
+        again = ADMM(**FAST, max_evals=10, output_dir=folder).fit(X, Y)
+    assert member not in (again.ensemble_weights_ or {})
+    assert again.n_evals_ == 10 and again.predict(X).shape == Y.shape
+
+
+def _edit_record(path, eval_id, edit):
+    """Apply ``edit`` to the journal record of ``eval_id``; returns its line number."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    n = next(i for i, line in enumerate(lines) if json.loads(line).get("eval_id") == eval_id)
+    record = json.loads(lines[n])
+    edit(record)
+    lines[n] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return n + 1
+
+
+@pytest.mark.parametrize("edit,expected", [
+    (lambda r: r.pop("fidelity"), "it has no 'fidelity'"),
+    (lambda r: r.update(eval_id="../../x"), r"its eval_id '\.\./\.\./x' is not a whole number"),
+    (lambda r: r.update(status="done"), "'done' is not a valid Status"),
+])
+def test_a_damaged_journal_record_is_refused_naming_its_line(tmp_path, edit, expected,
+                                                             breast_cancer_full):
+    """A record missing a key, or with an eval_id that is not a number, used to end the resume
+    with a bare KeyError or ValueError: now a ResumeError names the file, the line and what is
+    wrong."""
+    X, Y = breast_cancer_full
+    ADMM(**FAST, max_evals=4, output_dir=tmp_path, ensemble_size=0).fit(X, Y)
+    line = _edit_record(tmp_path / "journal.jsonl", 2, edit)
+    with pytest.raises(ResumeError, match=rf"journal\.jsonl, line {line}: .*{expected}"):
+        ADMM(**FAST, max_evals=4, output_dir=tmp_path, ensemble_size=0).fit(X, Y)

@@ -109,3 +109,65 @@ def test_a_journal_that_cannot_grow_names_its_file(tmp_path):
     assert proc.returncode == 1
     assert "cannot append to the journal: File too large: " in proc.stderr
     assert str(tmp_path / "journal.jsonl") in proc.stderr
+
+
+#: the files a fit and its report write in a run directory, and the folders they write into
+PLANTED = ["summary.json", "lock.json", "trace.csv", "config.resolved.yaml", "best_pipeline.pkl",
+           "journal.jsonl", ".lock", "predictions/0.npy", "predictions/0.npy.partial",
+           "report.html", "report.md", "predictions", "report_files"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symbolic links")
+@pytest.mark.parametrize("name", PLANTED)
+def test_a_link_planted_in_the_run_directory_is_never_followed(tmp_path, name, capsys,
+                                                               breast_cancer_full):
+    """Someone who can write in a shared run directory plants a symbolic link where the run
+    writes a file (or a folder): the fit and its report either refuse it, naming it, or replace
+    the link with their own file; the file it points to is never written (issue 55; it used to be
+    overwritten)."""
+    pytest.importorskip("matplotlib")
+    from admm_automl.cli import main
+    from admm_automl.exceptions import RunDirectoryError
+
+    X, y = breast_cancer_full
+    run = tmp_path / "run"
+    (run / "predictions").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = "." not in name
+    target = outside if folder else outside / "precious.txt"
+    for file in ([outside / "0.npy", outside / "convergence.png"] if folder else [target]):
+        file.write_text("precious\n")
+    before = {p.name: p.read_bytes() for p in outside.iterdir()}
+    if name == "predictions":
+        (run / name).rmdir()
+    (run / name).symlink_to(target, target_is_directory=folder)
+    try:
+        ADMM(**FAST, output_dir=run).fit(X, y)
+    except RunDirectoryError as err:
+        refused = str(err)
+    else:  # the command line's report: an error is one line on stderr
+        refused = None if main(["report", str(run)]) == 0 else capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in outside.iterdir()} == before  # nothing written there
+    if name in ("journal.jsonl", ".lock", "predictions"):  # used in place: refused at once
+        assert refused is not None and f"{str(run / name)!r} is a symbolic link" in refused
+    elif name == "report_files":  # the report's figures
+        assert refused is not None and f"{str(run / name)!r} is a symbolic link" in refused
+    elif name.endswith(".partial"):  # no longer a name the run writes to
+        assert refused is None and (run / name).is_symlink()
+    else:  # written whole and renamed onto the name: the link itself is replaced
+        assert refused is None and not (run / name).is_symlink()
+        assert (run / name).is_file() or name == HOLDER_FILE  # it goes with the lock
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
+@pytest.mark.timeout(60)
+def test_a_fifo_where_the_journal_should_be_is_refused_without_blocking(tmp_path,
+                                                                         breast_cancer_full):
+    """Opening a FIFO blocks until a writer comes: the journal's type is checked first."""
+    from admm_automl.exceptions import RunDirectoryError
+
+    X, y = breast_cancer_full
+    os.mkfifo(tmp_path / "journal.jsonl")
+    with pytest.raises(RunDirectoryError, match=r"journal\.jsonl' is a special file"):
+        ADMM(**FAST, output_dir=tmp_path).fit(X, y)
