@@ -13,10 +13,14 @@ from ...records import Observation
 from ..registry import Z_SOLVERS
 from ..base import random_z
 from ...space.encoding import all_pipelines
-from ._fidelity import Program, ProgramZSolver, value_of
+from ...problem import ZProblem
+from ._fidelity import Ladder, Program, ProgramZSolver, value_of
 
 #: the built-in confidence bounds of ``BLDSZSolver(bound=...)``
 BOUNDS = ("monotone", "literal", "even_dar", "literal_ucb")
+#: readings of the first training's size, ``BLDSZSolver(first_size=...)``: the exponent k of its
+#: b·η^k rows
+FIRST_SIZES = {"b_eta": 1, "b": 0}
 #: former names, refused with the name to use now (the former default changed its name when the
 #: default became ``"monotone"``, so that no run silently changes its bound)
 RENAMED_BOUNDS = {"reconstructed": "even_dar"}
@@ -116,7 +120,7 @@ def _nonnegative(term: float) -> float:
 class _Record:
     """What BLDS knows of one pipeline: trainings so far, latest value and its interval."""
 
-    level: int  # index of the latest level trained (0 = bη rows)
+    level: int  # index of the latest level trained (0 = the first size, bη or b rows)
     value: float
     lcb: float
     ucb: float
@@ -130,7 +134,8 @@ class BLDSZSolver(ProgramZSolver):
     First-improvement search over the pipelines that differ from the incumbent in at most
     ``disc`` modules, enumerated as limited discrepancy search does (Algorithm 1 of Kishimoto
     et al., 2021). The k-th training of a pipeline uses b·η^k training rows, bη the first (the
-    last level is the whole training split; the ladder DAUB and Hyperband share). Every trained
+    last level is the whole training split; the ladder DAUB and Hyperband share), or
+    b·η^(k−1), b the first, with ``first_size="b"``. Every trained
     pipeline carries an interval [value − below(D), value + above(D)] where D is the number of
     rows it has consumed. A candidate whose UCB is below the
     incumbent's LCB replaces it; an overlapping candidate is trained once more and replaces the
@@ -143,7 +148,8 @@ class BLDSZSolver(ProgramZSolver):
     disc : int, default=1
         Maximum number of modules changed relative to the incumbent (BLDS(1), BLDS(2)).
     b : float, default=100
-        Base size in rows: the first training of a pipeline uses ``b * eta`` rows.
+        Base size in rows: the first training of a pipeline uses ``b * eta`` rows (``b`` rows
+        with ``first_size="b"``).
     eta : float, default=2
         Growth factor of the training-set size.
     cl_over_delta : float, default=1/9600
@@ -162,6 +168,21 @@ class BLDSZSolver(ProgramZSolver):
         Order of the alternatives at each module: shuffled per visit with the solver's rng, or
         the space's order. Both try the incumbent's own algorithm last, as the paper's worked
         example (Appendix B) implies.
+    first_size : {"b_eta", "b"}, default="b_eta"
+        How many rows a pipeline's first training uses. The paper says both. ``"b_eta"``: its
+        schedule, "when training p for the k-th time, BLDS selects bη^k samples", which the
+        worked example (Appendix B) also fits: a candidate first trained, then "re-trained with
+        an increased training subset (i.e., 400 samples)", i.e. 200 = bη rows first at b = 100,
+        η = 2. The ladder is bη, bη², …, shared with DAUB and Hyperband. ``"b"``: its
+        GETCURRENTPERFORMANCE, which "evaluates p with V after training p with b samples", and
+        its D_k = Σ_{j=1..k} bη^(j−1), which is the data of k trainings of b, bη, … rows (D_1 = b).
+        The ladder is then b, bη, bη², … (BLDS's own; DAUB and Hyperband keep theirs), and D, the
+        rows consumed, equals that printed D_k at every level below full data, where the last
+        size is capped at the training-set size. It changes the first interval: at the paper's
+        cL/δ = 1/9600, ``bound="even_dar"`` gives a radius of 0.020 at D_1 = 100 and 0.084 at
+        D = 200; the default ``"monotone"`` bound is flat below D ≈ 266 and gives (0.149, 0.087)
+        at both. A start evaluated at the first level of the other ladder (bη rows) sits on this
+        one as its second level.
 
     Notes
     -----
@@ -171,9 +192,10 @@ class BLDSZSolver(ProgramZSolver):
       (``bound="monotone"``, reasons in :func:`monotone_bound`), pluggable by ``bound``; a
       negative or non-finite term counts as 0.
     * Fidelity schedule: the paper writes both "bη^k samples" for the k-th training and, once,
-      "b samples" for the first; we follow the former, which its worked example confirms (a
-      candidate retrained on 400 rows after its first training), so the first training uses
-      bη rows (:func:`~._fidelity.fidelity_levels`). D sums the rows actually used (the last
+      "b samples" for the first; by default we follow the former, which its worked example
+      confirms (a candidate retrained on 400 rows after its first training), so the first
+      training uses bη rows (:func:`~._fidelity.fidelity_levels`); ``first_size="b"`` follows
+      the latter. D sums the rows actually used (the last
       level is capped at the training-set size), not the printed Σ_{j≤k} bη^(j−1), which counts
       the b·η^(k−1) schedule (:meth:`~._fidelity.Ladder.cumulative`).
     * Training subsets (unspecified in the paper) are the objective's nested stratified
@@ -229,6 +251,7 @@ class BLDSZSolver(ProgramZSolver):
         cl_over_delta: float = 1.0 / 9600.0,
         bound: "str | Callable[[float, float], float | tuple[float, float]]" = "monotone",
         order: str = "random",
+        first_size: str = "b_eta",
     ) -> None:
         self.disc = disc
         self.b = b
@@ -236,8 +259,18 @@ class BLDSZSolver(ProgramZSolver):
         self.cl_over_delta = cl_over_delta
         self.bound = bound
         self.order = order
+        self.first_size = first_size
 
     # ------------------------------------------------------------------ state
+    def _ladder_for(self, problem: ZProblem) -> Ladder:
+        """BLDS's ladder: the shared one, or one that starts at b rows (``first_size="b"``)."""
+        if not isinstance(self.first_size, str) or self.first_size not in FIRST_SIZES:
+            raise InvalidParameterError(
+                f"blds: first_size must be one of {tuple(FIRST_SIZES)}, got {self.first_size!r}"
+            )
+        return Ladder.for_problem(problem, self.b, self.eta,
+                                  first_power=FIRST_SIZES[self.first_size])
+
     def _init_state(self) -> None:
         if not isinstance(self.disc, (int, np.integer)) or self.disc < 1:
             raise InvalidParameterError(f"blds: disc must be an integer >= 1, got {self.disc!r}")
