@@ -1,6 +1,7 @@
 """BLDS options that follow readings of Kishimoto et al. (2021) other than the default:
-``first_size="b"`` (the first training on b rows, D_k = Σ_{j≤k} bη^(j−1)). Synthetic z-problems
-only, no scikit-learn fits."""
+``first_size="b"`` (the first training on b rows, D_k = Σ_{j≤k} bη^(j−1)) and
+``incumbent_ladder="carry"`` (a new incumbent retrained one level above the one it replaced, as
+in their worked example). Synthetic z-problems and a toy engine only, no scikit-learn fits."""
 
 from __future__ import annotations
 
@@ -111,3 +112,117 @@ def test_first_size_is_validated():
     for bad in ("bη", "B", None, 0, 1):
         with pytest.raises(InvalidParameterError, match="first_size"):
             _blds(problem, first_size=bad)
+
+
+# ----------------------------------------------------------------------------- incumbent_ladder
+# Appendix B of Kishimoto et al. (2021), Figure 3: three modules of two algorithms, a_i = 0 and
+# b_i = 1. p1 = (a1, a2, a3) is the incumbent "trained with 800 samples"; with θ = 1, p2 = (b1, a2,
+# a3) and (a1, b2, a3) are worse (their LCB above p1's UCB); p3 = (a1, a2, b3) overlaps p1 and is
+# "re-trained ... (i.e., 400 samples)", still worse; with θ = 2 the first pipeline reached,
+# p4 = (b1, b2, a3), has its UCB below p1's LCB and replaces p1; "BLDS re-trains p4 with an
+# increased training subset (i.e., 1600 samples)" and searches with θ = 1 around p4.
+P1, P2, Q, P3, P4 = (0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0)
+R, S, T = (1, 0, 1), (0, 1, 1), (1, 1, 1)
+
+
+def _appendix_b_loss(z, rows):
+    """p1 looks best on small subsets (0.05) and worse from 800 rows on (0.60), p4 moderate on
+    small data (0.30) and good on 1600 rows (0.10): so p1 climbs to 800 rows rejecting every
+    neighbour at once, and at 800 the example's pass happens. Margins ≥ 0.02 at the default
+    bound under both first sizes."""
+    if z == P1:
+        return 0.05 if rows < 800 else 0.60
+    if z == P4:
+        return 0.30 if rows < 1600 else 0.10
+    if z == P3:
+        return 0.60
+    return 0.90
+
+
+# the training sizes of the walk: p1 climbs its ladder, its six neighbours (distance ≤ 2, the
+# θ = 2 pass's order) are trained once at the first size, then the example's pass at 800 rows
+NEIGHBOURS = [P2, Q, P3, P4, R, S]
+
+
+@pytest.mark.parametrize("first_size, sizes, p3_refit", [
+    ("b_eta", [200, 400, 800], 400),  # the example's 400: p3's second training under "b_eta"
+    ("b", [100, 200, 400, 800], 200),  # under "b" p3's second training is 200, not the 400
+])
+def test_carry_follows_the_appendix_b_walk_to_1600(first_size, sizes, p3_refit):
+    problem, calls = _problem(_appendix_b_loss, 3200, start=P1)
+    solver = _blds(problem, disc=2, order="fixed", first_size=first_size,
+                   incumbent_ladder="carry")
+    solver.run(len(sizes) + len(NEIGHBOURS) + 3)
+    first = sizes[0]
+    expected = ([(P1, first)] + [(z, first) for z in NEIGHBOURS]
+                + [(P1, r) for r in sizes[1:]]      # p1 "trained with 800 samples"
+                + [(P3, p3_refit),                  # p3 overlaps p1: re-trained once
+                   (P4, 1600),                      # p4 replaced p1: "re-trains p4 with 1600"
+                   (T, first)])                     # θ = 1 around p4: its one new neighbour
+    assert calls == expected
+    # the example's comparisons, from the cache (p1 at 800 rows)
+    p1 = solver.cache_[P1]
+    assert p1.level == len(sizes) - 1 and p1.consumed == sum(sizes)
+    assert solver.cache_[P2].lcb > p1.ucb and solver.cache_[Q].lcb > p1.ucb  # worse
+    p3 = solver.cache_[P3]
+    assert p3.lcb <= p1.ucb and p3.ucb >= p1.ucb  # overlaps, and after its refit still not better
+    p4 = solver.cache_[P4]
+    assert p4.consumed == first + 1600  # its own data, not a climb through 200…800
+    below, above = solver.bound_terms(p4.level, first + 1600)
+    assert (p4.value, p4.lcb, p4.ucb) == pytest.approx((0.10, 0.10 - below, 0.10 + above))
+
+
+@pytest.mark.parametrize("first_size, sizes, p3_refit", [
+    ("b_eta", [200, 400, 800], 400), ("b", [100, 200, 400, 800], 200)])
+def test_own_ladder_retrains_the_new_incumbent_at_its_own_second_size(first_size, sizes,
+                                                                       p3_refit):
+    """The default, the same walk up to p4's acceptance; then p4's next training is its own
+    second one (400 or 200 rows), not 1600, and D counts the climb through its own levels."""
+    problem, calls = _problem(_appendix_b_loss, 3200, start=P1)
+    solver = _blds(problem, disc=2, order="fixed", first_size=first_size)
+    solver.run(len(sizes) + len(NEIGHBOURS) + 2)
+    first = sizes[0]
+    assert calls == ([(P1, first)] + [(z, first) for z in NEIGHBOURS]
+                     + [(P1, r) for r in sizes[1:]] + [(P3, p3_refit), (P4, sizes[1])])
+    assert solver.cache_[P4].consumed == first + sizes[1]
+
+
+def test_carry_never_trains_above_full_data_and_the_search_ends_there():
+    """An incumbent replaced at full data hands on the full-data level, not one above it."""
+    problem, calls = _problem(_appendix_b_loss, 800, start=P1)  # 800 rows: the full split
+    solver = _blds(problem, disc=2, order="fixed", incumbent_ladder="carry")
+    solver.run(12)
+    assert all(r <= 800 for _, r in calls)
+    assert (P4, 800) in calls and solver.cache_[P4].done
+
+
+def test_incumbent_ladder_is_validated():
+    problem, _ = _problem(lambda z, r: 0.5, 1600)
+    for bad in ("inherit", None, 1):
+        with pytest.raises(InvalidParameterError, match="incumbent_ladder"):
+            _blds(problem, incumbent_ladder=bad)
+
+
+def test_options_are_reachable_from_the_estimators_z_solver_spec():
+    """``ADMM(z_solver={"name": "blds", "params": {...}})``: the spec the estimator hands to
+    the optimiser builds a BLDS with both options; run by algorithm selection over a toy engine
+    with 1600 training rows, its first training after the full-data default start is b = 100
+    rows."""
+    from admm_automl import ADMM
+    from admm_automl.methods.registry import make_optimizer
+    from admm_automl.testing import SYNTHETIC, ToyEngine, synthetic_loss
+
+    spec = {"name": "blds", "params": {"first_size": "b", "incumbent_ladder": "carry"}}
+    est = ADMM(z_solver=spec)
+    solver = Z_SOLVERS.create(est.z_solver)
+    assert (solver.first_size, solver.incumbent_ladder) == ("b", "carry")
+    engine = ToyEngine(SYNTHETIC, synthetic_loss, fidelity_bias=0.1)
+    opt = make_optimizer("select", SYNTHETIC.encoding, engine, z_solver=est.z_solver,
+                         space=SYNTHETIC, max_evals=4, seed=0, n_train=1600)
+    opt.run()
+    fidelities = [call[2] for call in engine.calls]
+    assert fidelities[0] == 1.0 and fidelities[1] * 1600 == 100
+    bad = {"name": "blds", "params": {"incumbent_ladder": "inherit"}}
+    with pytest.raises(InvalidParameterError, match="incumbent_ladder"):
+        make_optimizer("select", SYNTHETIC.encoding, ToyEngine(SYNTHETIC, synthetic_loss),
+                       z_solver=bad, space=SYNTHETIC, max_evals=4, seed=0, n_train=1600).run()

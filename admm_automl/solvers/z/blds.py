@@ -21,6 +21,8 @@ BOUNDS = ("monotone", "literal", "even_dar", "literal_ucb")
 #: readings of the first training's size, ``BLDSZSolver(first_size=...)``: the exponent k of its
 #: b·η^k rows
 FIRST_SIZES = {"b_eta": 1, "b": 0}
+#: where a new incumbent's ladder goes on, ``BLDSZSolver(incumbent_ladder=...)``
+INCUMBENT_LADDERS = ("own", "carry")
 #: former names, refused with the name to use now (the former default changed its name when the
 #: default became ``"monotone"``, so that no run silently changes its bound)
 RENAMED_BOUNDS = {"reconstructed": "even_dar"}
@@ -121,6 +123,7 @@ class _Record:
     """What BLDS knows of one pipeline: trainings so far, latest value and its interval."""
 
     level: int  # index of the latest level trained (0 = the first size, bη or b rows)
+    consumed: float  # D: the rows of its trainings so far
     value: float
     lcb: float
     ucb: float
@@ -140,8 +143,9 @@ class BLDSZSolver(ProgramZSolver):
     rows it has consumed. A candidate whose UCB is below the
     incumbent's LCB replaces it; an overlapping candidate is trained once more and replaces the
     incumbent if its new UCB is below the incumbent's UCB. The incumbent moves up one level before
-    each neighbourhood search; when it reaches full data the search restarts from a random
-    pipeline not yet fully trained.
+    each neighbourhood search (a new incumbent from its own level, or, with
+    ``incumbent_ladder="carry"``, from the level of the one it replaced); when it reaches full
+    data the search restarts from a random pipeline not yet fully trained.
 
     Parameters
     ----------
@@ -183,6 +187,17 @@ class BLDSZSolver(ProgramZSolver):
         D = 200; the default ``"monotone"`` bound is flat below D ≈ 266 and gives (0.149, 0.087)
         at both. A start evaluated at the first level of the other ladder (bη rows) sits on this
         one as its second level.
+    incumbent_ladder : {"own", "carry"}, default="own"
+        Where a new incumbent's next training goes. ``"own"``: one level above its own latest
+        training, as Algorithm 1 reads (INCREASEANDTRAIN counts a pipeline's own trainings, "when
+        training p for the k-th time"). ``"carry"``: one level above the incumbent it replaced
+        (its own next level if that is higher), as the worked example (Appendix B) does: p4
+        replaces p1, "the current best pipeline trained with 800 samples", and "BLDS re-trains
+        p4 with an increased training subset (i.e., 1600 samples)", though p4 had only its first
+        training; no per-pipeline count gives 1600 there. The incumbent's data thus keeps
+        growing across replacements and a local search reaches full data in at most one pass
+        per level. D stays the rows the pipeline has consumed: after the jump, its own sizes
+        summed (200 + 1600 for the example's p4), not the data of a climb it did not make.
 
     Notes
     -----
@@ -252,6 +267,7 @@ class BLDSZSolver(ProgramZSolver):
         bound: "str | Callable[[float, float], float | tuple[float, float]]" = "monotone",
         order: str = "random",
         first_size: str = "b_eta",
+        incumbent_ladder: str = "own",
     ) -> None:
         self.disc = disc
         self.b = b
@@ -260,6 +276,7 @@ class BLDSZSolver(ProgramZSolver):
         self.bound = bound
         self.order = order
         self.first_size = first_size
+        self.incumbent_ladder = incumbent_ladder
 
     # ------------------------------------------------------------------ state
     def _ladder_for(self, problem: ZProblem) -> Ladder:
@@ -277,6 +294,12 @@ class BLDSZSolver(ProgramZSolver):
         if self.order not in ("random", "fixed"):
             raise InvalidParameterError(
                 f"blds: order must be 'random' or 'fixed', got {self.order!r}"
+            )
+        if not isinstance(self.incumbent_ladder, str) or (
+                self.incumbent_ladder not in INCUMBENT_LADDERS):
+            raise InvalidParameterError(
+                f"blds: incumbent_ladder must be one of {INCUMBENT_LADDERS}, got "
+                f"{self.incumbent_ladder!r}"
             )
         self._bound_fn = self._bound_function()
         self.cache_: dict[tuple[int, ...], _Record] = {}
@@ -309,30 +332,39 @@ class BLDSZSolver(ProgramZSolver):
         for z, level, obs in self.history_levels():
             self._store(z, level, obs)
 
-    def bound_terms(self, level: int) -> tuple[float, float]:
+    def bound_terms(self, level: int, consumed: float | None = None) -> tuple[float, float]:
         """``(below, above)``: how far the LCB and the UCB of a pipeline trained up to ``level``
         lie from its value (a single radius counts on both sides; negative or non-finite terms
-        count as 0)."""
-        terms = self._bound_fn(self.ladder_.cumulative(level), float(self.cl_over_delta))
+        count as 0). D is ``consumed`` when given, else the rows of a climb through every level
+        up to ``level``."""
+        d = self.ladder_.cumulative(level) if consumed is None else float(consumed)
+        terms = self._bound_fn(d, float(self.cl_over_delta))
         below, above = (terms, terms) if np.isscalar(terms) else terms
         return _nonnegative(below), _nonnegative(above)
 
     def _store(self, z: tuple[int, ...], level: int, obs: Observation) -> _Record:
+        old = self.cache_.get(z)
+        if self.incumbent_ladder == "carry" and old is not None and level > old.level:
+            consumed = old.consumed + self.ladder_.rows[level]  # a jump adds its own rows only
+        else:  # a climb through every level (a history entry counts as one)
+            consumed = self.ladder_.cumulative(level)
         v = value_of(self.problem_, z, obs)
         failed = not obs.ok or math.isinf(v)
-        below, above = (0.0, 0.0) if failed else self.bound_terms(level)
-        rec = _Record(level, v, v - below, v + above, failed or level >= self.ladder_.top)
-        old = self.cache_.get(z)
+        below, above = (0.0, 0.0) if failed else self.bound_terms(level, consumed)
+        rec = _Record(level, consumed, v, v - below, v + above,
+                      failed or level >= self.ladder_.top)
         if old is None or level >= old.level:
             self.cache_[z] = rec
         return self.cache_[z]
 
     # ------------------------------------------------------------------ Algorithm 1
-    def _increase_and_train(self, z: tuple[int, ...]) -> Program:
+    def _increase_and_train(self, z: tuple[int, ...], floor: int = 0) -> Program:
+        """Train ``z`` one level above its latest training, or at ``floor`` if that is higher
+        (``incumbent_ladder="carry"``), never above full data."""
         rec = self.cache_.get(z)
         if rec is not None and rec.done:
             return rec.lcb, rec.ucb
-        level = 0 if rec is None else rec.level + 1
+        level = min(max(0 if rec is None else rec.level + 1, floor), self.ladder_.top)
         obs = yield z, level
         rec = self._store(z, level, obs)
         return rec.lcb, rec.ucb
@@ -405,15 +437,19 @@ class BLDSZSolver(ProgramZSolver):
                 if p0 is None:
                     return
                 self.n_restarts_ += 1
+            floor = 0  # "carry": the level the next training of a new incumbent starts from
             while True:  # local search around p0
                 if trained:
                     lcb0, ucb0 = self.cache_[p0].lcb, self.cache_[p0].ucb
                     trained = False
                 else:
-                    lcb0, ucb0 = yield from self._increase_and_train(p0)
+                    lcb0, ucb0 = yield from self._increase_and_train(p0, floor)
+                floor = 0
                 for theta in range(1, int(self.disc) + 1):
                     new = yield from self._search(p0, p0, lcb0, ucb0, 0, theta)
                     if new is not None:
+                        if self.incumbent_ladder == "carry":
+                            floor = self.cache_[p0].level + 1
                         p0 = new
                         break
                 if self.cache_[p0].done:
