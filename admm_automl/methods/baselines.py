@@ -187,7 +187,9 @@ class SelectionOptimizer(_SingleSolverMethod):
         start's first training (``blds``: its p_init at level 0; ``daub``: the first point of its
         curve; ``hyperband``: a cached rung), and the full-data solvers (``cmab``, ``random``,
         ...) leave out of their statistics and ``best()``. A start below full data is not a
-        candidate for the run's incumbent, which counts full-data evaluations only.
+        candidate for the run's incumbent, which counts full-data evaluations only. With
+        ``blds``'s ``first_size="b"`` the first level is b = 100 rows:
+        ``fidelity_levels(n_train, first_power=0)[0]``.
     """
 
     name = "select"

@@ -5,7 +5,7 @@ default), ``bo`` (GP-BO over one-hot choices), ``flash`` (the ridge path model w
 et al., KDD 2016, fed by every evaluation of the run), and the multi-fidelity solvers of
 Kishimoto et al. (2021) — ``blds`` (Bandit Limited Discrepancy Search), ``daub`` and
 ``hyperband`` — which train on nested subsets of b·η^k rows, k ≥ 1 (:func:`fidelity_levels`,
-their shared ladder).
+their shared ladder; ``blds`` may start at k = 0, ``first_size="b"``).
 """
 
 from ._fidelity import fidelity_levels

@@ -48,6 +48,7 @@ def fidelity_levels(
     b: float = 100,
     eta: float = 2.0,
     fidelity: tuple[float, float] | None = None,
+    first_power: int = 1,
 ) -> tuple[float, ...]:
     """Training-data fractions of the levels b·η^k rows (k = 1, 2, …), ending at full data.
 
@@ -69,17 +70,25 @@ def fidelity_levels(
         is ``b * eta`` rows.
     fidelity : (lo, hi), optional
         Admissible range of fractions (``ZProblem.fidelity``); the last level is ``hi``.
+    first_power : {1, 0}, default=1
+        The exponent of the first level, b·η^first_power rows. 1 is the schedule above, which
+        DAUB and Hyperband use; 0 starts the ladder at b rows (b, bη, bη², …), the other reading
+        of Kishimoto et al. (2021), offered by ``BLDSZSolver(first_size="b")``.
 
     Returns
     -------
     tuple of float
         Increasing fractions in (0, 1]; the last one is ``hi`` (1.0 without a range). Fraction f
-        trains on exactly ``ceil(f * n_train)`` = b·η^k rows. A training split of at most bη rows
-        has the full-data level only.
+        trains on exactly ``ceil(f * n_train)`` = b·η^k rows. A training split of at most
+        b·η^first_power rows has the full-data level only.
     """
     if not b > 0 or not eta > 1:
         raise InvalidParameterError(
             f"fidelity levels need b > 0 and eta > 1, got b={b!r}, eta={eta!r}"
+        )
+    if first_power not in (0, 1) or isinstance(first_power, bool):
+        raise InvalidParameterError(
+            f"fidelity levels need first_power 0 or 1, got {first_power!r}"
         )
     lo, hi = (0.0, 1.0) if fidelity is None else (float(fidelity[0]), float(fidelity[1]))
     if not 0.0 <= lo <= hi <= 1.0 or hi <= 0.0:
@@ -94,7 +103,7 @@ def fidelity_levels(
             levels.append(levels[-1] / eta)
         return tuple(reversed(levels))
     levels = []
-    k = 1  # the first training uses b·η rows
+    k = first_power  # the first training uses b·η rows (b with first_power=0)
     while True:
         rows = int(math.ceil(b * eta**k - 1e-9))
         if rows >= hi * n_train:
@@ -111,22 +120,26 @@ def fidelity_levels(
 class Ladder:
     """Fidelity levels (fractions) and the training rows of each level.
 
-    With ``n_train`` unknown, rows are nominal: the first level counts as ``b·η`` rows and the
-    others scale with their fraction (so radii and slopes keep the paper's units).
+    With ``n_train`` unknown, rows are nominal: the first level counts as ``b·η`` rows (``b``
+    with ``first_power=0``) and the others scale with their fraction (so radii and slopes keep
+    the paper's units).
     """
 
     fractions: tuple[float, ...]
     rows: tuple[float, ...]
 
     @classmethod
-    def for_problem(cls, problem: ZProblem, b: float, eta: float) -> "Ladder":
+    def for_problem(
+        cls, problem: ZProblem, b: float, eta: float, first_power: int = 1
+    ) -> "Ladder":
         n_train = problem.n_train
-        fractions = fidelity_levels(n_train, b=b, eta=eta, fidelity=problem.fidelity)
+        fractions = fidelity_levels(n_train, b=b, eta=eta, fidelity=problem.fidelity,
+                                    first_power=first_power)
         if n_train:
             rows = tuple(float(math.ceil(f * n_train)) if f < 1.0 else float(n_train)
                          for f in fractions)
         else:
-            rows = tuple(b * eta * f / fractions[0] for f in fractions)
+            rows = tuple(b * eta**first_power * f / fractions[0] for f in fractions)
         return cls(fractions, rows)
 
     @property
@@ -139,10 +152,11 @@ class Ladder:
         The sum of the sizes actually used (the last one capped at the training-set size), not
         Kishimoto et al.'s (2021) printed D_k = Σ_{j=1..k} bη^(j−1). That sum is the data a
         pipeline has consumed when its j-th training uses bη^(j−1) rows; with the schedule we
-        follow (bη^j rows, :func:`fidelity_levels`) it would undercount every pipeline's data by
-        the factor η and count the first training as b rows it never had. The paper's stated
-        purpose of D_k, making the bounds "account for the training data size", is served by the
-        rows actually consumed.
+        follow by default (bη^j rows, :func:`fidelity_levels`) it would undercount every
+        pipeline's data by the factor η and count the first training as b rows it never had. On
+        a ladder that starts at b rows (``first_power=0``) the two agree at every level below
+        full data: D = b, b + bη, … The paper's stated purpose of D_k, making the bounds
+        "account for the training data size", is served by the rows actually consumed.
         """
         return float(sum(self.rows[: k + 1]))
 
@@ -187,7 +201,7 @@ change at no cost. ``best()`` only considers observations at the top
     eta: float
 
     def _setup(self) -> None:
-        self.ladder_ = Ladder.for_problem(self.problem_, self.b, self.eta)
+        self.ladder_ = self._ladder_for(self.problem_)
         self.fidelities_: list[float] = []
         self._init_state()
         self._restart_program()
@@ -195,10 +209,14 @@ change at no cost. ``best()`` only considers observations at the top
     def update_problem(self, problem: ZProblem) -> None:
         super().update_problem(problem)
         self.fidelities_ = []
-        self.ladder_ = Ladder.for_problem(problem, self.b, self.eta)
+        self.ladder_ = self._ladder_for(problem)
         self._on_new_problem()
 
     # ------------------------------------------------------------------ hooks
+    def _ladder_for(self, problem: ZProblem) -> Ladder:
+        """The fidelity ladder of ``problem`` (default: the shared one, first level bη rows)."""
+        return Ladder.for_problem(problem, self.b, self.eta)
+
     def _init_state(self) -> None:
         """Build the solver state that lives across ADMM iterations."""
 

@@ -13,10 +13,16 @@ from ...records import Observation
 from ..registry import Z_SOLVERS
 from ..base import random_z
 from ...space.encoding import all_pipelines
-from ._fidelity import Program, ProgramZSolver, value_of
+from ...problem import ZProblem
+from ._fidelity import Ladder, Program, ProgramZSolver, value_of
 
 #: the built-in confidence bounds of ``BLDSZSolver(bound=...)``
 BOUNDS = ("monotone", "literal", "even_dar", "literal_ucb")
+#: readings of the first training's size, ``BLDSZSolver(first_size=...)``: the exponent k of its
+#: b·η^k rows
+FIRST_SIZES = {"b_eta": 1, "b": 0}
+#: where a new incumbent's ladder goes on, ``BLDSZSolver(incumbent_ladder=...)``
+INCUMBENT_LADDERS = ("own", "carry")
 #: former names, refused with the name to use now (the former default changed its name when the
 #: default became ``"monotone"``, so that no run silently changes its bound)
 RENAMED_BOUNDS = {"reconstructed": "even_dar"}
@@ -116,7 +122,8 @@ def _nonnegative(term: float) -> float:
 class _Record:
     """What BLDS knows of one pipeline: trainings so far, latest value and its interval."""
 
-    level: int  # index of the latest level trained (0 = bη rows)
+    level: int  # index of the latest level trained (0 = the first size, bη or b rows)
+    consumed: float  # D: the rows of its trainings so far
     value: float
     lcb: float
     ucb: float
@@ -130,20 +137,23 @@ class BLDSZSolver(ProgramZSolver):
     First-improvement search over the pipelines that differ from the incumbent in at most
     ``disc`` modules, enumerated as limited discrepancy search does (Algorithm 1 of Kishimoto
     et al., 2021). The k-th training of a pipeline uses b·η^k training rows, bη the first (the
-    last level is the whole training split; the ladder DAUB and Hyperband share). Every trained
+    last level is the whole training split; the ladder DAUB and Hyperband share), or
+    b·η^(k−1), b the first, with ``first_size="b"``. Every trained
     pipeline carries an interval [value − below(D), value + above(D)] where D is the number of
     rows it has consumed. A candidate whose UCB is below the
     incumbent's LCB replaces it; an overlapping candidate is trained once more and replaces the
     incumbent if its new UCB is below the incumbent's UCB. The incumbent moves up one level before
-    each neighbourhood search; when it reaches full data the search restarts from a random
-    pipeline not yet fully trained.
+    each neighbourhood search (a new incumbent from its own level, or, with
+    ``incumbent_ladder="carry"``, from the level of the one it replaced); when it reaches full
+    data the search restarts from a random pipeline not yet fully trained.
 
     Parameters
     ----------
     disc : int, default=1
         Maximum number of modules changed relative to the incumbent (BLDS(1), BLDS(2)).
     b : float, default=100
-        Base size in rows: the first training of a pipeline uses ``b * eta`` rows.
+        Base size in rows: the first training of a pipeline uses ``b * eta`` rows (``b`` rows
+        with ``first_size="b"``).
     eta : float, default=2
         Growth factor of the training-set size.
     cl_over_delta : float, default=1/9600
@@ -162,6 +172,32 @@ class BLDSZSolver(ProgramZSolver):
         Order of the alternatives at each module: shuffled per visit with the solver's rng, or
         the space's order. Both try the incumbent's own algorithm last, as the paper's worked
         example (Appendix B) implies.
+    first_size : {"b_eta", "b"}, default="b_eta"
+        How many rows a pipeline's first training uses. The paper says both. ``"b_eta"``: its
+        schedule, "when training p for the k-th time, BLDS selects bη^k samples", which the
+        worked example (Appendix B) also fits: a candidate first trained, then "re-trained with
+        an increased training subset (i.e., 400 samples)", i.e. 200 = bη rows first at b = 100,
+        η = 2. The ladder is bη, bη², …, shared with DAUB and Hyperband. ``"b"``: its
+        GETCURRENTPERFORMANCE, which "evaluates p with V after training p with b samples", and
+        its D_k = Σ_{j=1..k} bη^(j−1), which is the data of k trainings of b, bη, … rows (D_1 = b).
+        The ladder is then b, bη, bη², … (BLDS's own; DAUB and Hyperband keep theirs), and D, the
+        rows consumed, equals that printed D_k at every level below full data, where the last
+        size is capped at the training-set size. It changes the first interval: at the paper's
+        cL/δ = 1/9600, ``bound="even_dar"`` gives a radius of 0.020 at D_1 = 100 and 0.084 at
+        D = 200; the default ``"monotone"`` bound is flat below D ≈ 266 and gives (0.149, 0.087)
+        at both. A start evaluated at the first level of the other ladder (bη rows) sits on this
+        one as its second level.
+    incumbent_ladder : {"own", "carry"}, default="own"
+        Where a new incumbent's next training goes. ``"own"``: one level above its own latest
+        training, as Algorithm 1 reads (INCREASEANDTRAIN counts a pipeline's own trainings, "when
+        training p for the k-th time"). ``"carry"``: one level above the incumbent it replaced
+        (its own next level if that is higher), as the worked example (Appendix B) does: p4
+        replaces p1, "the current best pipeline trained with 800 samples", and "BLDS re-trains
+        p4 with an increased training subset (i.e., 1600 samples)", though p4 had only its first
+        training; no per-pipeline count gives 1600 there. The incumbent's data thus keeps
+        growing across replacements and a local search reaches full data in at most one pass
+        per level. D stays the rows the pipeline has consumed: after the jump, its own sizes
+        summed (200 + 1600 for the example's p4), not the data of a climb it did not make.
 
     Notes
     -----
@@ -171,9 +207,10 @@ class BLDSZSolver(ProgramZSolver):
       (``bound="monotone"``, reasons in :func:`monotone_bound`), pluggable by ``bound``; a
       negative or non-finite term counts as 0.
     * Fidelity schedule: the paper writes both "bη^k samples" for the k-th training and, once,
-      "b samples" for the first; we follow the former, which its worked example confirms (a
-      candidate retrained on 400 rows after its first training), so the first training uses
-      bη rows (:func:`~._fidelity.fidelity_levels`). D sums the rows actually used (the last
+      "b samples" for the first; by default we follow the former, which its worked example
+      confirms (a candidate retrained on 400 rows after its first training), so the first
+      training uses bη rows (:func:`~._fidelity.fidelity_levels`); ``first_size="b"`` follows
+      the latter. D sums the rows actually used (the last
       level is capped at the training-set size), not the printed Σ_{j≤k} bη^(j−1), which counts
       the b·η^(k−1) schedule (:meth:`~._fidelity.Ladder.cumulative`).
     * Training subsets (unspecified in the paper) are the objective's nested stratified
@@ -229,6 +266,8 @@ class BLDSZSolver(ProgramZSolver):
         cl_over_delta: float = 1.0 / 9600.0,
         bound: "str | Callable[[float, float], float | tuple[float, float]]" = "monotone",
         order: str = "random",
+        first_size: str = "b_eta",
+        incumbent_ladder: str = "own",
     ) -> None:
         self.disc = disc
         self.b = b
@@ -236,14 +275,31 @@ class BLDSZSolver(ProgramZSolver):
         self.cl_over_delta = cl_over_delta
         self.bound = bound
         self.order = order
+        self.first_size = first_size
+        self.incumbent_ladder = incumbent_ladder
 
     # ------------------------------------------------------------------ state
+    def _ladder_for(self, problem: ZProblem) -> Ladder:
+        """BLDS's ladder: the shared one, or one that starts at b rows (``first_size="b"``)."""
+        if not isinstance(self.first_size, str) or self.first_size not in FIRST_SIZES:
+            raise InvalidParameterError(
+                f"blds: first_size must be one of {tuple(FIRST_SIZES)}, got {self.first_size!r}"
+            )
+        return Ladder.for_problem(problem, self.b, self.eta,
+                                  first_power=FIRST_SIZES[self.first_size])
+
     def _init_state(self) -> None:
         if not isinstance(self.disc, (int, np.integer)) or self.disc < 1:
             raise InvalidParameterError(f"blds: disc must be an integer >= 1, got {self.disc!r}")
         if self.order not in ("random", "fixed"):
             raise InvalidParameterError(
                 f"blds: order must be 'random' or 'fixed', got {self.order!r}"
+            )
+        if not isinstance(self.incumbent_ladder, str) or (
+                self.incumbent_ladder not in INCUMBENT_LADDERS):
+            raise InvalidParameterError(
+                f"blds: incumbent_ladder must be one of {INCUMBENT_LADDERS}, got "
+                f"{self.incumbent_ladder!r}"
             )
         self._bound_fn = self._bound_function()
         self.cache_: dict[tuple[int, ...], _Record] = {}
@@ -276,30 +332,39 @@ class BLDSZSolver(ProgramZSolver):
         for z, level, obs in self.history_levels():
             self._store(z, level, obs)
 
-    def bound_terms(self, level: int) -> tuple[float, float]:
+    def bound_terms(self, level: int, consumed: float | None = None) -> tuple[float, float]:
         """``(below, above)``: how far the LCB and the UCB of a pipeline trained up to ``level``
         lie from its value (a single radius counts on both sides; negative or non-finite terms
-        count as 0)."""
-        terms = self._bound_fn(self.ladder_.cumulative(level), float(self.cl_over_delta))
+        count as 0). D is ``consumed`` when given, else the rows of a climb through every level
+        up to ``level``."""
+        d = self.ladder_.cumulative(level) if consumed is None else float(consumed)
+        terms = self._bound_fn(d, float(self.cl_over_delta))
         below, above = (terms, terms) if np.isscalar(terms) else terms
         return _nonnegative(below), _nonnegative(above)
 
     def _store(self, z: tuple[int, ...], level: int, obs: Observation) -> _Record:
+        old = self.cache_.get(z)
+        if self.incumbent_ladder == "carry" and old is not None and level > old.level:
+            consumed = old.consumed + self.ladder_.rows[level]  # a jump adds its own rows only
+        else:  # a climb through every level (a history entry counts as one)
+            consumed = self.ladder_.cumulative(level)
         v = value_of(self.problem_, z, obs)
         failed = not obs.ok or math.isinf(v)
-        below, above = (0.0, 0.0) if failed else self.bound_terms(level)
-        rec = _Record(level, v, v - below, v + above, failed or level >= self.ladder_.top)
-        old = self.cache_.get(z)
+        below, above = (0.0, 0.0) if failed else self.bound_terms(level, consumed)
+        rec = _Record(level, consumed, v, v - below, v + above,
+                      failed or level >= self.ladder_.top)
         if old is None or level >= old.level:
             self.cache_[z] = rec
         return self.cache_[z]
 
     # ------------------------------------------------------------------ Algorithm 1
-    def _increase_and_train(self, z: tuple[int, ...]) -> Program:
+    def _increase_and_train(self, z: tuple[int, ...], floor: int = 0) -> Program:
+        """Train ``z`` one level above its latest training, or at ``floor`` if that is higher
+        (``incumbent_ladder="carry"``), never above full data."""
         rec = self.cache_.get(z)
         if rec is not None and rec.done:
             return rec.lcb, rec.ucb
-        level = 0 if rec is None else rec.level + 1
+        level = min(max(0 if rec is None else rec.level + 1, floor), self.ladder_.top)
         obs = yield z, level
         rec = self._store(z, level, obs)
         return rec.lcb, rec.ucb
@@ -372,15 +437,19 @@ class BLDSZSolver(ProgramZSolver):
                 if p0 is None:
                     return
                 self.n_restarts_ += 1
+            floor = 0  # "carry": the level the next training of a new incumbent starts from
             while True:  # local search around p0
                 if trained:
                     lcb0, ucb0 = self.cache_[p0].lcb, self.cache_[p0].ucb
                     trained = False
                 else:
-                    lcb0, ucb0 = yield from self._increase_and_train(p0)
+                    lcb0, ucb0 = yield from self._increase_and_train(p0, floor)
+                floor = 0
                 for theta in range(1, int(self.disc) + 1):
                     new = yield from self._search(p0, p0, lcb0, ucb0, 0, theta)
                     if new is not None:
+                        if self.incumbent_ladder == "carry":
+                            floor = self.cache_[p0].level + 1
                         p0 = new
                         break
                 if self.cache_[p0].done:
