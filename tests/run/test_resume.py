@@ -222,7 +222,7 @@ def test_a_serial_trial_that_kills_the_process_is_recorded_as_failed_on_resume(t
     assert proc.stdout.split() == ["6", str(sum(r["status"] != "ok" for r in records))]
 
 
-# ----------------------------------------------------------- damaged run files (issue 55)
+# ----------------------------------------------------------- damaged run files
 @pytest.fixture
 def finished(tmp_path, breast_cancer_full):
     """A finished run with an ensemble (its kept predictions in ``predictions/``)."""

@@ -123,7 +123,7 @@ def test_a_link_planted_in_the_run_directory_is_never_followed(tmp_path, name, c
                                                                breast_cancer_full):
     """Someone who can write in a shared run directory plants a symbolic link where the run
     writes a file (or a folder): the fit and its report either refuse it, naming it, or replace
-    the link with their own file; the file it points to is never written (issue 55; it used to be
+    the link with their own file; the file it points to is never written (it used to be
     overwritten)."""
     pytest.importorskip("matplotlib")
     from admm_automl.cli import main
