@@ -117,7 +117,7 @@ class ZProblem:
     ``observations``, when the optimiser provides it, returns every new evaluation of the whole run
     so far as ``(z, observation)`` pairs — other ADMM iterations, θ-steps and other θ included —
     for solvers whose model spans the run (``flash``); ``history`` holds only the current θ's.
-    ``warm_start``: see the field.
+    ``warm_start``, ``metric_worst``: see the fields.
     """
 
     n_choices: tuple[int, ...]
@@ -145,6 +145,12 @@ class ZProblem:
     #: asynchronous: ``(config, fidelity)`` of the trials in flight that answer this problem's
     #: points, earlier steps' included, so that a solver does not propose them again
     in_flight: Callable[[], Sequence[tuple[Any, float | None]]] | None = None
+    #: the metric's worst value, the upper bound of the loss where the metric has one (1 for
+    #: 1 − AUROC and the other bounded losses); None where it has none (RMSE, log-loss, a
+    #: benchmark function) or the optimiser does not know the metric. The failure loss is not
+    #: it: for an unbounded metric that is a constant predictor's loss, which a pipeline may
+    #: exceed. (``cmab``'s ``loss_bound="auto"`` reads it.)
+    metric_worst: float | None = None
     #: the warm start: pipelines found good elsewhere (a portfolio learned across datasets), in
     #: the order to try them, those not yet tried (read at every ask: the optimiser reorders them
     #: as the constraints' evidence comes in). A solver proposes them where its own method puts

@@ -315,6 +315,16 @@ class RunOptions:
                      name=name)
 
 
+def metric_worst(engine: Engine) -> float | None:
+    """The worst value of the engine's metric (the loss's upper bound: 1 for 1 − AUROC), or None
+    where it has none or the engine has no metric (a benchmark function, a test engine). Read
+    from the pipeline objective's trial context (``engine.ctx.metric.worst``); not the failure
+    loss, which for an unbounded metric is a constant predictor's loss, not a bound."""
+    metric = getattr(getattr(engine, "ctx", None), "metric", None)
+    worst = getattr(metric, "worst", None)
+    return float(worst) if isinstance(worst, (int, float)) and not isinstance(worst, bool) else None
+
+
 def tell(listeners: Sequence[RunListener], *, stage: str | None = None,
          note: str | None = None) -> None:
     """Tell every listener the run's ``stage`` or a ``note`` (see :class:`RunListener`)."""

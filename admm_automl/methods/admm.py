@@ -75,7 +75,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._lagrangian import Constraints, optimal_slack, update_multipliers
-from ._driver import Engine, Result, RunOptions, Schedule
+from ._driver import Engine, Result, RunOptions, Schedule, metric_worst
 from ..exceptions import InvalidParameterError
 from ..problem import QuadraticPenalty, ThetaProblem, ZProblem
 from ..records import Observation, Suggestion
@@ -467,6 +467,7 @@ class _ADMMRun:
             observations=self.recorder.observations,
             overhead_aware=self.options.cheap_proposals,
             warm_start=self._warm_left if warm else None,
+            metric_worst=metric_worst(self.method.engine),
             **self.options.asynchronous_hooks(self.recorder, "z", point, done, config),
         )
         if self.z_solver is None:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._lagrangian import Constraints
-from ._driver import Engine, Recorder, Result, RunOptions
+from ._driver import Engine, Recorder, Result, RunOptions, metric_worst
 from ..exceptions import InvalidParameterError
 from ..problem import ThetaProblem, ZProblem
 from ..records import Observation, Suggestion
@@ -237,7 +237,7 @@ class SelectionOptimizer(_SingleSolverMethod):
             n_choices=enc.n_choices, evaluate=evaluate, augment=self._value,
             module_names=enc.module_names, choice_names=enc.choice_names, history=[(z0, first)],
             start=z0, n_train=self.n_train, batch_size=self.options.batch_size,
-            observations=recorder.observations,
+            observations=recorder.observations, metric_worst=metric_worst(self.engine),
             **self.options.asynchronous_hooks(recorder, "z", point, lambda s, obs: None),
         )
         solver = self.z_solver()

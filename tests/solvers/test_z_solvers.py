@@ -461,6 +461,124 @@ def test_cmab_batch_pulls_take_the_draws_best_pipeline_not_in_flight(monkeypatch
     assert tuple(int(np.argmax(w)) for w in last) in pulls
 
 
+def _scaled_problem(metric_worst=None):
+    """The additive problem on the artificial objective's scale: 0.43 + 20·loss, from 1.43 to
+    16.2, every value well above the default f̂ = 0.7."""
+    problem, calls = make_problem(n_train=None, interaction=False)
+    evaluate = problem.evaluate
+
+    def scaled(suggestions):
+        return [Observation(loss=0.43 + 20.0 * o.loss, fidelity=o.fidelity)
+                for o in evaluate(suggestions)]
+
+    problem.evaluate, problem.metric_worst = scaled, metric_worst
+    return problem, calls
+
+
+def _cmab(params, problem, seed=2):
+    solver = Z_SOLVERS.create({"name": "cmab", "params": params})
+    solver.setup(problem, np.random.default_rng(seed))
+    return solver
+
+
+def test_cmab_auto_loss_bound_rewards_losses_above_the_fixed_bound():
+    """On losses from 1.43 to 16.2 the paper's f̂ = 0.7 gives every pull reward 0, so the
+    posteriors only count pulls: each arm is pulled its module's 1/k share, whatever its loss.
+    With ``loss_bound="auto"`` (f̂ the largest value seen) rewards come in and the bandit
+    prefers the better arms: over 5 seeds, at most 0.03 of summed effect from the best additive
+    pipeline by the posterior means (3 of 5 exactly on it; module 1's arms 2 and 3 differ by
+    0.03), pulled most of the time (measured: 0.74–0.96 per module but one)."""
+    for seed in range(2, 7):
+        fixed = _cmab({}, _scaled_problem()[0], seed)
+        fixed.run(400)
+        assert all(r.sum() == 0 for r in fixed.rewards_)
+        for counts in fixed.counts_:
+            assert np.allclose(counts / counts.sum(), 1 / len(counts), atol=0.02), counts
+
+    exact = 0
+    for seed in range(2, 7):
+        auto = _cmab({"loss_bound": "auto"}, _scaled_problem()[0], seed)
+        auto.run(400)
+        assert all(r.sum() > 50 for r in auto.rewards_)
+        picks = tuple(int(np.argmax(m)) for m in auto.arm_means())
+        assert sum(e[p] - e.min() for e, p in zip(EFFECTS, picks)) <= 0.03 + 1e-9, (seed, picks)
+        shares = [c[b] / c.sum() for c, b in zip(auto.counts_, BEST_ADDITIVE)]
+        assert sorted(shares)[1] > 0.7, (seed, shares)
+        exact += picks == BEST_ADDITIVE
+    assert exact >= 3
+
+
+def test_cmab_auto_loss_bound_covers_every_value_told():
+    """f̂ is raised to each new value before its reward: it is never below a value seen, equals
+    the largest one, and the reward it gives is r̃ = 1 − f / f̂; it persists to the next
+    iterate and is raised by that iterate's history."""
+    problem, _ = _scaled_problem()
+    solver = _cmab({"loss_bound": "auto", "binarize": False}, problem)
+    assert solver.loss_bound_ is None
+    seen = []
+    for _ in range(60):
+        (s,) = solver.ask_batch(1)
+        (obs,) = problem.evaluate([s])
+        before = [r.sum() for r in solver.rewards_]
+        solver.tell(s, obs)
+        seen.append(obs.loss)
+        assert solver.loss_bound_ == max(seen)
+        gained = solver.rewards_[0].sum() - before[0]
+        assert gained == pytest.approx(1.0 - obs.loss / max(seen))
+    new, _ = _scaled_problem()
+    new.history = [(BEST_ADDITIVE, Observation(loss=100.0))]
+    solver.update_problem(new)
+    assert solver.loss_bound_ == 100.0
+    solver.run(5)
+    assert solver.loss_bound_ == 100.0
+
+
+def test_cmab_auto_loss_bound_is_the_metric_worst_value_where_known():
+    """With the metric's worst value on the problem (1 for 1 − AUROC) f̂ is that value, fixed:
+    a value above it (a constraint term on top of the loss) is rewarded 0."""
+    problem, _ = make_problem(n_train=None, interaction=False)
+    problem.metric_worst = 1.0
+    solver = _cmab({"loss_bound": "auto", "binarize": False}, problem)
+    assert solver.loss_bound_ == 1.0
+    solver.run(30)
+    assert solver.loss_bound_ == 1.0
+    assert [solver.reward(v) for v in (0.25, 1.0, 3.0)] == pytest.approx([0.75, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("bound", ["max", 0, -1.0, math.inf, math.nan, True, None])
+def test_cmab_refuses_a_bad_loss_bound(bound):
+    with pytest.raises(InvalidParameterError, match="loss_bound"):
+        _cmab({"loss_bound": bound}, make_problem(n_train=None)[0])
+
+
+def test_metric_worst_reaches_the_z_problem_from_the_engine(make_optimizer, make_engine,
+                                                           monkeypatch):
+    """ADMM gives its z-problem the worst value of the engine's metric (``ctx.metric.worst``,
+    as the pipeline objective has it), and None for an engine without one (a benchmark
+    function, the toy engine); ``loss_bound="auto"`` is reachable from the run's z_solver."""
+    from types import SimpleNamespace
+
+    from admm_automl.solvers.z.cmab import ThompsonSamplingZSolver
+
+    bounds = []
+    real = ThompsonSamplingZSolver.run
+
+    def run(self, n):
+        out = real(self, n)
+        bounds.append((self.problem_.metric_worst, self.loss_bound_))
+        return out
+
+    monkeypatch.setattr(ThompsonSamplingZSolver, "run", run)
+    spec = {"name": "cmab", "params": {"loss_bound": "auto"}}
+    make_optimizer(z=spec, max_evals=30).run()
+    assert bounds and all(w is None and b is not None and b > 0 for w, b in bounds), bounds
+    bounds.clear()
+    engine = make_engine()
+    engine.ctx = SimpleNamespace(metric=SimpleNamespace(worst=1.0))
+    make_optimizer(z=spec, engine=engine, max_evals=30).run()
+    assert bounds and all(b == (1.0, 1.0) for b in bounds), bounds
+
+
 # ----------------------------------------------------------------------------- Hyperband
 def test_hyperband_brackets_halve_on_the_shared_levels():
     """n_train = 1600 gives levels 200..1600 rows (s_max = 3): the first bracket trains 8 pipelines

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from typing import Any
 
 import numpy as np
 
@@ -27,12 +28,27 @@ class ThompsonSamplingZSolver(BaseZSolver):
     ----------
     alpha0, delta0 : float, default=10
         Beta prior parameters of every arm (Liu et al. 2020 use 10 and 10).
-    loss_bound : float, default=0.7
+    loss_bound : float or "auto", default=0.7
         f̂, the loss upper bound that maps the value to a reward, in the units of the loss: Liu et
         al. 2020 set 0.7 for 1 − AUROC (and study 0.3–0.9). A loss on another scale needs its
         own: on the artificial objective of their Appendix 15, whose pipelines score 0.43 to
         about 12 (median 4.3), 0.7 is below more than 99.9 % of them, so nearly every reward is 0
         and the posteriors only count which arms were pulled least.
+
+        ``"auto"`` takes f̂ from the loss itself, as Algorithm A1 defines it: the input is the
+        "upper bound f̂ of loss f", and step 9 "normalizes the continuous loss f with respect to
+        its upper bound f̂ (assuming the lower bound is 0)". Where the metric has a worst value
+        (``problem.metric_worst``: 1 for 1 − AUROC, 1 − accuracy and the other bounded losses)
+        f̂ is that value, fixed for the run. Where it has none (RMSE, log-loss, a benchmark
+        function such as the artificial objective) f̂ is the largest finite value of a
+        full-data pull seen so far — the problem's history when the solver is set up or moved
+        to a new iterate, then every pull told — updated *before* the pull's reward is computed,
+        so f̂ covers every value seen (the first pull, and any pull that sets a new maximum, has
+        f = f̂ and reward 0: it is the worst seen). The bound only grows, and persists across
+        ADMM iterations with the arm statistics; failed pulls, whose value is not known, leave it
+        unchanged. An augmented value above a known worst value (a constraint term added to
+        the loss) gets reward 0, as the clip of r̃ = 1 − min(max(f/f̂, 0), 1) prescribes. The
+        current bound is ``loss_bound_``.
     binarize : bool, default=True
         Bernoulli binarisation of the reward (Algorithm A1 step 10); False adds r̃ itself.
 
@@ -73,7 +89,7 @@ class ThompsonSamplingZSolver(BaseZSolver):
         self,
         alpha0: float = 10.0,
         delta0: float = 10.0,
-        loss_bound: float = 0.7,
+        loss_bound: float | str = 0.7,
         binarize: bool = True,
     ) -> None:
         self.alpha0 = alpha0
@@ -86,10 +102,45 @@ class ThompsonSamplingZSolver(BaseZSolver):
             raise InvalidParameterError(
                 f"cmab: alpha0 and delta0 must be > 0, got {self.alpha0!r}, {self.delta0!r}"
             )
-        if not self.loss_bound > 0:
-            raise InvalidParameterError(f"cmab: loss_bound must be > 0, got {self.loss_bound!r}")
+        auto = isinstance(self.loss_bound, str)
+        if auto and self.loss_bound != "auto" or not auto and (
+                isinstance(self.loss_bound, bool)
+                or not isinstance(self.loss_bound, (int, float, np.number))
+                or not (self.loss_bound > 0 and math.isfinite(self.loss_bound))):
+            raise InvalidParameterError(
+                f"cmab: loss_bound must be a finite number > 0 or 'auto', got {self.loss_bound!r}")
         self.counts_ = [np.zeros(k) for k in self.problem_.n_choices]
         self.rewards_ = [np.zeros(k) for k in self.problem_.n_choices]
+        #: f̂ in force (``loss_bound="auto"``: None until a bound is known, see the parameter)
+        self.loss_bound_: float | None = None if auto else float(self.loss_bound)
+        self._bound_from_problem()
+
+    def update_problem(self, problem: Any) -> None:
+        super().update_problem(problem)
+        self._bound_from_problem()
+
+    def _bound_from_problem(self) -> None:
+        """``loss_bound="auto"``: f̂ from the metric's worst value, or else raised to the largest
+        finite full-data value of the problem's history."""
+        if self.loss_bound != "auto":
+            return
+        worst = self._metric_worst()
+        if worst is not None:
+            self.loss_bound_ = worst
+            return
+        for z, obs in self.problem_.history:
+            if obs.ok and obs.fidelity >= 1.0:
+                self._raise_bound(value_of(self.problem_, tuple(z), obs))
+
+    def _metric_worst(self) -> float | None:
+        """The problem's ``metric_worst`` when it is a usable f̂ (finite, > 0), else None."""
+        worst = getattr(self.problem_, "metric_worst", None)
+        return float(worst) if worst is not None and math.isfinite(worst) and worst > 0 else None
+
+    def _raise_bound(self, value: float) -> None:
+        """``loss_bound="auto"`` without a known worst value: f̂ ← max(f̂, value) (finite only)."""
+        if self.loss_bound == "auto" and self._metric_worst() is None and math.isfinite(value):
+            self.loss_bound_ = value if self.loss_bound_ is None else max(self.loss_bound_, value)
 
     def _ask(self) -> tuple[tuple[int, ...], None]:
         """One Thompson draw per module. Pulls still pending (asked in a batch or in flight,
@@ -135,10 +186,16 @@ class ThompsonSamplingZSolver(BaseZSolver):
         return None
 
     def reward(self, value: float) -> float:
-        """Continuous reward r̃ of a z-problem value (A39); 0 for a non-finite value."""
+        """Continuous reward r̃ of a z-problem value (A39) under the current f̂
+        (``loss_bound_``); 0 for a non-finite value. With ``loss_bound="auto"`` and no positive
+        bound yet (no value seen, or none above 0), a value ≤ 0 has reward 1, as under any
+        positive f̂, and a positive one 0."""
         if not math.isfinite(value):
             return 0.0
-        return 1.0 - min(max(value / float(self.loss_bound), 0.0), 1.0)
+        bound = self.loss_bound_ if hasattr(self, "loss_bound_") else float(self.loss_bound)
+        if bound is None or bound <= 0:
+            return 1.0 if value <= 0 else 0.0
+        return 1.0 - min(max(value / float(bound), 0.0), 1.0)
 
     def _tell(self, suggestion: Suggestion, observation: Observation) -> None:
         z = tuple(suggestion.config)
@@ -146,6 +203,7 @@ class ThompsonSamplingZSolver(BaseZSolver):
         # would not finish in its time limit) is a failed pull, as a time-out is
         full = observation.ok and observation.fidelity >= 1.0
         value = value_of(self.problem_, z, observation) if full else math.inf
+        self._raise_bound(value)  # "auto": f̂ covers this value before it is rewarded
         r_tilde = self.reward(value)
         r = float(self.rng_.random() < r_tilde) if self.binarize else r_tilde
         for i, j in enumerate(z):
