@@ -38,6 +38,8 @@ COST_UNITS = ("budget", "seconds")
 PAPER_BUDGET = 36_000.0
 #: the three phases of Algorithm 1, as the journal's ``phase`` of their evaluations
 PHASES = ("init", "prune", "tune")
+#: what ``phase_minimum`` may name: the path model's coefficient count, or the paper's counts
+PHASE_MINIMA = ("identifiable", "paper")
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,29 @@ class FlashSettings:
         evaluations as its measured costs allow — a design that ate the budget would leave FLASH
         no tuning at all. Without a time budget the counts alone decide. INIT makes at least
         one evaluation (the models need one).
+    phase_minimum : {None, "identifiable", "paper"} or int, default=None
+        Evaluations that INIT and PRUNE together make before their time shares may end them,
+        when the budget allows. The paper's phases are counts: "we set both T_init and T_prune
+        as 30 iterations (equal to the number of algorithms in the pipeline), which can be
+        naturally generalized to other budgeted resources such as wall-clock time" — on a path
+        model of 33 one-hot coefficients and rank 30, so the data determine the performance
+        model when Phase 2 starts, and G′ is built from about 1.8 observations per coefficient
+        (60 for 33). Under a time budget the shares above end the phases first wherever an
+        evaluation costs more than ``init_share`` of the budget over ``n_init``: at 180 s the phases ended after a median 16 + 12 evaluations for
+        N − K + 1 = 48 coefficients, a model that the data do not determine (the ridge penalty
+        alone picks it). ``None`` keeps the shares as they are. ``"identifiable"`` gives the
+        phases at least N − K + 1 evaluations (the rank of the path vectors, the number of
+        coefficients the data must determine), ``"paper"`` at least ``n_init + n_prune`` (the
+        paper's 30 + 30 scaled to the space: 2 (N − K + 1) by default), an integer that many;
+        never more than ``n_init + n_prune``. INIT's share does not end INIT while it is below
+        the minimum (up to ``n_init``), and the phases' joint share does not end PRUNE while
+        INIT and PRUNE together are below it. "When the budget allows": the minimum holds only
+        while the evaluations still missing, at the mean wall time per evaluation of the run so
+        far, fit in the time left; otherwise the shares rule, so a budget too short for the
+        design still tunes. Evaluations are counted as asked (as the phases count them). Without
+        a time budget the counts alone decide and this has no effect. The share of the budget
+        the phases took is in the trace (``phases_share``, ``phases_evals``) and in
+        ``phases_`` of the optimiser.
     cost_unit : {"budget", "seconds"}, default="budget"
         The unit of τ in the cost model. The paper measures τ in seconds, and its E[log τ] damps
         cost differences by what they are on that scale: with runs of ~10 s to its 15-minute
@@ -122,6 +147,7 @@ class FlashSettings:
     init_share: float = 0.2
     prune_share: float = 0.2
     prune: bool = True
+    phase_minimum: "str | int | None" = None
     design: str = "d-optimal"
     warm_start: bool = True
     max_enumerate: int = F.DEFAULT_MAX_ENUMERATE
@@ -148,6 +174,12 @@ class FlashSettings:
             raise InvalidParameterError(
                 "init_share + prune_share must be at most 1 (the parts of the time budget INIT "
                 f"and PRUNE may take), got {self.init_share} + {self.prune_share}")
+        minimum = self.phase_minimum
+        if not (minimum is None or isinstance(minimum, str) and minimum in PHASE_MINIMA
+                or F._is_int(minimum) and minimum >= 1):
+            raise InvalidParameterError(
+                f"phase_minimum must be None, {', '.join(map(repr, PHASE_MINIMA))} or an "
+                f"integer >= 1, got {minimum!r}")
         if self.cost_unit not in COST_UNITS:
             raise InvalidParameterError(
                 f"cost_unit must be one of {', '.join(map(repr, COST_UNITS))}, "
@@ -290,7 +322,23 @@ class FlashOptimizer:
             n_ranked = max(s.n_candidates, *encoding.n_choices)
         self.top_r = F.check_top_r(min(F.DEFAULT_TOP_R, n_ranked) if s.top_r is None
                                    else s.top_r, n_ranked)
+        self.phase_minimum = self._phase_minimum()
         self.subgraph_: F.Subgraph | None = None
+        #: how INIT and PRUNE ended in the last run (``None`` before TUNE): ``evals`` asked,
+        #: ``seconds`` of the run, ``share`` of the time budget (``None`` without one), the
+        #: ``minimum`` they were given
+        self.phases_: dict[str, Any] | None = None
+
+    def _phase_minimum(self) -> int:
+        """Evaluations INIT and PRUNE make before their shares may end them (0: none)."""
+        minimum, most = self.settings.phase_minimum, self.n_init + self.n_prune
+        if minimum is None:
+            return 0
+        if minimum == "identifiable":
+            minimum = F.path_rank(self.encoding.n_choices)
+        elif minimum == "paper":
+            minimum = most
+        return min(int(minimum), most)
 
     def _value(self, config: Any, obs: Observation) -> float:
         """The value FLASH minimises: the loss plus the constraint penalty (none in filter mode)."""
@@ -300,6 +348,7 @@ class FlashOptimizer:
         run = _FlashRun(self)
         result = run.run()
         self.subgraph_ = run.subgraph
+        self.phases_ = run.phases
         return result
 
 
@@ -331,6 +380,8 @@ class _FlashRun:
         self.subgraph: F.Subgraph | None = None
         self.tuner: Any = None
         self.row_phase = self.phase
+        self.started = self.recorder.budget.elapsed()  # the run's clock when INIT starts
+        self.phases: dict[str, Any] | None = None  # how INIT and PRUNE ended (:meth:`prune`)
 
     def run(self) -> Result:
         trace, stop = self.options.drive(self.recorder, self.iterate, self.summarize, None,
@@ -354,25 +405,37 @@ class _FlashRun:
         self.asked += len(points)
         self.recorder.evaluate(points, self.phase)
 
-    def used(self, share: float) -> bool:
+    def used(self, share: float, floor: int = 0) -> bool:
         """Whether the run has used ``share`` of its time budget (never without one) and has a
-        result the models can learn from."""
+        result the models can learn from, and INIT and PRUNE have asked ``floor`` evaluations
+        or the rest of them would not fit in the time left (:meth:`below_minimum`)."""
         budget = self.recorder.budget
         if budget.time_budget is None:
             return False
         elapsed, left = budget.elapsed(), budget.time_left()
         return (elapsed >= share * (elapsed + max(left, 0.0))
-                and any(usable(obs) for _, obs in self.recorder.observations()))
+                and any(usable(obs) for _, obs in self.recorder.observations())
+                and not self.below_minimum(floor))
+
+    def below_minimum(self, floor: int) -> bool:
+        """``phase_minimum``: fewer than ``floor`` evaluations asked in INIT and PRUNE, and the
+        missing ones, at the run's mean wall time per evaluation so far, fit in the time left."""
+        if self.asked >= floor:
+            return False
+        budget = self.recorder.budget
+        per_eval = (budget.elapsed() - self.started) / max(self.asked, 1)
+        return (floor - self.asked) * per_eval <= max(budget.time_left() or 0.0, 0.0)
 
     def initialise(self, n: int) -> None:
         """INIT: the next ``n`` paths of the design, ``batch_size`` at a time, until the design
         is done or INIT's share of the time budget is used."""
         s, batch = self.settings, max(1, self.options.batch_size)
-        while n > 0 and not self.used(s.init_share):
+        floor = min(self.method.phase_minimum, self.method.n_init)
+        while n > 0 and not self.used(s.init_share, floor):
             k = min(batch, n)
             self.evaluate([self.path_tuples[i] for i in self.design[self.asked:self.asked + k]])
             n -= k
-        if self.asked >= self.method.n_init or self.used(s.init_share):
+        if self.asked >= self.method.n_init or self.used(s.init_share, floor):
             self.phase, self.init_end = "prune", self.asked
             if self.method.n_prune == 0:
                 self.prune()
@@ -381,16 +444,16 @@ class _FlashRun:
         """PRUNE: ``n`` times, refit both models and evaluate the path of highest EIPS, until
         PRUNE's count or INIT's and PRUNE's share of the time budget is used."""
         s = self.settings
-        share = s.init_share + s.prune_share
+        share, floor = s.init_share + s.prune_share, self.method.phase_minimum
         for _ in range(n):
-            if self.used(share):
+            if self.used(share, floor):
                 break
             models = self.models()
             seen = {tuple(z) for z, _ in self.recorder.observations()}
             scores = models.log_eips(self.paths, s.xi)
             scores[self.fixed & [p in seen for p in self.path_tuples]] = -np.inf
             self.evaluate([self.path_tuples[F.rank_with_random_ties(scores, self.rng)[0]]])
-        if self.asked >= self.init_end + self.method.n_prune or self.used(share):
+        if self.asked >= self.init_end + self.method.n_prune or self.used(share, floor):
             self.prune()
 
     def models(self) -> F.PathModels:
@@ -405,7 +468,11 @@ class _FlashRun:
     def prune(self) -> None:
         """Build G′ from the top-r paths (ξ = ``xi_select``; the whole space without pruning) and
         set up the TUNE solver on it."""
-        s = self.settings
+        s, budget = self.settings, self.recorder.budget
+        seconds = budget.elapsed() - self.started
+        self.phases = {"evals": self.asked, "seconds": seconds,
+                       "share": seconds / budget.time_budget if budget.time_budget else None,
+                       "minimum": self.method.phase_minimum}
         if s.prune:
             top_r = min(self.method.top_r, len(self.paths))  # a sample may hold a few less
             self.subgraph = self.models().subgraph(self.paths, top_r, self.rng, s.xi_select)
@@ -437,4 +504,8 @@ class _FlashRun:
         row["phase"] = self.row_phase
         if self.subgraph is not None:
             row["pipelines_kept"] = int(np.prod(self.subgraph.n_choices))
+        if self.phases is not None:  # how much INIT and PRUNE took, once they are over
+            row["phases_evals"] = self.phases["evals"]
+            if self.phases["share"] is not None:
+                row["phases_share"] = self.phases["share"]
         return row

@@ -167,6 +167,60 @@ def test_an_evaluation_longer_than_the_init_share_ends_init_and_prune(make_engin
     assert opt.subgraph_ is not None
 
 
+@pytest.mark.parametrize("minimum, floor", [("identifiable", RANK), ("paper", 2 * RANK),
+                                            (15, 15)])
+def test_phase_minimum_reaches_the_identifiable_count_before_tune(make_engine, make_optimizer,
+                                                                  fake_clock, minimum, floor):
+    """At 4 s an evaluation and 100 s, INIT's 20 % ends it after 5 evaluations and PRUNE's 40 %
+    after 10 in all, fewer than the N − K + 1 = 11 coefficients of the path model. With
+    ``phase_minimum`` the phases make at least the minimum before TUNE (INIT its count first),
+    and the trace and ``phases_`` say what share of the budget they took."""
+    engine = make_engine(BIG, duration=4.0, clock=fake_clock)
+    opt = flash(make_optimizer, engine, max_evals=None, time_budget=100.0, clock=fake_clock)
+    result = opt.run()
+    counts = phase_counts(engine)
+    assert counts["init"] + counts["prune"] < RANK and counts["tune"] > 0
+    assert opt.phases_["evals"] == counts["init"] + counts["prune"]
+    assert opt.phases_["minimum"] == 0
+
+    clock = type(fake_clock)()
+    engine = make_engine(BIG, duration=4.0, clock=clock)
+    opt = flash(make_optimizer, engine, {"phase_minimum": minimum}, max_evals=None,
+                time_budget=100.0, clock=clock)
+    result = opt.run()
+    counts = phase_counts(engine)
+    assert counts["init"] == min(floor, RANK)
+    assert counts["init"] + counts["prune"] == floor and counts["tune"] > 0
+    phases = [c[3] for c in engine.calls]
+    assert phases == sorted(phases, key=["init", "prune", "tune"].index)
+    assert opt.phases_ == {"evals": floor, "seconds": pytest.approx(4.0 * floor),
+                           "share": pytest.approx(0.04 * floor), "minimum": floor}
+    tuned = [row for row in result.trace if row["phase"] == "tune"]
+    assert tuned and all(row["phases_evals"] == floor
+                         and row["phases_share"] == pytest.approx(0.04 * floor) for row in tuned)
+
+
+def test_phase_minimum_yields_to_a_budget_too_short_for_it(make_engine, make_optimizer,
+                                                           fake_clock):
+    """At 30 s an evaluation and 100 s the 2 (N − K + 1) = 22 evaluations of "paper" cannot
+    fit: once the missing ones would overrun the time left the shares rule again, and TUNE
+    still runs."""
+    engine = make_engine(BIG, duration=30.0, clock=fake_clock)
+    opt = flash(make_optimizer, engine, {"phase_minimum": "paper"}, max_evals=None,
+                time_budget=100.0, clock=fake_clock)
+    opt.run()
+    counts = phase_counts(engine)
+    assert counts["init"] + counts["prune"] < 2 * RANK and counts["tune"] >= 1, counts
+    assert opt.phases_["minimum"] == 2 * RANK and opt.phases_["share"] < 1.0
+
+
+def test_phase_minimum_never_exceeds_the_phase_counts(make_optimizer, make_engine):
+    opt = flash(make_optimizer, make_engine(BIG), {"phase_minimum": 500, "n_init": 4,
+                                                   "n_prune": 3})
+    assert opt.phase_minimum == 7
+    assert flash(make_optimizer, make_engine(BIG)).phase_minimum == 0
+
+
 def slow_b(config):
     """Model b, the best, takes 2 s, and 8 s (past a 4.5 s limit) when its lr < 0.01; the others
     0.03 s: the random forests of the FLASH campaign at 180 s, in miniature."""
@@ -255,6 +309,10 @@ def test_sample_prior_draws_only_the_path_hyperparameters():
     ({"init_share": 0}, r"init_share must be a number in \(0, 1\], got 0"),
     ({"prune_share": 1.5}, r"prune_share must be a number in \(0, 1\], got 1.5"),
     ({"init_share": 0.6, "prune_share": 0.5}, "init_share \\+ prune_share must be at most 1"),
+    ({"phase_minimum": "rank"}, "phase_minimum must be None, 'identifiable', 'paper' or an "
+                                "integer >= 1, got 'rank'"),
+    ({"phase_minimum": 0}, "phase_minimum must be None"),
+    ({"phase_minimum": True}, "phase_minimum must be None"),
     ({"n_candidates": 0}, "n_candidates must be an integer >= 1, got 0"),
     ({"r": 3}, r"unknown FLASH parameter\(s\) \['r'\]; valid: n_init, n_prune, top_r"),
 ])
