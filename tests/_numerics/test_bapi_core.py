@@ -310,6 +310,45 @@ def test_conservative_stopping_rejects_bad_input():
         bapi.conservative_stopping([0.3, 0.2, 0.1], grid)
 
 
+def _flat_curves():
+    """Five learning curves whose losses span 0.0015 in all (0.1000–0.1015), each converging
+    by 0.001–0.002 from the first check at 20 % of t_max to t_max: configurations that differ
+    by as little as the methods of a small tabular benchmark."""
+    grid = np.linspace(0.2, 1.0, 17)
+    drops = [0.001, 0.0013, 0.0015, 0.0018, 0.002]
+    rates = [3.0, 4.0, 5.0, 6.0, 8.0]
+    return grid, [0.1 + d * np.exp(-r * (grid - 0.2)) / (1 - np.exp(-r * 0.8))
+                  - d * np.exp(-r * 0.8) / (1 - np.exp(-r * 0.8)) for d, r in zip(drops, rates)]
+
+
+def test_automatic_epsilon_does_not_stop_every_flat_curve_at_its_first_check():
+    """ε = 0.01, the paper's "1 % degradation", stops every one of these curves at its first
+    check; the paper's rule for a metric without a natural scale (the smallest degradation from
+    t_max in the data) gives an ε below every curve's drop, so they train further."""
+    grid, curves = _flat_curves()
+    means = np.array(curves)
+    assert np.all(means[:, 0] - means[:, -1] <= 0.002 + 1e-12)
+    assert np.all(bapi.conservative_stopping(means, grid, 0.01) == grid[0])
+    epsilon = bapi.automatic_epsilon([(grid, y) for y in curves])
+    gaps = np.concatenate([y[:-1] - y[-1] for y in curves])
+    assert epsilon == pytest.approx(gaps[gaps > 0].min()) and 0 < epsilon < 1e-4
+    stops = bapi.conservative_stopping(means, grid, epsilon)
+    assert np.all(stops > grid[0]) and np.all(stops >= 0.9)
+
+
+def test_automatic_epsilon_takes_positive_gaps_of_curves_that_reached_t_max():
+    """Pairs with t = t_max (gap 0), negative gaps (a noisy curve) and curves not observed at
+    t_max do not count; without any pair there is no ε."""
+    t = np.array([0.2, 0.6, 1.0])
+    assert bapi.automatic_epsilon([(t, np.array([0.30, 0.25, 0.24])),
+                                   (t, np.array([0.20, 0.19, 0.195])),  # -0.005 and 0.005
+                                   (t[:2], np.array([0.5, 0.1001]))]) == pytest.approx(0.005)
+    assert bapi.automatic_epsilon([(t[:2], np.array([0.5, 0.4]))]) is None
+    assert bapi.automatic_epsilon([(t, np.array([0.2, 0.2, 0.2]))]) is None
+    with pytest.raises(InvalidParameterError, match="one loss per length"):
+        bapi.automatic_epsilon([(t, np.array([0.2, 0.2]))])
+
+
 @pytest.fixture(scope="module")
 def termination_setup():
     rng = np.random.default_rng(0)

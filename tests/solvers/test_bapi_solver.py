@@ -93,6 +93,52 @@ def test_the_ablation_has_no_monotonicity_and_parameters_are_checked():
             BAPIThetaSolver(**bad).setup(problem, np.random.default_rng(0))
 
 
+def _flat_run(epsilon, seed=0, n=6, scale=0.004):
+    """:func:`_run` on the curves scaled by ``scale``: losses within 0.0024 of each other, each
+    curve dropping at most 0.002 — every configuration is within 0.01 of its end at once."""
+    from dataclasses import replace
+
+    problem, log = make_curve_problem(2)
+    evaluate = problem.evaluate
+
+    def scaled(suggestions):
+        return [replace(o, loss=o.loss * scale,
+                        curve=tuple((t, v * scale) for t, v in o.curve) if o.curve else o.curve)
+                for o in evaluate(suggestions)]
+
+    problem.evaluate = scaled
+    solver = BAPIThetaSolver(cost="iterations", epsilon=epsilon)
+    solver.setup(problem, np.random.default_rng(seed))
+    solver.run(n)
+    lengths: dict[bytes, list[int]] = {}
+    for x, t in log.configs:
+        lengths.setdefault(np.round(x, 12).tobytes(), []).append(100 if t is None else t)
+    return solver, [ts[-1] for ts in lengths.values()]
+
+
+def test_automatic_epsilon_lets_configurations_of_a_flat_problem_train_past_the_first_check():
+    """With ε = 0.01 every configuration the model checks is stopped at its first check (p =
+    20; only the design's first ones, trained without a model, go further); with "auto" (the
+    paper's smallest degradation from t_max in the data) several train on, and ε is the
+    rule's value on the curves observed."""
+    from admm_automl._numerics import bapi as _bapi
+
+    fixed, lengths = _flat_run(0.01)
+    assert fixed.epsilon_ == 0.01
+    assert sum(t == 20 for t in lengths) >= len(lengths) - 2, lengths
+    auto, lengths = _flat_run("auto")
+    assert sum(t > 20 for t in lengths) >= 4, lengths
+    expected = _bapi.automatic_epsilon([c.curve() for c in auto._curves()])
+    assert 0 < auto.epsilon_ < 1e-4 and auto.epsilon_ == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("epsilon", ["max", -0.1, True])
+def test_a_bad_epsilon_is_refused(epsilon):
+    problem, _ = make_curve_problem(2)
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        BAPIThetaSolver(epsilon=epsilon).setup(problem, np.random.default_rng(0))
+
+
 # ----------------------------------------------------------------------------- end to end
 #: a space whose one learner declares no training length
 PLAIN = {"name": "plain", "modules": [{"name": "estimator", "choices": [

@@ -13,6 +13,7 @@ opposite sign).
 * :func:`select_curve_points`, :func:`running_best`, :func:`curve_dataset`: which points of a
   curve enter GP_f.
 * :func:`conservative_stopping`, :func:`stopping_lengths`, :func:`check_termination`: when to stop;
+  :func:`automatic_epsilon`: its tolerance ε from the data;
   :func:`first_length`, :func:`next_length`: how far each training step goes.
 * :func:`initial_design`: the configurations trained before any model;
   :func:`full_training_cost`: the cost of one full training.
@@ -30,6 +31,7 @@ from .design import initial_design
 from .horizon import Horizon, plan_horizon, select_member
 from .stopping import (
     Termination,
+    automatic_epsilon,
     check_termination,
     conservative_stopping,
     first_length,
@@ -43,6 +45,7 @@ __all__ = [
     "LearningCurveGP",
     "Marginals",
     "Termination",
+    "automatic_epsilon",
     "check_termination",
     "conservative_stopping",
     "curve_dataset",

@@ -11,6 +11,7 @@ stopping length and is added to the predicted loss in the comparison with the in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -57,6 +58,34 @@ def conservative_stopping(
     within = curves - curves[:, -1:] <= epsilon
     stop = grid[np.argmax(within, axis=1)]
     return float(stop[0]) if flat else stop
+
+
+def automatic_epsilon(curves: Sequence[tuple[np.ndarray, np.ndarray]]) -> float | None:
+    """ε from the data (Belakaria et al. 2022, "Setting ε"): "the smallest degradation in the
+    function value at t_max in the evaluated data: ε = min{f(x, t_max) − f(x, t) ∀(x, t) ∈ D}".
+
+    ``curves`` are the evaluated learning curves ``(t, y)``: increasing training fractions (1 is
+    ``t_max``) and their losses, every point observed (the engine's checkpoints), not only the
+    few that enter the objective GP (often just the last one, which has no shorter length to
+    compare with). Read literally the minimum is 0 (the pair ``t = t_max`` itself) or negative
+    (a noisy curve), so it is taken over the pairs that make it a degradation: a curve observed
+    at ``t_max``, a shorter length ``t`` of it, and a strictly positive ``y(t) − y(t_max)`` (for
+    a loss, what stopping at ``t`` would have lost). Returns None when there is no such pair (no
+    curve reached ``t_max`` yet, or every one is flat).
+    """
+    gaps: list[float] = []
+    for t, y in curves:
+        t = np.asarray(t, dtype=float).reshape(-1)
+        y = np.asarray(y, dtype=float).reshape(-1)
+        if t.shape != y.shape:
+            raise InvalidParameterError(
+                f"a curve needs one loss per length, got {t.size} lengths and {y.size} losses")
+        last = np.isclose(t, 1.0)
+        if not last.any():
+            continue
+        gap = y[~last] - float(y[last].min())
+        gaps.extend(gap[np.isfinite(gap) & (gap > 0)].tolist())
+    return min(gaps) if gaps else None
 
 
 def stopping_lengths(
