@@ -80,28 +80,27 @@ class FlashSettings:
         no tuning at all. Without a time budget the counts alone decide. INIT makes at least
         one evaluation (the models need one).
     phase_minimum : {None, "identifiable", "paper"} or int, default=None
-        Evaluations that INIT and PRUNE together make before their time shares may end them,
-        when the budget allows. The paper's phases are counts: "we set both T_init and T_prune
-        as 30 iterations (equal to the number of algorithms in the pipeline), which can be
-        naturally generalized to other budgeted resources such as wall-clock time" — on a path
-        model of 33 one-hot coefficients and rank 30, so the data determine the performance
-        model when Phase 2 starts, and G′ is built from about 1.8 observations per coefficient
-        (60 for 33). Under a time budget the shares above end the phases first wherever an
-        evaluation costs more than ``init_share`` of the budget over ``n_init``: at 180 s the phases ended after a median 16 + 12 evaluations for
-        N − K + 1 = 48 coefficients, a model that the data do not determine (the ridge penalty
-        alone picks it). ``None`` keeps the shares as they are. ``"identifiable"`` gives the
-        phases at least N − K + 1 evaluations (the rank of the path vectors, the number of
+        Evaluations that INIT and PRUNE together make before their time shares may end them, when
+        the budget allows. The paper's phases are counts: "we set both T_init and T_prune as 30
+        iterations (equal to the number of algorithms in the pipeline), which can be naturally
+        generalized to other budgeted resources such as wall-clock time" — on a path model of 33
+        one-hot coefficients and rank 30, so the data determine the performance model when Phase 2
+        starts, and G′ is built from about 1.8 observations per coefficient (60 for 33). Under a
+        time budget the shares above end the phases first wherever an evaluation costs more than
+        ``init_share`` of the budget over ``n_init``: at 180 s the phases ended after a median 16 +
+        12 evaluations for N − K + 1 = 48 coefficients, a model that the data do not determine (the
+        ridge penalty alone picks it). ``None`` keeps the shares as they are. ``"identifiable"``
+        gives the phases at least N − K + 1 evaluations (the rank of the path vectors, the number of
         coefficients the data must determine), ``"paper"`` at least ``n_init + n_prune`` (the
-        paper's 30 + 30 scaled to the space: 2 (N − K + 1) by default), an integer that many;
-        never more than ``n_init + n_prune``. INIT's share does not end INIT while it is below
-        the minimum (up to ``n_init``), and the phases' joint share does not end PRUNE while
-        INIT and PRUNE together are below it. "When the budget allows": the minimum holds only
-        while the evaluations still missing, at the mean wall time per evaluation of the run so
-        far, fit in the time left; otherwise the shares rule, so a budget too short for the
-        design still tunes. Evaluations are counted as asked (as the phases count them). Without
-        a time budget the counts alone decide and this has no effect. The share of the budget
-        the phases took is in the trace (``phases_share``, ``phases_evals``) and in
-        ``phases_`` of the optimiser.
+        paper's 30 + 30 scaled to the space: 2 (N − K + 1) by default), an integer that many; never
+        more than ``n_init + n_prune``. INIT's share does not end INIT while it is below the minimum
+        (up to ``n_init``), and the phases' joint share does not end PRUNE while INIT and PRUNE
+        together are below it. "When the budget allows": the minimum holds only while the
+        evaluations still missing, at the mean wall time per evaluation of the run so far, fit in
+        the time left; otherwise the shares rule, so a budget too short for the design still tunes.
+        Evaluations are counted as asked (as the phases count them). Without a time budget the
+        counts alone decide and this has no effect. The share of the budget the phases took is in
+        the trace (``phases_share``, ``phases_evals``) and in ``phases_`` of the optimiser.
     cost_unit : {"budget", "seconds"}, default="budget"
         The unit of τ in the cost model. The paper measures τ in seconds, and its E[log τ] damps
         cost differences by what they are on that scale: with runs of ~10 s to its 15-minute
