@@ -68,6 +68,21 @@ class KilledAtFitNB(GaussianNB):
         return super().fit(X, y, sample_weight=sample_weight)
 
 
+class SlowGaussianNB(GaussianNB):
+    """Gaussian naive Bayes that sleeps ``seconds`` in ``fit``: a good model slow to fit whatever
+    its rows, so that its probe on a tenth of large data predicts a full fit of ten times that
+    (for the choice between a probed pipeline and a fully fitted one)."""
+
+    def __init__(self, seconds: float = 0.2, *, priors: Any = None,
+                 var_smoothing: float = 1e-9) -> None:
+        super().__init__(priors=priors, var_smoothing=var_smoothing)
+        self.seconds = seconds
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "SlowGaussianNB":
+        time.sleep(self.seconds)
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
 class NaNClassifier(_Base):
     """Fits, then predicts NaN probabilities (a NaN score)."""
 
