@@ -89,8 +89,9 @@ class RunDirectoryWarning(ADMMAutoMLWarning):
 
 
 class SubsampleOnlyWarning(ADMMAutoMLWarning):
-    """No pipeline was evaluated on all training rows before the search ended; the returned one
-    was chosen by its score on a subsample."""
+    """The returned pipeline was evaluated on a subsample only, and chosen by its score there: no
+    pipeline was evaluated on all training rows before the search ended, or it beat every one
+    that was by a margin."""
 
 
 class EvaluationFailedWarning(ADMMAutoMLWarning):

@@ -16,12 +16,15 @@ journal's schema in one place.
 
 *Crash-only trials.* A trial that runs in the process that writes the journal (the serial
 executor) can take that process down with it (a segmentation fault in an estimator's compiled
-code, the out-of-memory killer). Before such a trial the journal gets a ``{"started": {...}}``
-line with the request, and a ``{"interrupted": key}`` line if the trial is interrupted (Ctrl-C);
-a resumed journal lists the trials started and never finished in :attr:`Journal.unfinished`, so
-that the run records them as failed instead of running them again (Candea and Fox, "Crash-Only
-Software", HotOS 2003: recovery is the start-up path). Trials in worker processes need no marker:
-a crashed worker is recorded by the executor.
+code, the out-of-memory killer), and so does a kill of the process (SIGKILL, SIGTERM, a machine
+going down) that has nothing to do with the trial. Before such a trial the journal gets a
+``{"started": {...}}`` line with the request, and a ``{"interrupted": key}`` line if the trial is
+interrupted (Ctrl-C); a resumed journal lists the trials started and never finished in
+:attr:`Journal.unfinished`, each with how many times its process died during it (``deaths``: its
+start marks without a record or an interrupt after them), so that the run decides whether to run
+it again or record it as failed (:mod:`admm_automl.evaluation.objective`; Candea and Fox,
+"Crash-Only Software", HotOS 2003: recovery is the start-up path). Trials in worker processes
+need no marker: a crashed worker is recorded by the executor.
 """
 
 from __future__ import annotations
@@ -100,7 +103,8 @@ class Journal:
         #: how many of ``records`` an earlier session wrote
         self.n_resumed = 0
         #: the requests (``key``, ``z``, ``theta``, ``fidelity``, ``iterations``) of trials an
-        #: earlier session started in its own process and never finished (module docstring)
+        #: earlier session started in its own process and never finished, with ``deaths``: how
+        #: many sessions died during that trial (module docstring)
         self.unfinished: list[dict[str, Any]] = []
         self._next_id = 0
         self._fh = None
@@ -236,7 +240,8 @@ def _loads(line: str) -> Any:
 
 
 def _parse(text: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:
-    """The header, the evaluation records, and the trials started and never finished."""
+    """The header, the evaluation records, and the trials started and never finished, each with
+    the number of its start marks followed by neither a record nor an interrupt (``deaths``)."""
     header, records, started = None, [], {}
     for line in text.splitlines():
         obj = _loads(line)
@@ -245,9 +250,14 @@ def _parse(text: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list
         if set(obj) == {HEADER_KEY}:
             header = obj[HEADER_KEY]
         elif set(obj) == {STARTED_KEY}:
-            started[obj[STARTED_KEY]["key"]] = obj[STARTED_KEY]
+            mark = obj[STARTED_KEY]
+            deaths = started[mark["key"]]["deaths"] if mark["key"] in started else 0
+            started[mark["key"]] = {**mark, "deaths": deaths + 1}
         elif set(obj) == {INTERRUPTED_KEY}:
-            started.pop(obj[INTERRUPTED_KEY], None)
+            # the last start of that trial was not a death; earlier ones still count
+            mark = started.pop(obj[INTERRUPTED_KEY], None)
+            if mark is not None and mark["deaths"] > 1:
+                started[mark["key"]] = {**mark, "deaths": mark["deaths"] - 1}
         else:
             records.append(obj)
             started.pop(obj.get("key"), None)

@@ -42,11 +42,21 @@ from .trial import TrialContext
 
 logger = logging.getLogger(__name__)
 
-#: the error of a trial whose process died while it ran (crash-only trials, :mod:`..journal`)
-CRASHED = ("the process died during this evaluation (a crash in the estimator, such as a "
-           "segmentation fault, or the process was killed); it is not run again. "
-           "executor='process' runs each trial in a worker process, where a crash is recorded "
-           "and the search goes on")
+#: a trial run in the process that writes the journal, during which that process died this many
+#: times, is recorded as failed instead of run again (crash-only trials, :mod:`..journal`). A
+#: first death says nothing of the pipeline: the journal cannot tell a crash in the estimator
+#: from a kill of the process (the user's SIGKILL or SIGTERM, the out-of-memory killer made to
+#: choose by another program, a machine going down), and a kill must cost nothing, or the resumed
+#: run would have another history and model than an uninterrupted one. A second death of the same
+#: trial is no coincidence: an estimator that crashes does so every time, and costs one crash more
+#: before it is recorded, instead of crashing every resume at the same pipeline.
+CRASHES_TO_FAIL = 2
+
+#: the error of a trial whose process died during it :data:`CRASHES_TO_FAIL` times
+CRASHED = (f"the process died during this evaluation in {CRASHES_TO_FAIL} sessions (a crash in "
+           "the estimator, such as a segmentation fault, or the process was killed each time); "
+           "it is not run again. executor='process' runs each trial in a worker process, where a "
+           "crash is recorded and the search goes on")
 
 
 class Observer(Protocol):
@@ -98,8 +108,10 @@ class PipelineObjective:
         Told of every recorded evaluation, and of the replayed ones now.
     crash_marks : bool, default=True
         With an executor that runs trials in this process (``in_process``) and a journal file,
-        mark each trial's start in the journal, and record the trials an earlier session started
-        and never finished as failed instead of running them again (crash-only trials,
+        mark each trial's start in the journal. A trial an earlier session started and never
+        finished is run again when the search asks for it, so that a killed run resumes to the
+        history of an uninterrupted one; one during which the process died
+        :data:`CRASHES_TO_FAIL` times is recorded as failed instead (crash-only trials,
         :mod:`admm_automl.journal`): an estimator that kills the process (a segmentation fault)
         would otherwise kill every resume at the same pipeline. Off for benchmark functions that
         cannot crash, where the mark would cost as much as the evaluation.
@@ -141,7 +153,8 @@ class PipelineObjective:
         self.crash_marks = (crash_marks and getattr(executor, "in_process", False)
                             and journal.path is not None)
         for mark in journal.unfinished:
-            self._record_crash(mark)
+            if mark["deaths"] >= CRASHES_TO_FAIL:
+                self._record_crash(mark)
         self._tickets = itertools.count()
         self._flights: dict[int, _Flight] = {}  # by the executor's ticket
         self._in_flight: dict[str, _Flight] = {}  # the same, by cache key
@@ -333,7 +346,7 @@ class PipelineObjective:
         self._ready.append((ticket, observation))
 
     def _record_crash(self, mark: dict[str, Any]) -> None:
-        """Record a trial an earlier session started in its own process and never finished as
+        """Record a trial during which earlier sessions died :data:`CRASHES_TO_FAIL` times as
         failed; it is replayed like the other recorded evaluations when the search asks it."""
         request = Request(tuple(int(v) for v in mark["z"]), np.asarray(mark["theta"], dtype=float),
                           float(mark["fidelity"]), mark.get("iterations"))

@@ -27,8 +27,9 @@
 * :mod:`.problems` — synthetic sub-problems (one with learning curves) and a cached toy black box
   for the optimisers.
 * :mod:`.iterative` — learners that count the iterations they train (imported by class path).
-* :mod:`.estimators` — misbehaving estimators (raising, NaN, sleeping, busy in C, memory hog)
-  and a scaler that counts its fits.
+* :mod:`.estimators` — misbehaving estimators (raising, NaN, sleeping, busy in C, memory hog,
+  one that kills its process at a chosen fit, a slow good one) and a scaler that counts its
+  fits.
 * :mod:`.spaces` — small pipeline spaces.
 * :data:`EXTRA_PACKAGES` — the importable packages of the optional extras (``pip install
   admm-automl[...]``), for tests that hide them or skip on their absence.
@@ -37,11 +38,13 @@
 from .estimators import (
     BusyClassifier,
     CountingScaler,
+    KilledAtFitNB,
     MemoryHogClassifier,
     NaNClassifier,
     RaisingClassifier,
     SegfaultingClassifier,
     SleepingClassifier,
+    SlowGaussianNB,
 )
 from .problems import (
     BAD_KINDS,
@@ -88,11 +91,13 @@ __all__ = [
     "CallLog",
     "CountingScaler",
     "FakeClock",
+    "KilledAtFitNB",
     "MemoryHogClassifier",
     "NaNClassifier",
     "RaisingClassifier",
     "SegfaultingClassifier",
     "SleepingClassifier",
+    "SlowGaussianNB",
     "SolverCapabilities",
     "ToyEngine",
     "bad_observation",

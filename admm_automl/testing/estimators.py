@@ -4,13 +4,19 @@ class path)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import StandardScaler
 
+#: the environment variable that arms :class:`KilledAtFitNB`: a signal's name and a count,
+#: ``"SIGKILL 3"``
+KILL_AT_FIT = "ADMM_AUTOML_TEST_KILL_AT_FIT"
 
 
 class _Base(ClassifierMixin, BaseEstimator):
@@ -40,6 +46,41 @@ class SegfaultingClassifier(_Base):
 
         os.kill(os.getpid(), signal.SIGSEGV)
         return self  # pragma: no cover
+
+
+class KilledAtFitNB(GaussianNB):
+    """Gaussian naive Bayes whose process is killed at a chosen fit: with
+    ``ADMM_AUTOML_TEST_KILL_AT_FIT="SIGKILL 3"`` in the environment its third fit in the process
+    sends SIGKILL (any signal by name) to the process; without it, it is ``GaussianNB``. A real
+    signal ends the run in the middle of a trial at a point a test chooses, as a user's kill or
+    the out-of-memory killer would, so that a resumed run can be compared with an uninterrupted
+    one (which fits the same models: the variable changes nothing else)."""
+
+    #: fits in this process (all instances: each trial fits a clone)
+    n_fits = 0
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "KilledAtFitNB":
+        KilledAtFitNB.n_fits += 1
+        armed = os.environ.get(KILL_AT_FIT, "").split()
+        if armed and KilledAtFitNB.n_fits == int(armed[1]):
+            os.kill(os.getpid(), getattr(signal, armed[0]))
+            time.sleep(60)  # a signal whose default action ends the process never returns here
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+class SlowGaussianNB(GaussianNB):
+    """Gaussian naive Bayes that sleeps ``seconds`` in ``fit``: a good model slow to fit whatever
+    its rows, so that its probe on a tenth of large data predicts a full fit of ten times that
+    (for the choice between a probed pipeline and a fully fitted one)."""
+
+    def __init__(self, seconds: float = 0.2, *, priors: Any = None,
+                 var_smoothing: float = 1e-9) -> None:
+        super().__init__(priors=priors, var_smoothing=var_smoothing)
+        self.seconds = seconds
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "SlowGaussianNB":
+        time.sleep(self.seconds)
+        return super().fit(X, y, sample_weight=sample_weight)
 
 
 class NaNClassifier(_Base):

@@ -1,17 +1,23 @@
 """Probes never hide a model: when the time budget ends with every pipeline evaluated on a
 subsample only (the probes of large data), fit returns the best of them refitted on all rows and
-says so, instead of "all evaluated pipelines failed"."""
+says so, instead of "all evaluated pipelines failed"; and when a probed pipeline beats every
+fully fitted one by a margin, it is returned refitted, with both scores, instead of the worse."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
+from sklearn.datasets import make_classification
+from sklearn.metrics import roc_auc_score
 
 from admm_automl import ADMM
 from admm_automl.evaluation.policy import PROBE_FIDELITY, TrialPolicy
 from admm_automl.exceptions import SubsampleOnlyWarning
+from admm_automl.journal import observation_of
+from admm_automl.methods._lagrangian import Constraints
 from admm_automl.run import deadline
+from admm_automl.run.results import SUBSAMPLE_MARGIN, subsample_rival
 from admm_automl.testing import tiny_space
 
 
@@ -32,3 +38,70 @@ def test_a_run_of_probes_only_returns_the_best_probe_refitted_on_all_rows(monkey
     assert model.best_loss_ == history["loss"].min()
     assert model.best_eval_id_ == history.loc[history["loss"].idxmin(), "eval_id"]
     assert model.score(X, y) > 0.85  # refitted on all rows, not on the probe's 45
+
+
+#: a chance-level learner that fits at once, and a good one too slow for all rows: its fit sleeps
+#: 0.2 s whatever the rows, so its probe predicts a full fit of 2 s, past a 1 s trial timeout
+PROBED_OR_FITTED = tiny_space({
+    "prior": {"class": "sklearn.dummy.DummyClassifier",
+              "hyperparameters": {"strategy": {"type": "fixed", "value": "prior"}}},
+    "slow_nb": {"class": "admm_automl.testing.SlowGaussianNB", "hyperparameters": {
+        "seconds": {"type": "fixed", "value": 0.2},
+        "var_smoothing": {"type": "float", "low": 1e-9, "high": 1e-1, "log": True,
+                          "default": 1e-9}}},
+})
+
+
+def test_a_probed_pipeline_far_better_than_every_fully_fitted_one_is_returned_refitted():
+    """The returned model is never one the search's own numbers show to be worse: on 10 000
+    training rows the chance-level learner is fitted on all of them (AUROC 0.5) and the good one
+    only probed; the good one is refitted on all rows and returned, with a warning giving both
+    scores, not the chance-level one in silence."""
+    X, y = make_classification(n_samples=12_500, n_features=2, n_informative=2, n_redundant=0,
+                               random_state=0)
+    with pytest.warns(SubsampleOnlyWarning, match=r"The best pipeline evaluated on all 10000 "
+                      r"training rows \(\w+ -> prior\) scored AUROC 0\.5 on the validation rows, "
+                      r"while \w+ -> slow_nb scored 0\.9\d* fitted on 10% of the training rows"):
+        model = ADMM(search_space=PROBED_OR_FITTED, theta_solver="random", z_solver="random",
+                     trial_timeout=1, max_evals=6, executor="process", n_jobs=1, cv=None,
+                     random_state=0).fit(X, y)
+    history = model.history_
+    full, probes = history[history["fidelity"] == 1.0], history[history["fidelity"] < 1.0]
+    assert len(full) and full["pipeline"].str.endswith("prior").all()  # the situation built
+    assert (full["loss"] == 0.5).all()
+    slow = probes[probes["pipeline"].str.endswith("slow_nb")]
+    assert len(slow) and (slow["status"] == "ok").all()
+    assert model.best_eval_id_ == slow.loc[slow["loss"].idxmin(), "eval_id"]
+    assert model.best_score_ > 0.9
+    assert model.best_pipeline_[-1].class_count_.sum() == len(y)  # refitted on all rows
+    assert roc_auc_score(y, model.predict_proba(X)[:, 1]) > 0.9
+
+
+def _record(eval_id, pipeline, fidelity, loss, status="ok", **extra):
+    return {"eval_id": eval_id, "config": {"estimator": pipeline}, "fidelity": fidelity,
+            "loss": loss, "status": status, "pipeline": pipeline, **extra}
+
+
+@pytest.mark.parametrize("probe_loss,rival", [
+    (0.5 * (1 - SUBSAMPLE_MARGIN) - 1e-6, True),  # past the margin
+    (0.5 * (1 - SUBSAMPLE_MARGIN) + 1e-6, False),  # better, within the margin: the refit measured
+    (0.6, False),
+])
+def test_a_probe_beats_the_full_data_best_only_by_more_than_the_margin(probe_loss, rival):
+    records = [_record(0, "weak", 1.0, 0.5), _record(1, "good", PROBE_FIDELITY, probe_loss)]
+    found = subsample_rival(records, Constraints(), observation_of(records[0]))
+    assert (found is records[1]) if rival else found is None
+
+
+@pytest.mark.parametrize("full", [
+    {"status": "timeout", "loss": 1.0},  # its full fit ran past its limit: no rival
+    {"status": "failed", "loss": 1.0},  # ... or failed
+    {"status": "ok", "loss": 0.3},  # fitted on all rows: the full-data ranking has it
+])
+def test_a_pipeline_whose_full_fit_ran_is_no_subsample_rival(full):
+    records = [_record(0, "weak", 1.0, 0.5), _record(1, "good", PROBE_FIDELITY, 0.1),
+               _record(2, "good", 1.0, **full)]
+    assert subsample_rival(records, Constraints(), observation_of(records[0])) is None
+    # one whose full fit the end of the budget cancelled is
+    cancelled = [*records[:2], _record(2, "good", 1.0, 1.0, "cancelled", budget_stop=True)]
+    assert subsample_rival(cancelled, Constraints(), observation_of(records[0])) is cancelled[1]

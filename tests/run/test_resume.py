@@ -18,9 +18,10 @@ from sklearn.datasets import load_wine
 
 from admm_automl import ADMM
 from admm_automl.cli import main
-from admm_automl.exceptions import ResumeError
+from admm_automl.exceptions import EvaluationFailedWarning, ResumeError
 from admm_automl.journal import Journal
 from admm_automl.testing import tiny_space
+from admm_automl.testing.estimators import KILL_AT_FIT
 
 FAST = dict(search_space=tiny_space(), theta_solver="random", z_solver="random", inner_iter=3,
             inner_iter_step=0, random_state=0, executor="serial", cv=None)
@@ -123,8 +124,7 @@ CHILD = textwrap.dedent("""
 
     X, y = load_breast_cancer(return_X_y=True)
     if __name__ == "__main__":
-        # trials in a worker process: a serial trial cut by the kill would be recorded as
-        # failed on resume (crash-only trials), by design
+        # trials in worker processes (a killed serial run: test_a_serial_run_killed_...)
         ADMM(search_space=tiny_space(), theta_solver="random", z_solver="random", inner_iter=3,
              inner_iter_step=0, random_state=0, executor="process", cv=None,
              max_evals=int(sys.argv[2]),
@@ -197,15 +197,23 @@ SEGFAULT_CHILD = textwrap.dedent("""
 """)
 
 
+def _starts(journal):
+    """The cache keys of the trial start marks of a journal file, in order."""
+    return [json.loads(line)["started"]["key"] for line in journal.read_text().splitlines()
+            if line.startswith('{"started"')]
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="SIGSEGV")
 def test_a_serial_trial_that_kills_the_process_is_recorded_as_failed_on_resume(tmp_path):
     """Crash-only trials: a serial trial whose estimator segfaults takes the user's process with
-    it; the run started it in the journal, so the same call again records it as failed (not run
-    again, which would crash every resume at the same pipeline) and finishes."""
+    it; the run started it in the journal, so the same call again runs it once more (a first
+    death may be a kill), and the call after its second crash records it as failed (not run a
+    third time, which would crash every resume at the same pipeline) and finishes."""
     script, out = tmp_path / "child.py", tmp_path / "run"
     script.write_text(SEGFAULT_CHILD)
     crashes = 0
-    for _ in range(4):
+    for _ in range(8):
         proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True,
                               text=True, timeout=120)
         if proc.returncode == 0:
@@ -213,13 +221,94 @@ def test_a_serial_trial_that_kills_the_process_is_recorded_as_failed_on_resume(t
         assert proc.returncode == -signal.SIGSEGV, proc.stderr[-2000:]
         crashes += 1
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert crashes >= 1  # the space's first segfaulting pipeline did crash a session
+    assert crashes >= 2, crashes  # the space's first segfaulting pipeline did crash two sessions
     records = Journal.read(out / "journal.jsonl")
     crashed = [r for r in records if "process died during this evaluation" in str(r["error"])]
-    assert len(crashed) == crashes and all(r["status"] == "failed" for r in crashed)
+    assert 2 * len(crashed) == crashes and all(r["status"] == "failed" for r in crashed)
     assert all(r["pipeline"].endswith("segfault") for r in crashed)
-    assert len({r["key"] for r in records}) == len(records) == 6  # nothing run twice
+    starts = _starts(out / "journal.jsonl")
+    assert all(starts.count(r["key"]) == 2 for r in crashed)  # started twice, never a third time
+    assert len({r["key"] for r in records}) == len(records) == 6  # nothing recorded twice
     assert proc.stdout.split() == ["6", str(sum(r["status"] != "ok" for r in records))]
+
+
+KILLED_SPACE = tiny_space({"nb": {"class": "admm_automl.testing.KilledAtFitNB", "hyperparameters": {
+    "var_smoothing": {"type": "float", "low": 1e-9, "high": 1e-1, "log": True, "default": 1e-9}}}})
+KILLED = {**FAST, "search_space": KILLED_SPACE}
+
+KILLED_CHILD = textwrap.dedent("""
+    import sys
+    from sklearn.datasets import load_breast_cancer
+    from admm_automl import ADMM
+    from admm_automl.testing import tiny_space
+
+    X, y = load_breast_cancer(return_X_y=True)
+    space = tiny_space({"nb": {"class": "admm_automl.testing.KilledAtFitNB", "hyperparameters": {
+        "var_smoothing": {"type": "float", "low": 1e-9, "high": 1e-1, "log": True,
+                          "default": 1e-9}}}})
+    ADMM(search_space=space, theta_solver="random", z_solver="random", inner_iter=3,
+         inner_iter_step=0, random_state=0, executor="serial", cv=None,
+         max_evals=int(sys.argv[2]), output_dir=sys.argv[1]).fit(X, y)
+""")
+
+
+def _killed_session(tmp_path, out, n, signal_name, at_fit):
+    """Run the serial search of ``KILLED_CHILD`` in a process that ``signal_name`` kills in the
+    middle of its ``at_fit``-th trial (:class:`~admm_automl.testing.KilledAtFitNB`)."""
+    script = tmp_path / "killed_child.py"
+    script.write_text(KILLED_CHILD)
+    env = {**os.environ, KILL_AT_FIT: f"{signal_name} {at_fit}"}
+    proc = subprocess.run([sys.executable, str(script), str(out), str(n)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -getattr(signal, signal_name), proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+@pytest.mark.parametrize("signal_name,at_fit", [("SIGKILL", 1), ("SIGKILL", 5), ("SIGTERM", 8)])
+def test_a_serial_run_killed_mid_trial_resumes_to_the_uninterrupted_history(
+        tmp_path, breast_cancer_full, signal_name, at_fit):
+    """A kill costs nothing: a serial run killed in the middle of a trial (its start mark is the
+    journal's last line) runs that trial again on resume, and finishes with the configurations,
+    losses and model of a run that was never interrupted, as the README promises."""
+    X, Y = breast_cancer_full
+    n, out = 10, tmp_path / "run"
+    _killed_session(tmp_path, out, n, signal_name, at_fit)
+    journal = out / "journal.jsonl"
+    assert len(Journal.read(journal)) == at_fit - 1  # killed in the at_fit-th trial ...
+    assert journal.read_text().splitlines()[-1].startswith('{"started"')  # ... while it ran
+    resumed = ADMM(**KILLED, max_evals=n, output_dir=out).fit(X, Y)
+    straight = ADMM(**KILLED, max_evals=n).fit(X, Y)
+    columns = COMPARED + [c for c in straight.history_ if c.startswith("param:")]
+    assert (resumed.history_["status"] == "ok").all()
+    assert resumed.history_[columns].equals(straight.history_[columns])
+    assert resumed.best_eval_id_ == straight.best_eval_id_
+    np.testing.assert_array_equal(resumed.predict_proba(X), straight.predict_proba(X))
+    starts = _starts(journal)
+    assert starts.count(starts[at_fit - 1]) == 2  # the killed trial was started once more
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+def test_a_serial_trial_killed_twice_is_recorded_failed_on_the_third_start(tmp_path,
+                                                                           breast_cancer_full):
+    """A second death of the same trial is no coincidence: the third session records it as
+    failed, with an error that says so, instead of running it again, and goes on."""
+    X, Y = breast_cancer_full
+    n, out = 6, tmp_path / "run"
+    _killed_session(tmp_path, out, n, "SIGKILL", 3)  # in the third trial
+    _killed_session(tmp_path, out, n, "SIGKILL", 1)  # two replayed, the third run and killed
+    journal = out / "journal.jsonl"
+    assert len(Journal.read(journal)) == 2
+    with pytest.warns(EvaluationFailedWarning, match="1 of 6 evaluated pipelines failed"):
+        model = ADMM(**KILLED, max_evals=n, output_dir=out).fit(X, Y)
+    records = Journal.read(journal)
+    assert len(records) == n == model.n_evals_ and model.n_failed_ == 1
+    failed = records[2]
+    assert failed["status"] == "failed" and failed["loss"] == 1.0
+    assert "process died during this evaluation in 2 sessions" in failed["error"]
+    assert _starts(journal).count(failed["key"]) == 2  # not started a third time
+    assert all(r["status"] == "ok" for r in records if r is not failed)
 
 
 # ----------------------------------------------------------- damaged run files
