@@ -126,7 +126,7 @@ def _split_data(config: Any, model: Any) -> tuple[Any, Any, Any, Any]:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from .reporting.rundir import ensemble_summary, write_run
+    from .reporting.rundir import MODEL_FILE, ensemble_summary, write_run
 
     say: Callable[..., Any] = (lambda *a, **k: None) if args.quiet else print
     config = _config(args)
@@ -177,8 +177,14 @@ def _fit(args: argparse.Namespace) -> int:
     if model.output_dir is not None:  # from --output or the configuration file
         out = write_run(model, model.output_dir, data=config.data, test_score=test_score)
         say(f"Run directory: {out} (journal.jsonl, trace.csv, summary.json, "
-            "config.resolved.yaml, best_pipeline.pkl)")
+            f"config.resolved.yaml, best_pipeline.pkl, {MODEL_FILE})")
         say(_write_report(out, after_fit=True))
+        if (out / MODEL_FILE).is_file():  # the last lines: what to deploy, and how
+            what = "the ensemble" if ensemble is not None else "the best pipeline"
+            say(f"Saved model: {out / MODEL_FILE}, the fitted estimator that predicts with {what} "
+                "(the test score's model)")
+            say("  load it with joblib.load(path) or pickle.load(open(path, 'rb')), then call "
+                ".predict(X) (admm-automl installed)")
     return 0
 
 

@@ -36,6 +36,30 @@ def _run(argv):
     return code, out.getvalue(), err.getvalue()
 
 
+def _check_saved_model(out, stdout, ensemble):
+    """The run directory's model.pkl is the estimator the CLI scored: loaded, on the test rows
+    of the run's own split, it predicts with the ensemble (or the best pipeline) and gives the
+    test score summary.json records; the last lines of the output name the file."""
+    from admm_automl.cli import _split_data
+
+    with open(out / "model.pkl", "rb") as fh:
+        model = pickle.load(fh)
+    assert (model.ensemble_ is not None) == ensemble
+    config = load_config(out / "config.resolved.yaml")
+    _, X_test, _, y_test = _split_data(config, model)
+    used = model.ensemble_ if ensemble else model.best_pipeline_
+    expected = used.predict(X_test)
+    if model.task_ == "classification" and not np.array_equal(used.classes_, model.classes_):
+        expected = model.classes_[expected]
+    np.testing.assert_array_equal(model.predict(X_test), expected)
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert model.metric_score(X_test, y_test) == pytest.approx(summary["test_score"], abs=1e-12)
+    what = "the ensemble" if ensemble else "the best pipeline"
+    assert f"Saved model: {out / 'model.pkl'}, the fitted estimator that predicts with {what}" \
+        in stdout
+    assert "joblib.load(path)" in stdout.strip().splitlines()[-1]
+
+
 # ----------------------------------------------------------------------------- list
 def test_list(capsys):
     assert main(["list"]) == 0
@@ -358,10 +382,11 @@ def test_argparse_errors_exit_2(capsys):
 
 
 def test_task_scoring_and_ensemble_size_options_reach_the_estimator(tmp_path):
-    code = main(["fit", "--dataset", "diabetes", "--max-evals", "3", "--seed", "0", "-q",
-                 "--task", "regression", "--scoring", "mae", "--ensemble-size", "0",
-                 "--output", str(tmp_path)])
-    assert code == 0
+    code, stdout, stderr = _run(["fit", "--dataset", "diabetes", "--max-evals", "3", "--seed",
+                                 "0", "--task", "regression", "--scoring", "mae",
+                                 "--ensemble-size", "0", "--output", str(tmp_path)])
+    assert code == 0, stderr
+    _check_saved_model(tmp_path, stdout, ensemble=False)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["task"] == "regression" and summary["metric"] == "mae"
     config = (tmp_path / "config.resolved.yaml").read_text()
@@ -391,6 +416,7 @@ def test_the_ensemble_predict_uses_is_shown_and_recorded(tmp_path, capsys):
     assert sum(m["weight"] for m in ensemble["members"]) == pytest.approx(1.0)
     assert f"Model: an ensemble of {len(ensemble['members'])} pipelines" in out
     assert "Best single pipeline:" in out and "the test score below is the ensemble's" in out
+    _check_saved_model(tmp_path, out, ensemble=True)
     if HAS_MATPLOTLIB:
         report = (tmp_path / "report.md").read_text()
         assert "model used by predict" in report and "an ensemble of" in report
