@@ -95,7 +95,7 @@ def fitted(tmp_path_factory):
 def test_fit_returns_zero_and_reports_scores(fitted):
     code, stdout, stderr, _ = fitted
     assert code == 0, stderr
-    assert re.search(r"^Best (single )?pipeline:$", stdout, re.M)
+    assert re.search(r"^Best (single )?pipeline: \w+( -> \w+)* \(evaluation \d+\)$", stdout, re.M)
     assert re.search(r"^  estimator: \w+\(", stdout, re.M)
     assert re.search(r"^Evaluations: 8 \(\d+ failed(, \d+ stopped at their time limit)?\), "
                      r"stopped by max_evals$", stdout, re.M)
@@ -221,8 +221,15 @@ def test_fit_writes_a_plain_pipeline(fitted):
     pred = pipe.predict(X.iloc[:50])
     assert pred.shape == (50,) and set(np.unique(pred)) <= {0, 1}
     assert (pred == y.iloc[:50].to_numpy()).mean() > 0.8
-    # the printed pipeline is the pickled one
+    # the printed pipeline is the pickled one, each step by its class and the parameters that
+    # differ from its defaults (not its repr, which lists every default over many lines)
+    from admm_automl.reporting.describe import describe
+
     assert f"  estimator: {pipe.steps[-1][1]}".split("(")[0] in stdout
+    for name, step in pipe.steps:
+        assert re.sub(r"\s+", " ", describe(step)) in re.sub(r"\s+", " ", stdout)
+    steps = stdout.split("pipeline: ", 1)[1].split("\nEvaluations:")[0].splitlines()[1:]
+    assert len(steps) >= len(pipe.steps) and all(len(line) <= 100 for line in steps), steps
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["n_evals"] == 8 and summary["metric"] == "roc_auc"
 
@@ -264,6 +271,9 @@ def test_fit_csv(tmp_path, csv_path):
         pipe = pickle.load(fh)
     X = pd.read_csv(csv_path).drop(columns="label")
     assert set(pipe.predict(X)) <= {"benign", "malignant"}
+    # a text column makes the first step a column transformer: still no object reprs
+    assert "ColumnTransformer(" in stdout
+    assert "0x" not in stdout and " object at " not in stdout, stdout
 
 
 @pytest.mark.slow
