@@ -126,7 +126,7 @@ def _split_data(config: Any, model: Any) -> tuple[Any, Any, Any, Any]:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from .reporting.rundir import ensemble_summary, write_run
+    from .reporting.rundir import MODEL_FILE, ensemble_summary, write_run
 
     say: Callable[..., Any] = (lambda *a, **k: None) if args.quiet else print
     config = _config(args)
@@ -151,9 +151,10 @@ def _fit(args: argparse.Namespace) -> int:
             "below is the ensemble's:")
         for member in ensemble["members"]:
             say(f"  {member['weight']:.0%}  {member['pipeline']} (evaluation {member['eval_id']})")
-    say("Best single pipeline:" if ensemble is not None else "Best pipeline:")
-    for name, step in model.best_pipeline_.steps:
-        say(f"  {name}: {step}")
+    say(f"{'Best single pipeline' if ensemble is not None else 'Best pipeline'}: "
+        f"{_best_pipeline_name(model)} (evaluation {model.best_eval_id_})")
+    for line in _step_lines(model.best_pipeline_):
+        say(line)
     from .reporting.rundir import evaluations_note, step_counts, steps_note
 
     say(f"Evaluations: {model.n_evals_} ({evaluations_note(model.n_failed_, model.n_timeouts_)}), "
@@ -177,9 +178,35 @@ def _fit(args: argparse.Namespace) -> int:
     if model.output_dir is not None:  # from --output or the configuration file
         out = write_run(model, model.output_dir, data=config.data, test_score=test_score)
         say(f"Run directory: {out} (journal.jsonl, trace.csv, summary.json, "
-            "config.resolved.yaml, best_pipeline.pkl)")
+            f"config.resolved.yaml, best_pipeline.pkl, {MODEL_FILE})")
         say(_write_report(out, after_fit=True))
+        if (out / MODEL_FILE).is_file():  # the last lines: what to deploy, and how
+            what = "the ensemble" if ensemble is not None else "the best pipeline"
+            say(f"Saved model: {out / MODEL_FILE}, the fitted estimator that predicts with {what} "
+                "(the test score's model)")
+            say("  load it with joblib.load(path) or pickle.load(open(path, 'rb')), then call "
+                ".predict(X) (admm-automl installed)")
     return 0
+
+
+def _best_pipeline_name(model: Any) -> str:
+    """The best pipeline by the names of its choices (``"standard_scaler -> lightgbm"``)."""
+    history = model.history_
+    return str(history.loc[history["eval_id"] == model.best_eval_id_, "pipeline"].iloc[0])
+
+
+def _step_lines(pipeline: Any, width: int = 100) -> list[str]:
+    """One line per step, ``"  estimator: LGBMClassifier(learning_rate=0.0383, ...)"``: the
+    parameters that differ from the class's defaults, wrapped at ``width`` columns
+    (:func:`~admm_automl.reporting.describe.describe`; a step's full ``repr`` lists every default
+    and objects by their memory address)."""
+    import textwrap
+
+    from .reporting.describe import describe
+
+    return [textwrap.fill(f"  {name}: {describe(step)}", width=width, subsequent_indent="      ",
+                          break_long_words=False, break_on_hyphens=False)
+            for name, step in pipeline.steps]
 
 
 def _write_report(run_dir: Any, path: Any = None, *, after_fit: bool = False) -> str:

@@ -36,6 +36,30 @@ def _run(argv):
     return code, out.getvalue(), err.getvalue()
 
 
+def _check_saved_model(out, stdout, ensemble):
+    """The run directory's model.pkl is the estimator the CLI scored: loaded, on the test rows
+    of the run's own split, it predicts with the ensemble (or the best pipeline) and gives the
+    test score summary.json records; the last lines of the output name the file."""
+    from admm_automl.cli import _split_data
+
+    with open(out / "model.pkl", "rb") as fh:
+        model = pickle.load(fh)
+    assert (model.ensemble_ is not None) == ensemble
+    config = load_config(out / "config.resolved.yaml")
+    _, X_test, _, y_test = _split_data(config, model)
+    used = model.ensemble_ if ensemble else model.best_pipeline_
+    expected = used.predict(X_test)
+    if model.task_ == "classification" and not np.array_equal(used.classes_, model.classes_):
+        expected = model.classes_[expected]
+    np.testing.assert_array_equal(model.predict(X_test), expected)
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert model.metric_score(X_test, y_test) == pytest.approx(summary["test_score"], abs=1e-12)
+    what = "the ensemble" if ensemble else "the best pipeline"
+    assert f"Saved model: {out / 'model.pkl'}, the fitted estimator that predicts with {what}" \
+        in stdout
+    assert "joblib.load(path)" in stdout.strip().splitlines()[-1]
+
+
 # ----------------------------------------------------------------------------- list
 def test_list(capsys):
     assert main(["list"]) == 0
@@ -71,7 +95,7 @@ def fitted(tmp_path_factory):
 def test_fit_returns_zero_and_reports_scores(fitted):
     code, stdout, stderr, _ = fitted
     assert code == 0, stderr
-    assert re.search(r"^Best (single )?pipeline:$", stdout, re.M)
+    assert re.search(r"^Best (single )?pipeline: \w+( -> \w+)* \(evaluation \d+\)$", stdout, re.M)
     assert re.search(r"^  estimator: \w+\(", stdout, re.M)
     assert re.search(r"^Evaluations: 8 \(\d+ failed(, \d+ stopped at their time limit)?\), "
                      r"stopped by max_evals$", stdout, re.M)
@@ -197,8 +221,15 @@ def test_fit_writes_a_plain_pipeline(fitted):
     pred = pipe.predict(X.iloc[:50])
     assert pred.shape == (50,) and set(np.unique(pred)) <= {0, 1}
     assert (pred == y.iloc[:50].to_numpy()).mean() > 0.8
-    # the printed pipeline is the pickled one
+    # the printed pipeline is the pickled one, each step by its class and the parameters that
+    # differ from its defaults (not its repr, which lists every default over many lines)
+    from admm_automl.reporting.describe import describe
+
     assert f"  estimator: {pipe.steps[-1][1]}".split("(")[0] in stdout
+    for name, step in pipe.steps:
+        assert re.sub(r"\s+", " ", describe(step)) in re.sub(r"\s+", " ", stdout)
+    steps = stdout.split("pipeline: ", 1)[1].split("\nEvaluations:")[0].splitlines()[1:]
+    assert len(steps) >= len(pipe.steps) and all(len(line) <= 100 for line in steps), steps
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["n_evals"] == 8 and summary["metric"] == "roc_auc"
 
@@ -240,6 +271,9 @@ def test_fit_csv(tmp_path, csv_path):
         pipe = pickle.load(fh)
     X = pd.read_csv(csv_path).drop(columns="label")
     assert set(pipe.predict(X)) <= {"benign", "malignant"}
+    # a text column makes the first step a column transformer: still no object reprs
+    assert "ColumnTransformer(" in stdout
+    assert "0x" not in stdout and " object at " not in stdout, stdout
 
 
 @pytest.mark.slow
@@ -358,10 +392,11 @@ def test_argparse_errors_exit_2(capsys):
 
 
 def test_task_scoring_and_ensemble_size_options_reach_the_estimator(tmp_path):
-    code = main(["fit", "--dataset", "diabetes", "--max-evals", "3", "--seed", "0", "-q",
-                 "--task", "regression", "--scoring", "mae", "--ensemble-size", "0",
-                 "--output", str(tmp_path)])
-    assert code == 0
+    code, stdout, stderr = _run(["fit", "--dataset", "diabetes", "--max-evals", "3", "--seed",
+                                 "0", "--task", "regression", "--scoring", "mae",
+                                 "--ensemble-size", "0", "--output", str(tmp_path)])
+    assert code == 0, stderr
+    _check_saved_model(tmp_path, stdout, ensemble=False)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["task"] == "regression" and summary["metric"] == "mae"
     config = (tmp_path / "config.resolved.yaml").read_text()
@@ -391,6 +426,7 @@ def test_the_ensemble_predict_uses_is_shown_and_recorded(tmp_path, capsys):
     assert sum(m["weight"] for m in ensemble["members"]) == pytest.approx(1.0)
     assert f"Model: an ensemble of {len(ensemble['members'])} pipelines" in out
     assert "Best single pipeline:" in out and "the test score below is the ensemble's" in out
+    _check_saved_model(tmp_path, out, ensemble=True)
     if HAS_MATPLOTLIB:
         report = (tmp_path / "report.md").read_text()
         assert "model used by predict" in report and "an ensemble of" in report

@@ -58,9 +58,25 @@ def leaderboard(run: Any, n: int = 10):
     (``offset − loss``), each constraint's value (and, for a confidence bound, its point value
     on the validation rows, ``<key>:point``) and ``feasible``, ``fit_time``,
     ``predict_time``, ``ensemble_weight`` (its share of the ensemble ``predict`` uses, 0 if not a
-    member) and ``hyperparameters`` (a dict of the chosen algorithms' values)."""
+    member) and ``hyperparameters`` (a dict of the chosen algorithms' values).
+
+    Only the evaluations that succeeded on all the rows are ranked: a loss measured on part of
+    the rows (a probe on a tenth of a large data set, a low rung of a fidelity ladder) or cut
+    short by the end of the time budget does not compare with them. So the board can have fewer
+    than ``n`` rows; then its ``note`` attribute says why (how many evaluations failed, ran on
+    part of the rows or were cut), and printing the board prints the note under the table — a
+    warning would also sound when a short board is what was expected (a report of a short run),
+    and would be gone from a notebook's output by the time the table is read again.
+
+    The board is a :class:`~admm_automl.reporting.board.Leaderboard`, a DataFrame whose printed
+    form fits the terminal (100 columns where there is none): the pipeline, its score, its
+    feasibility, its fit time, its share of the ensemble and its hyperparameters as
+    ``name=value`` text cut to the width, then the names of the columns not printed."""
+    from .board import Leaderboard
+
     run = as_run(run)
-    h = _ranked(run).head(n)
+    ranked = _ranked(run)
+    h = ranked.head(n)
     offset = run.metric[1]
     columns = ["eval_id", "pipeline", "loss"]
     columns += [f"constraint:{c['key']}{suffix}" for c in run.constraints for suffix in ("", POINT)
@@ -77,7 +93,39 @@ def leaderboard(run: Any, n: int = 10):
         for row in h[params].itertuples(index=False)
     ]
     board.index += 1
+    board = Leaderboard(board)
+    board.note = _shortfall(run.history, n, len(ranked))
     return board
+
+
+def _shortfall(history: Any, n: int, ranked: int) -> str:
+    """Why a leaderboard of ``n`` rows has only ``ranked`` (``""`` when it has them all)."""
+    if ranked >= n:
+        return ""
+    status = history["status"].astype(str) if "status" in history else None
+    if status is None or len(history) == ranked:
+        made = f"{len(history)} evaluation{'s' if len(history) != 1 else ''}"
+        return (f"{ranked} of the {n} rows asked for: the run made {made}"
+                + (", every one ranked." if ranked else "."))
+    ok = status == "ok"
+    cut = history["budget_stop"].eq(True) if "budget_stop" in history else ok & False
+    partial = ok & ~cut & (history["fidelity"].astype(float) < 1.0)
+    failed = status[~status.isin(["ok", "cancelled"])].value_counts()
+    parts = []
+    if partial.any():
+        parts.append(f"{int(partial.sum())} ran on part of the rows only (a probe on a tenth of "
+                     "large data whose full fit would not fit its time, or a low rung of a "
+                     "fidelity ladder), whose losses do not rank with those on all rows")
+    if failed.sum():
+        kinds = ", ".join(f"{count} {kind}" for kind, count in failed.items())
+        parts.append(f"{int(failed.sum())} failed ({kinds}; failures() says why)")
+    stopped = int((ok & cut).sum() + (status == "cancelled").sum())
+    if stopped:
+        parts.append(f"{stopped} were stopped or cancelled by the end of the time budget")
+    others = len(history) - ranked
+    return (f"{ranked} of the {n} rows asked for: only {ranked} of the run's {len(history)} "
+            f"evaluations succeeded on all the rows; of the other {others}, "
+            + "; ".join(parts) + ".")
 
 
 def _missing(value: Any) -> bool:

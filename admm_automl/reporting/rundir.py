@@ -10,7 +10,9 @@
   failures, stop reason, times), the metric, the constraints with their thresholds, and the
   machine;
 * ``config.resolved.yaml`` — every estimator parameter (and, from the command line, the data);
-* ``best_pipeline.pkl`` — the refitted pipeline (a plain scikit-learn object).
+* ``best_pipeline.pkl`` — the refitted best pipeline (a plain scikit-learn object);
+* ``model.pkl`` — the fitted estimator itself, whose ``predict`` is the model that was scored:
+  the ensemble when there is one, else the best pipeline (see :func:`write_run`).
 
 :func:`write_run` writes them (the estimator at the end of ``fit``, the command line again with the
 data and the test score); :func:`read_run` / :meth:`RunData.from_estimator` give the
@@ -42,6 +44,10 @@ from ..journal import Journal
 PACKAGES = ("admm-automl", "numpy", "scipy", "scikit-learn", "pandas", "lightgbm", "xgboost",
             "scikit-optimize", "rbfopt", "flaml", "optuna", "matplotlib")
 
+
+
+#: the file of the run directory that holds the fitted estimator (what ``predict`` uses)
+MODEL_FILE = "model.pkl"
 
 
 #: how a person reads each ADMM phase of the journal
@@ -193,8 +199,20 @@ def _is_bag(ensemble: Any, eval_id: int) -> bool:
 def write_run(model: Any, directory: "str | Path", *, data: Mapping[str, Any] | None = None,
               **extra: Any) -> Path:
     """Write ``trace.csv``, ``summary.json`` (with ``extra`` entries, such as a test score),
-    ``config.resolved.yaml`` (with the ``data`` section) and ``best_pipeline.pkl`` of a fitted
-    estimator beside its journal; returns the directory."""
+    ``config.resolved.yaml`` (with the ``data`` section), ``best_pipeline.pkl`` and ``model.pkl``
+    of a fitted estimator beside its journal; returns the directory.
+
+    ``model.pkl`` is the whole fitted estimator, not only the object it predicts with
+    (``ensemble_`` or ``best_pipeline_``): its ``predict`` conforms the columns to the kinds seen
+    in ``fit`` (numbers stored as text made numbers, as the search saw them) and, where the model
+    learned label indices (the bags of fold models a cross-validated search's ensemble reuses),
+    maps them back to the labels. The predicting object alone would skip both and could predict
+    other values than the estimator that was scored; loaded, ``model.pkl`` predicts what
+    ``model.predict`` did. It needs this package to load (so does a pipeline with one of its
+    steps) and carries the search's record (``history_``, ``admm_trace_``), which predicting
+    does not use. ``best_pipeline.pkl`` stays: the best single pipeline, a scikit-learn
+    ``Pipeline`` that predicts the labels itself.
+    """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     # each file is written whole and renamed onto its name: a symbolic link planted there is
@@ -210,6 +228,13 @@ def write_run(model: Any, directory: "str | Path", *, data: Mapping[str, Any] | 
                       RuntimeWarning, stacklevel=2)
     else:
         write_file(out / "best_pipeline.pkl", blob)
+    try:
+        blob = pickle.dumps(model)
+    except (pickle.PicklingError, AttributeError, TypeError) as err:  # e.g. a lambda callback
+        warnings.warn(f"model.pkl not written: the estimator cannot be pickled ({err})",
+                      RuntimeWarning, stacklevel=2)
+    else:
+        write_file(out / MODEL_FILE, blob)
     return out
 
 

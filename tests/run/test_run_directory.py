@@ -171,3 +171,29 @@ def test_a_fifo_where_the_journal_should_be_is_refused_without_blocking(tmp_path
     os.mkfifo(tmp_path / "journal.jsonl")
     with pytest.raises(RunDirectoryError, match=r"journal\.jsonl' is a special file"):
         ADMM(**FAST, output_dir=tmp_path).fit(X, y)
+
+
+@pytest.mark.parametrize("ensemble_size", [10, 0], ids=["ensemble", "single pipeline"])
+def test_the_run_directorys_model_predicts_what_the_estimator_predicts(tmp_path, breast_cancer,
+                                                                      ensemble_size):
+    """``model.pkl`` is the model ``predict`` uses (an ensemble here, or the best pipeline), so
+    a user deploys what was scored: loaded, it predicts the same labels and probabilities."""
+    import pickle
+
+    import joblib
+    import numpy as np
+
+    from admm_automl.testing.spaces import diverse_space
+
+    X, y = breast_cancer
+    labels = np.where(y == 1, "yes", "no")
+    settings = {**FAST, "max_evals": 14, "inner_iter": 2, "search_space": diverse_space()}
+    model = ADMM(**settings, ensemble_size=ensemble_size, output_dir=tmp_path).fit(X, labels)
+    assert (model.ensemble_ is not None) == bool(ensemble_size)  # both cases are met
+    with open(tmp_path / "model.pkl", "rb") as fh:
+        loaded = pickle.load(fh)
+    predictions = model.predict(X)
+    assert set(predictions) == {"no", "yes"}
+    np.testing.assert_array_equal(loaded.predict(X), predictions)
+    np.testing.assert_array_equal(joblib.load(tmp_path / "model.pkl").predict(X), predictions)
+    np.testing.assert_allclose(loaded.predict_proba(X), model.predict_proba(X))
