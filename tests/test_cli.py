@@ -99,9 +99,11 @@ def test_fit_returns_zero_and_reports_scores(fitted):
     assert re.search(r"^  estimator: \w+\(", stdout, re.M)
     assert re.search(r"^Evaluations: 8 \(\d+ failed(, \d+ stopped at their time limit)?\), "
                      r"stopped by max_evals$", stdout, re.M)
-    # which step and solver made the evaluations: the z-solver from the second one
+    # which step and solver made the evaluations: the z-solver from the second one, then the
+    # warm start's configurations θ could not hold (when the portfolio has them), then bo
     assert re.search(r"^Steps: 1 initial pipeline; \d+ z-steps by cmab \(from evaluation 2\); "
-                     r"\d+ θ-steps by bo", stdout, re.M)
+                     r"(\d+ θ-steps by warm start \(from evaluation \d+\); )?\d+ θ-steps by bo",
+                     stdout, re.M)
     for label in ("Validation AUROC", "Test AUROC"):
         match = re.search(rf"^{label}: {NUMBER}$", stdout, re.M)
         assert match, label
