@@ -3,8 +3,8 @@ validation value of the fairness constraint foretells the refitted model's value
 
 The threshold optimizer (Hardt, Price and Srebro 2016, through fairlearn) chooses one threshold
 per group on held-out scores. A cross-validated trial can take each fold's thresholds from the
-other folds' validation scores ("peers": one fit of the learner a fold) or from inner folds of
-each fold's training rows ("inner": four fits a fold, the wrapper's own ``cv=3``).
+other folds' validation scores ("peers", ``cv="folds"``: one fit of the learner a fold) or from
+inner folds of each fold's training rows ("inner": four fits a fold, the default ``cv=3``).
 Both are measured side by side, with the plain pipeline as the baseline, on the three fairness
 tasks of ``constrained.py`` (the same rows, split and thresholds), for the portfolio's first
 ``--configs`` configurations — the pipelines the default's warm start post-processes first —
@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import constrained  # noqa: E402
 
-from admm_automl.constraints import mitigated_starts  # noqa: E402
+from admm_automl.constraints import ThresholdOptimizerClassifier, mitigated_starts  # noqa: E402
 from admm_automl.evaluation import trial as trials  # noqa: E402
 from admm_automl.records import POINT  # noqa: E402
 from admm_automl.run.setup import prepare_task, task_space  # noqa: E402
@@ -58,16 +58,18 @@ TASKS = ("adult-dp-sex", "compas-eo-race", "german-dp-age")
 
 
 def timed_trial(ctx, z, theta, peers: bool) -> tuple[float, dict]:
-    """One trial of ``(z, θ)``; ``peers`` False takes the wrapper's inner folds instead."""
-    real = trials.deferred_peers
-    if not peers:
-        trials.deferred_peers = lambda *args: None
+    """One trial of ``(z, θ)``; ``peers``: the threshold optimizer with ``cv="folds"`` (the
+    other folds' scores), else its default inner folds."""
+    defaults = ThresholdOptimizerClassifier.__init__.__kwdefaults__
+    real = defaults["cv"]
+    if peers:
+        defaults["cv"] = "folds"
     try:
         start = time.perf_counter()
         result = trials.run_trial(ctx, z, theta, 1.0)
         return time.perf_counter() - start, result
     finally:
-        trials.deferred_peers = real
+        defaults["cv"] = real
 
 
 def run(task: str, seed: int, n_configs: int, data_dir: str, rows: int) -> list[dict]:

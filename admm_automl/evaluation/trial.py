@@ -167,9 +167,10 @@ def run_trial(
     estimator that declares ``stopping`` stops its rounds early on each split's validation rows
     (:mod:`.stopping`); the rounds it kept are ``result["rounds"]``, one per split. With a
     ``models_dir``, a full-data trial writes its fitted pipelines there, one per split
-    (``result["models"]``: the file's name, None when they were not kept). A last step that can
-    take its decision from the other folds' held-out scores (the threshold optimizer) fits its
-    learner on every split first, then its decision (:func:`deferred_peers`).
+    (``result["models"]``: the file's name, None when they were not kept). A last step that
+    takes its decision from the other folds' held-out scores (the threshold optimizer with
+    ``cv="folds"``) fits its learner on every split first, then its decision
+    (:func:`deferred_peers`).
     """
     result: dict[str, Any] = {"status": "ok", "error": None, "fit_time": 0.0, "predict_time": 0.0}
     losses: list[float] = []
@@ -267,8 +268,9 @@ def run_trial(
 
 
 def deferred_peers(pipeline: Any, splits: Sequence[Split]) -> list[list[int]] | None:
-    """For a pipeline whose last step can take its decision from scores held out elsewhere
-    (``fit_learner`` / ``held_out`` / ``fit_thresholds``: the threshold optimizer), the splits
+    """For a pipeline whose last step takes its decision from scores held out elsewhere
+    (``cv="folds"``; ``fit_learner`` / ``held_out`` / ``fit_thresholds``: the threshold
+    optimizer), the splits
     each split's decision is taken from — those whose validation rows all lie in its training
     rows (the other folds of its repeat) — or None: another pipeline, one holdout split, or a
     split with no such peer; the step then fits as it is (its own inner folds).
@@ -281,7 +283,8 @@ def deferred_peers(pipeline: Any, splits: Sequence[Split]) -> list[list[int]] | 
     out-of-fold predictions of a stacked ensemble do; they never see fold i's scores.
     """
     step = pipeline[-1] if hasattr(pipeline, "steps") else pipeline
-    if not all(hasattr(step, m) for m in ("fit_learner", "held_out", "fit_thresholds")):
+    if getattr(step, "cv", None) != "folds" or not all(
+            hasattr(step, m) for m in ("fit_learner", "held_out", "fit_thresholds")):
         return None
     if len(splits) < 2:
         return None

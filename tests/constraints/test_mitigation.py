@@ -132,7 +132,8 @@ def test_thresholds_chosen_on_held_out_scores_hold_on_new_rows_for_a_learner_tha
         difference[cv] = fm.equalized_odds_difference(new_y == "yes", predicted == "yes",
                                                       sensitive_features=new_X["sex"])
     assert difference[None] > 0.3 and difference[3] < 0.08, difference
-    with pytest.raises(InvalidParameterError, match="cv must be None or an int >= 2, got 1"):
+    with pytest.raises(InvalidParameterError,
+                       match="cv must be None, an int >= 2 or 'folds', got 1"):
         ThresholdOptimizerClassifier(forest, group_by="sex", cv=1).fit(X, y)
 
 
@@ -376,10 +377,10 @@ def test_a_space_with_mitigations_keeps_its_base_space_s_portfolio():
 
 
 def test_a_cross_validated_trial_takes_each_fold_s_thresholds_from_the_other_folds(monkeypatch):
-    """A threshold-optimized trial fits its learner once a fold, as the plain pipeline does
-    (inner folds fitted it four times), and its thresholds, chosen on the other folds'
-    held-out scores, meet the constraint on each fold's validation rows. One holdout split has
-    no other fold: the wrapper's inner folds choose them."""
+    """With ``cv="folds"`` a threshold-optimized trial fits its learner once a fold, as the
+    plain pipeline does (the default inner folds fit it four times), and its thresholds,
+    chosen on the other folds' held-out scores, meet the constraint on each fold's validation
+    rows. One holdout split has no other fold: inner folds choose them."""
     from admm_automl.evaluation.data import make_preprocessor
     from admm_automl.evaluation.metrics import get_metric
     from admm_automl.evaluation.splits import make_splits
@@ -414,6 +415,9 @@ def test_a_cross_validated_trial_takes_each_fold_s_thresholds_from_the_other_fol
         return result["constraints"][constraint.key], len(fits)
 
     assert trial("none", 5)[1] == 5
+    value, n_fits = trial("threshold_optimizer", 5)
+    assert n_fits == 20 and value < 0.1, value  # the default: 3 inner folds and the learner
+    monkeypatch.setitem(ThresholdOptimizerClassifier.__init__.__kwdefaults__, "cv", "folds")
     value, n_fits = trial("threshold_optimizer", 5)
     assert n_fits == 5 and value < 0.1, value
     assert trial("none", 5)[0] > 0.4
