@@ -29,8 +29,9 @@ iterates.
 A warm start (a portfolio of configurations found good across datasets) enters the loop, not
 before it: after the initial point its configurations set θ's values for their algorithms
 (θ^1, a θ-step done offline) and iteration 0 is the z-step alone, whose solver places their
-pipelines where its method puts a start; a configuration θ cannot hold beside another is the
-first point of its pipeline's θ-step. Every full-data evaluation of a z-step joins its
+pipelines where its method puts a start; a configuration θ cannot hold beside another is
+evaluated at its own values after that z-step, before the first θ-step, and starts its
+pipeline's θ-steps. Every full-data evaluation of a z-step joins its
 pipeline's θ-history, so a θ-step starts from the portfolio's observation of its pipeline. With
 constraints, the warm start's pipelines that the evaluations so far show far over a limit wait
 behind the others (:meth:`~admm_automl.methods._lagrangian.Constraints.evidence_order`), and a
