@@ -27,6 +27,7 @@ Rules, written before the runs:
 Usage (from the project root; one core)::
 
     nice .venv/bin/python experiments/mitigation_cost.py --data-dir ../shared/data
+    .venv/bin/python experiments/mitigation_cost.py --smoke --data-dir ../shared/data
 """
 
 from __future__ import annotations
@@ -114,7 +115,11 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--configs", type=int, default=4)
     parser.add_argument("--rows", type=int, default=constrained.ROWS)
+    parser.add_argument("--smoke", action="store_true",
+                        help="german-dp-age, seed 0, the first configuration (seconds)")
     args = parser.parse_args()
+    if args.smoke:
+        args.tasks, args.seeds, args.configs = ["german-dp-age"], [0], 1
     rows = [r for task in args.tasks for seed in args.seeds
             for r in run(task, seed, args.configs, args.data_dir, args.rows)]
     done = [r for r in rows if r["peers_ok"] and r["inner_ok"]]
