@@ -116,10 +116,10 @@ class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                                         f"only; y has {len(self.classes_)} classes")
         return encoded
 
-    def fit(self, X: Any, y: Any) -> "_GroupMitigation":
+    def fit(self, X: Any, y: Any, **fit_params: Any) -> "_GroupMitigation":
         encoded = self._encode(y)
         with _quiet_fairlearn():
-            self.mitigator_ = self._fit(X, encoded, self._groups(X))
+            self.mitigator_ = self._fit(X, encoded, self._groups(X), **fit_params)
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -210,16 +210,25 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
         self.cv = cv
         self.random_state = random_state
 
-    def _fit(self, X: Any, y: np.ndarray, groups: np.ndarray) -> Any:
+    def fit(self, X: Any, y: Any, *, learner: Any = None) -> "ThresholdOptimizerClassifier":
+        """Fit the learner and choose the thresholds on its held-out scores (class docstring).
+        ``learner``: a copy of ``estimator`` the caller has fitted on (X, y) already (a trial's
+        pipeline with its rounds stopped early on its validation rows), taken as the fitted
+        learner; the held-out scores still come from ``cv``'s folds."""
+        return super().fit(X, y, learner=learner)
+
+    def _fit(self, X: Any, y: np.ndarray, groups: np.ndarray, learner: Any = None) -> Any:
         from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
         if self.cv is not None and self.cv != "folds" and not (isinstance(self.cv, int)
                                                                and self.cv >= 2):
             raise InvalidParameterError(f"ThresholdOptimizerClassifier: cv must be None, an "
                                         f"int >= 2 or 'folds', got {self.cv!r}")
-        self.estimator_ = clone(self.estimator)
+        self.estimator_ = clone(self.estimator) if learner is None else learner
         if self.cv is None:
-            scores = _positive_score(self.estimator_.fit(X, y), X)
+            if learner is None:
+                self.estimator_.fit(X, y)
+            scores = _positive_score(self.estimator_, X)
         else:
             folds = StratifiedKFold(3 if self.cv == "folds" else int(self.cv), shuffle=True,
                                     random_state=0 if self.random_state is None
@@ -227,7 +236,8 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
             method = _score_method(self.estimator_)
             scores = _positive(cross_val_predict(clone(self.estimator), X, y, cv=folds,
                                                  method=method), method)
-            self.estimator_.fit(X, y)
+            if learner is None:
+                self.estimator_.fit(X, y)
         return self._thresholds(scores, y, groups)
 
     def _thresholds(self, scores: np.ndarray, y: np.ndarray, groups: np.ndarray) -> Any:
@@ -241,9 +251,11 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
         ).fit(scores[:, None], y, sensitive_features=groups)
 
     # -- the thresholds from scores held out elsewhere: a trial's other folds
-    def fit_learner(self, X: Any, y: Any) -> "ThresholdOptimizerClassifier":
+    def fit_learner(self, X: Any, y: Any, *, learner: Any = None) -> "ThresholdOptimizerClassifier":
         """Fit the learner alone, on every row; the thresholds are then chosen by
-        :meth:`fit_thresholds` on scores the caller held out.
+        :meth:`fit_thresholds` on scores the caller held out. ``learner``: a copy of
+        ``estimator`` the caller has fitted on (X, y) already (a trial's pipeline with its
+        rounds stopped early on its validation rows), taken as it is.
 
         With ``cv="folds"`` a cross-validated trial calls this on each fold's training rows and
         takes each fold's thresholds from the other folds' validation scores
@@ -258,7 +270,7 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
         (experiments/README.md, "The threshold optimizer's cost").
         """
         encoded = self._encode(y)
-        self.estimator_ = clone(self.estimator).fit(X, encoded)
+        self.estimator_ = clone(self.estimator).fit(X, encoded) if learner is None else learner
         return self
 
     def held_out(self, X: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -145,19 +145,22 @@ class PrefixCache:
 
 
 def prefix_keys(space: Any, z: Sequence[int], theta: np.ndarray, *, split: int, fidelity: float,
-                random_state: int | None, preprocessor: str | None = "one_hot") -> list[str]:
+                random_state: int | None, preprocessor: str | None = "one_hot",
+                wrapped: bool = False) -> list[str]:
     """The key of every prefix of the pipeline ``space.to_pipeline(z, θ, ...)`` builds: one per
     step before the estimator (the preprocessor first, unless ``preprocessor`` is None; its
     encoding of the category columns, ``"one_hot"``, ``"ordinal"`` or ``"native"``, is a part of
     the key: under ``"native"`` the later steps leave the category columns alone),
     in order.
 
-    A pipeline wrapped by the space's last module (:meth:`PipelineSpace.wraps`) has none.
+    A pipeline wrapped by the space's last module (:meth:`PipelineSpace.wraps`) has none: it is
+    one step; ``wrapped=True`` gives the keys of the pipeline inside it (the wrapper's
+    ``estimator``), whose prefixes are those of the same pipeline unwrapped.
     A key names the decoded steps up to it (algorithm and hyperparameter values; passthrough
     steps are left out, so they share the key of the prefix before them), the split index, the
     fidelity and the models' seed.
     """
-    if space.wraps(z):  # one step, the wrapper around the whole pipeline: no prefix
+    if space.wraps(z) and not wrapped:  # one step, the wrapper around the whole pipeline
         return []
     config = space.decode(z, theta)
     parts = [f"split={split}|fidelity={fidelity:.6g}|seed={random_state}"]

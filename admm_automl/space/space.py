@@ -617,10 +617,11 @@ class PipelineSpace:
 
     def stopping(self, z: Sequence[int]) -> tuple[str, Stopping] | None:
         """``(module name, Stopping)`` of the estimator of ``z`` when it stops its rounds early on
-        a trial's validation rows; None when it does not, or when the last module wraps the
-        pipeline (a meta-estimator is fitted whole, with no validation rows to give it)."""
-        if self.wraps(z):
-            return None
+        a trial's validation rows; None when it does not. Where the last module wraps the
+        pipeline (a fairness mitigation), the estimator is the wrapped pipeline's: the trial
+        stops its rounds on the validation rows first and the meta-estimator then fits it at
+        those rounds (:func:`~admm_automl.evaluation.trial.run_trial`), so a mitigated boosted
+        learner does not fit every round of its cap."""
         z = self.encoding.check_z(z)
         i, module = [(i, m) for i, m in enumerate(self.modules) if not m.wraps][-1]
         stopping = module.choices[z[i]].stopping

@@ -154,3 +154,50 @@ def test_without_stopping_fits_the_searched_rounds(context):
     z, theta = plain.encode(_config("lightgbm", "n_estimators", 300))
     assert plain.stopping(z) is None and context.space.stopping(z) is not None
     assert plain.n_pipelines == context.space.n_pipelines
+
+
+@pytest.mark.parametrize("cv", [3, "folds"])
+def test_a_mitigated_boosted_learner_fits_the_rounds_early_stopping_chose(monkeypatch, cv):
+    """A mitigation wraps its learner at the rounds stopped on the trial's validation rows (one
+    stopped fit a fold, at the cap), which is the threshold optimizer's fitted learner; its
+    other fits (inner folds) use those rounds, never the cap; with ``cv="folds"`` there are
+    none. The refit builds the wrapped learner at those rounds too."""
+    import lightgbm
+    import pandas as pd
+
+    from admm_automl.constraints import (ThresholdOptimizerClassifier, make_constraints,
+                                         mitigation_module)
+
+    rng = np.random.default_rng(0)
+    group = rng.integers(0, 2, 900)
+    X = pd.DataFrame({"x": rng.normal(size=900), "w": rng.normal(size=900),
+                      "sex": np.where(group == 1, 1.0, 0.0)})
+    logit = 1.5 * X["x"].to_numpy() + 1.0 * (2 * group - 1)
+    y = (rng.random(900) < 1.0 / (1.0 + np.exp(-logit))).astype(int)
+    (constraint,) = make_constraints([{"name": "demographic_parity_difference",
+                                       "threshold": 0.1, "group_by": "sex"}])
+    space = (DEFAULT.for_task("classification").restrict(scaler="none", estimator="lightgbm")
+             .wrapped(mitigation_module(constraint)))
+    z, theta = space.encode({**_config("lightgbm", "n_estimators", 1000),
+                             "mitigation": "threshold_optimizer"})
+    splits = make_splits(y, classification=True, cv=3, validation_size=0.2, seed=0)
+    ctx = TrialContext(space, X, y, splits, get_metric("roc_auc", "classification", "binary"),
+                       None, 0, labels=np.unique(y), cache_size=0)
+    fits = []
+    real_fit = lightgbm.LGBMClassifier.fit
+    monkeypatch.setattr(lightgbm.LGBMClassifier, "fit", lambda self, *a, **k: (
+        fits.append((self.n_estimators, "callbacks" in k)) or real_fit(self, *a, **k)))
+    monkeypatch.setitem(ThresholdOptimizerClassifier.__init__.__kwdefaults__, "cv", cv)
+    result = run_trial(ctx, z, theta, 1.0)
+    assert result["status"] == "ok", result.get("error")
+    rounds = result["rounds"]
+    assert len(rounds) == 3 and all(1 <= r < 1000 - patience(1000) for r in rounds)
+    stopped = [n for n, early in fits if early]
+    assert stopped == [1000, 1000, 1000]  # one stopped fit a fold, at the cap
+    others = [n for n, early in fits if not early]
+    if cv == "folds":
+        assert others == []
+    else:  # each fold's threshold optimizer: 3 inner folds at its rounds; the learner is the
+        assert others == [r for r in rounds for _ in range(3)]  # stopped fit
+    refit = space.to_pipeline(z, theta, rounds=rounds[0])
+    assert refit[-1].estimator[-1].n_estimators == rounds[0]
