@@ -4,7 +4,8 @@ validation value of the fairness constraint foretells the refitted model's value
 The threshold optimizer (Hardt, Price and Srebro 2016, through fairlearn) chooses one threshold
 per group on held-out scores. A cross-validated trial can take each fold's thresholds from the
 other folds' validation scores ("peers", ``cv="folds"``: one fit of the learner a fold) or from
-inner folds of each fold's training rows ("inner": four fits a fold, the default ``cv=3``).
+inner folds of each fold's training rows ("inner": four fits a fold, ``cv=3``; the default
+until run B″ of experiments/README.md made it ``cv="folds"``).
 Both are measured side by side, with the plain pipeline as the baseline, on the three fairness
 tasks of ``constrained.py`` (the same rows, split and thresholds), for the portfolio's first
 ``--configs`` configurations — the pipelines the default's warm start post-processes first —
@@ -60,11 +61,10 @@ TASKS = ("adult-dp-sex", "compas-eo-race", "german-dp-age")
 
 def timed_trial(ctx, z, theta, peers: bool) -> tuple[float, dict]:
     """One trial of ``(z, θ)``; ``peers``: the threshold optimizer with ``cv="folds"`` (the
-    other folds' scores), else its default inner folds."""
+    other folds' scores, the default), else 3 inner folds."""
     defaults = ThresholdOptimizerClassifier.__init__.__kwdefaults__
     real = defaults["cv"]
-    if peers:
-        defaults["cv"] = "folds"
+    defaults["cv"] = "folds" if peers else 3
     try:
         start = time.perf_counter()
         result = trials.run_trial(ctx, z, theta, 1.0)

@@ -377,8 +377,8 @@ def test_a_space_with_mitigations_keeps_its_base_space_s_portfolio():
 
 
 def test_a_cross_validated_trial_takes_each_fold_s_thresholds_from_the_other_folds(monkeypatch):
-    """With ``cv="folds"`` a threshold-optimized trial fits its learner once a fold, as the
-    plain pipeline does (the default inner folds fit it four times), and its thresholds,
+    """With ``cv="folds"`` (the default) a threshold-optimized trial fits its learner once a
+    fold, as the plain pipeline does (``cv=3``'s inner folds fit it four times), and its thresholds,
     chosen on the other folds' held-out scores, meet the constraint on each fold's validation
     rows. One holdout split has no other fold: inner folds choose them."""
     from admm_automl.evaluation.data import make_preprocessor
@@ -416,13 +416,13 @@ def test_a_cross_validated_trial_takes_each_fold_s_thresholds_from_the_other_fol
 
     assert trial("none", 5)[1] == 5
     value, n_fits = trial("threshold_optimizer", 5)
-    assert n_fits == 20 and value < 0.1, value  # the default: 3 inner folds and the learner
-    monkeypatch.setitem(ThresholdOptimizerClassifier.__init__.__kwdefaults__, "cv", "folds")
-    value, n_fits = trial("threshold_optimizer", 5)
-    assert n_fits == 5 and value < 0.1, value
+    assert n_fits == 5 and value < 0.1, value  # the default: the learner once a fold
     assert trial("none", 5)[0] > 0.4
-    value, n_fits = trial("threshold_optimizer", None)
+    value, n_fits = trial("threshold_optimizer", None)  # one holdout: 3 inner folds
     assert n_fits == 4 and value < 0.15, value
+    monkeypatch.setitem(ThresholdOptimizerClassifier.__init__.__kwdefaults__, "cv", 3)
+    value, n_fits = trial("threshold_optimizer", 5)
+    assert n_fits == 20 and value < 0.1, value  # 3 inner folds and the learner, a fold
 
 
 def test_thresholds_from_held_out_rows_refuse_labels_the_learner_never_saw():
