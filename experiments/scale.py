@@ -306,6 +306,13 @@ def driver_run(workers: int, seed: int, budget: float, mean_cost: float,
     executor = SimulatedExecutor(workers, clock)
     objective = PipelineObjective(task, executor, Journal(), worst_loss=float("nan"),
                                   crash_marks=False)
+    from admm_automl.methods._driver import RunListener
+
+    class Keep(RunListener):  # the run's recorder, for its measured waits
+        def run_finished(self, recorder: Any, stop_reason: str) -> None:
+            seen["recorder"] = recorder
+
+    seen: dict[str, Any] = {}
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:
         profiler.enable()
@@ -314,7 +321,7 @@ def driver_run(workers: int, seed: int, budget: float, mean_cost: float,
         result = make_optimizer(
             "admm", task.space.encoding, objective, theta_solver="bo", z_solver=Z_SOLVER,
             schedule=Schedule(16, 16, 128), time_budget=budget, seed=seed, clock=clock,
-            start_time=start, batch_size=workers, asynchronous=workers > 1,
+            start_time=start, batch_size=workers, asynchronous=workers > 1, listeners=[Keep()],
         ).run()
         wall, cpu = clock() - start, clock.cpu()
     finally:
@@ -327,6 +334,9 @@ def driver_run(workers: int, seed: int, budget: float, mean_cost: float,
             "wall": wall, "trials": len(records), "driver_cpu": cpu / wall,
             "cpu_per_proposal": cpu / max(len(records), 1),
             "utilisation": executor.busy / (workers * wall), "best": best,
+            # seconds freed workers waited for their next trial per second of trials (None:
+            # a version of the package that does not measure it)
+            "waits": getattr(getattr(seen.get("recorder"), "waits", None), "share", None),
             "stop": result.stop_reason, "max_in_flight": executor.max_running,
             "profile": None if profiler is None else _listing(profiler)}
 
@@ -344,14 +354,14 @@ def driver(args: argparse.Namespace) -> None:
             rows.append(out)
             print(json.dumps(out), flush=True)
     print(f"\n| workers | runs | trials | driver CPU share | driver CPU per proposal (ms) | "
-          f"utilisation bound | best loss (median) |")
-    print("|---|---|---|---|---|---|---|")
+          f"utilisation bound | waits for proposals per trial second | best loss (median) |")
+    print("|---|---|---|---|---|---|---|---|")
     for workers in args.workers:
         cell = [r for r in rows if r["workers"] == workers]
         med = lambda key: statistics.median(r[key] for r in cell)  # noqa: E731
         print(f"| {workers} | {len(cell)} | {med('trials'):.0f} | {med('driver_cpu'):.0%} | "
               f"{1000 * med('cpu_per_proposal'):.2f} | {med('utilisation'):.1%} | "
-              f"{med('best'):.4f} |")
+              f"{_median_or_dash([r['waits'] for r in cell])} | {med('best'):.4f} |")
 
 
 def path_of(root: Path, workers: int, mode: str, seed: int, budget: float) -> Path:
@@ -442,6 +452,11 @@ def _overhead_cell(cost: dict[str, Any]) -> str:
     parts = [cost.get(k) for k in ("seconds_per_trial", "caller_cpu_per_trial",
                                    "workers_cpu_per_trial")]
     return " / ".join("-" if v is None else f"{1000 * v:.2f}" for v in parts)
+
+
+def _median_or_dash(values: list[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    return f"{statistics.median(known):.0%}" if known else "-"
 
 
 def _median_share(cell: list[dict[str, Any]]) -> str:
