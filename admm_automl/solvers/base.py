@@ -535,8 +535,11 @@ class BaseSolver(ParamsMixin, abc.ABC):
                     if repeat:
                         break
                 done = not mine and (not earlier or self._run_done())
-                if done or (overlap and mine and len(mine) >= self.fresh_left_
-                            and len(mine) <= tail and problem.free_workers() > 0):
+                # nothing more to submit: every evaluation is in flight, or the call ended on
+                # its free cache hits (or an exhausted space) with some of its own in flight
+                asked = len(mine) >= self.fresh_left_ or self._run_done()
+                if done or (overlap and mine and asked and len(mine) <= tail
+                            and problem.free_workers() > 0):
                     self.flying_ = {**earlier, **mine}
                     return
                 for ticket, observation in problem.collect():
