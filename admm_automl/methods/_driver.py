@@ -449,7 +449,8 @@ class InFlightView:
     def __init__(self, config: Callable[[Point], Any]) -> None:
         self.config = config
         self.entries: dict[int, tuple[Any, float]] = {}
-        self._identity: Callable[[Any, float | None], Any] | None = None
+        #: the identity function, held weakly (None: none bound yet)
+        self._identity: Callable[[], Any] | None = None
         self._keys: dict[int, Any] = {}
         self._counts: Counter = Counter()
 
@@ -462,8 +463,10 @@ class InFlightView:
     def identities(self, identity: Callable[[Any, float | None], Any]) -> Counter:
         """The multiset of ``identity(config, fidelity)`` over the configurations in flight,
         kept up to date from now on (read it, do not change it)."""
-        if self._identity is None or self._identity != identity:
-            self._identity = identity
+        if self._identity is None or self._identity() != identity:
+            # weak: the solver holds its problem, which holds this view
+            self._identity = (weakref.WeakMethod(identity) if hasattr(identity, "__self__")
+                              else lambda: identity)
             self._keys = {t: identity(c, f) for t, (c, f) in self.entries.items()}
             self._counts = Counter(self._keys.values())
         return self._counts
@@ -473,15 +476,16 @@ class InFlightView:
         if config is None:
             return
         self.entries[ticket] = (config, point[2])
-        if self._identity is not None:
-            key = self._keys[ticket] = self._identity(config, point[2])
+        identity = None if self._identity is None else self._identity()
+        if identity is not None:
+            key = self._keys[ticket] = identity(config, point[2])
             self._counts[key] += 1
 
     def _remove(self, ticket: int) -> None:
         if self.entries.pop(ticket, None) is None:
             return
         key = self._keys.pop(ticket, None)
-        if self._identity is not None and key is not None:
+        if key is not None and key in self._counts:
             self._counts[key] -= 1
             if self._counts[key] <= 0:
                 del self._counts[key]
@@ -546,6 +550,7 @@ class Recorder:
         #: trials that may run at once (asynchronous submission, :meth:`submit`)
         self.workers = max(1, int(workers))
         self._flights: dict[int, tuple[Point, str, int, Callable[[Observation], Any] | None]] = {}
+        self._last_projection: tuple[np.ndarray, np.ndarray] | None = None
         #: the points in flight, kept on submit and on answer (:class:`InFlight`)
         self.pending = InFlight()
         #: workers' waits for a proposal (:class:`ProposalWaits`)
@@ -636,7 +641,7 @@ class Recorder:
         time_left = budget.time_left()
         if time_left is not None and time_left <= max(self.fastest, 1e-3):
             raise BudgetExhausted("time_budget")
-        request = Request(point[0], self.encoding.project(point[1]), *point[2:])
+        request = Request(point[0], self._project(point[1]), *point[2:])
         if self.first_start is None:
             self.first_start = budget.clock()
         for listener in self.listeners:
@@ -648,6 +653,18 @@ class Recorder:
         self.pending.add(ticket, point)
         self.waits.submitted(budget.clock(), ticket)
         return ticket
+
+    def _project(self, theta: np.ndarray) -> np.ndarray:
+        """``encoding.project(theta)``, remembered for the last θ: a z-step submits every
+        pipeline at one θ, and on ``paper_large`` the projection (95 coordinates, a nearest
+        grid value each) cost as much as the rest of a submission."""
+        theta = np.asarray(theta, dtype=float)
+        last = self._last_projection
+        if last is not None and last[0].shape == theta.shape and np.array_equal(last[0], theta):
+            return last[1].copy()
+        projected = self.encoding.project(theta)
+        self._last_projection = (theta.copy(), projected.copy())
+        return projected
 
     def collect(self) -> list[tuple[int, Observation]]:
         """Wait until a submitted point is answered (at once when none is in flight) and

@@ -36,6 +36,7 @@ import abc
 import importlib.util
 import math
 import time
+import weakref
 from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -77,21 +78,33 @@ class PendingSuggestions(dict):
 
     def __init__(self, owner: "BaseSolver") -> None:
         super().__init__()
-        self._owner = owner
+        # weak: a solver dropped by the optimiser is freed at once, not by the cycle collector
+        # (its problem's view of the trials in flight goes with it)
+        self._owner = weakref.ref(owner)
+
+    def _added(self, suggestion: Suggestion) -> None:
+        owner = self._owner()
+        if owner is not None:
+            owner._pending_added(suggestion)
+
+    def _removed(self, suggestion: Suggestion) -> None:
+        owner = self._owner()
+        if owner is not None:
+            owner._pending_removed(suggestion)
 
     def __setitem__(self, key: int, suggestion: Suggestion) -> None:
         if key in self:
-            self._owner._pending_removed(super().pop(key))
+            self._removed(super().pop(key))
         super().__setitem__(key, suggestion)
-        self._owner._pending_added(suggestion)
+        self._added(suggestion)
 
     def __delitem__(self, key: int) -> None:
-        self._owner._pending_removed(super().pop(key))
+        self._removed(super().pop(key))
 
     def pop(self, key: int, *default: Any) -> Any:
         if key in self:
             suggestion = super().pop(key)
-            self._owner._pending_removed(suggestion)
+            self._removed(suggestion)
             return suggestion
         if default:
             return default[0]
@@ -99,7 +112,7 @@ class PendingSuggestions(dict):
 
     def popitem(self) -> tuple[int, Suggestion]:
         key, suggestion = super().popitem()
-        self._owner._pending_removed(suggestion)
+        self._removed(suggestion)
         return key, suggestion
 
     def clear(self) -> None:
@@ -695,6 +708,17 @@ class BaseZSolver(BaseSolver):
 
     def _configuration(self, config: Any) -> tuple[int, ...]:
         return tuple(int(j) for j in config)
+
+    def _identity(self, config: Any, fidelity: float | None) -> tuple:
+        """:func:`_identity` of a choice vector without numpy (the same tuple for integer
+        choices): ``cmab`` checks hundreds of pipelines per pull against those in flight."""
+        try:
+            values = tuple(float(int(j)) for j in config)
+        except (TypeError, ValueError):
+            return super()._identity(config, fidelity)
+        if any(v != j for v, j in zip(values, config)):  # not integers: the general rule
+            return super()._identity(config, fidelity)
+        return (*values, 1.0 if fidelity is None else float(fidelity))
 
     def _known_history(self) -> list[tuple[Any, Observation]]:
         """The full-data history entries: a pipeline trained on a subset (a start evaluated at
