@@ -309,8 +309,12 @@ class Fantasies:
         c = p.scale * matern52(d2)[0] - self._Kk @ self._k[q]
         for u in self._updates:
             c -= u * u[q]
-        s = math.sqrt(max(float(c[q]), 0.0) + p.noise)
-        u = c / s
+        # |c(x, q)| ≤ σ(x)·σ(q) (Cauchy–Schwarz): held where rounding would break it, as it
+        # can next to points already in the GP, so the variances stay ≥ 0 and nothing grows
+        var_q = float(self._var[q])
+        bound = np.sqrt(self._var * var_q)
+        s = math.sqrt(var_q + p.noise)
+        u = np.clip(c, -bound, bound) / s
         believed = (float(value) - gp.y_mean) / gp.y_std
         self._mean = self._mean + u * (believed - self._mean[q]) / s
         self._var = np.maximum(self._var - u * u, 1e-30)
