@@ -806,12 +806,23 @@ def _iterate(recorder: Recorder, schedule: Schedule, iterate: Callable[[int], An
             start()
         while True:
             n = schedule(recorder.iteration)
-            before = recorder.n_evals
+            # trials made or still in flight: an asynchronous step may hand over its workers
+            # before any of its trials has ended (they are recorded during the next steps), and
+            # that is no idle iteration (a cache hit adds to neither)
+            before = recorder.n_evals + recorder.in_flight
             iterate(n)
             done(row := summarize(n))
             if callback is not None and callback(row):
                 return trace, "callback"
-            idle = idle + 1 if recorder.n_evals == before else 0
+            if recorder.n_evals + recorder.in_flight != before:
+                idle = 0
+            elif recorder.in_flight:
+                # nothing new to ask while trials are in flight (their sub-problem handed over
+                # the workers): wait for one to end, whose result may give the next iteration
+                # something new, rather than spin through cache hits or call the space exhausted
+                recorder.collect()
+            else:
+                idle += 1
             if idle >= max_idle_iterations:
                 return trace, "exhausted"
             recorder.iteration += 1

@@ -284,3 +284,30 @@ def test_workers_waiting_for_proposals_are_measured_and_a_warning_logged(caplog)
         assert waits.trials == 40 and waits.busy == 40.0
         assert waits.share == pytest.approx(delay)
         assert any("waited for proposals" in r.getMessage() for r in caplog.records) == warned
+
+
+@pytest.mark.parametrize("z", ["cmab", "random"])
+def test_the_z_solver_is_told_answers_another_step_recorded(make_engine, make_optimizer,
+                                                            fake_clock, monkeypatch, z):
+    """8 workers, costs 10x apart: a z-step hands over its workers with trials in flight, which
+    end during the θ-step; their answers reach the z-solver before its next step, so it never
+    holds more suggestions pending than there are trials in flight (they stayed pending for
+    good: a pull of reward 0 that is never proposed again)."""
+    import admm_automl.methods.admm as admm
+
+    seen = []
+    z_step = admm._ADMMRun.z_step
+
+    def watched(self, n, warm=False):
+        out = z_step(self, n, warm)
+        seen.append((len(self.z_solver.pending_), self.recorder.in_flight))
+        return out
+
+    monkeypatch.setattr(admm._ADMMRun, "z_step", watched)
+    engine = make_engine(SYNTHETIC, duration=_durations, clock=fake_clock)
+    result = make_optimizer("admm", engine, theta="random", z=z, max_evals=120,
+                            asynchronous=True, batch_size=8, schedule=Schedule(8, 0, 8),
+                            clock=fake_clock).run()
+    assert result.n_evals == 120 and len(seen) >= 5
+    assert any(flying for _, flying in seen)  # the steps did leave trials in flight
+    assert all(pending <= flying for pending, flying in seen), seen
