@@ -33,6 +33,18 @@ figure beside it) and overhead ≤ 5 ms per trial; and the 16-worker search at `
 reaches a best loss no worse than the 1-worker search at ``16·B`` (``--long``), over ≥ 5 seeds
 (median, and seed by seed).
 
+``driver``: the driver alone, at 1, 16, 64 and 256 workers (``--workers``), without Dask.
+The same asynchronous ADMM runs on ``W`` simulated workers (:class:`SimulatedExecutor`) whose
+trials end their simulated cost later on a :class:`VirtualClock` made of the driver's own CPU
+seconds plus the seconds it waits for a trial to end: no process, thread or sleep, so 256
+workers fit on a laptop and the machine's load does not enter the clock. Printed per run and as
+a table: the **driver's CPU share** (its CPU seconds over the clock's), its **CPU seconds per
+proposal** (everything the driver's process does, over the trials: the solvers' asks, the
+engine's journal and cache, cache hits, the ADMM steps), the utilisation the workers would
+have if the driver were the only limit (no Dask scheduler, no transfer), and how long freed
+workers waited for their next trial per second of trials (the engine's own measure, which it
+logs a warning about past 10 %).
+
 Results: ``experiments/results/scale/<W>-<mode>-seed<k>.json`` (one per run; a run whose file
 exists is skipped, so the command resumes) and ``overhead-<W>.json``; ``table`` prints them.
 
@@ -42,6 +54,7 @@ Usage::
     nice .venv/bin/python experiments/scale.py run --workers 16 --seeds 0 1 2 3 4 --long
     .venv/bin/python experiments/scale.py table
     .venv/bin/python experiments/scale.py --smoke   # CI: 4 workers, both modes, 4 s, 0.05 s trials
+    nice .venv/bin/python experiments/scale.py driver --seeds 0 1 2 --budget 30   # 1-256, ~4 min
 """
 
 from __future__ import annotations

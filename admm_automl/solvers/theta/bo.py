@@ -50,7 +50,10 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
       the most recent others (a subset approximation whose cost stops growing). The candidate set
       is sized to the dimension and shrinks as the GP grows (:meth:`_candidates`), and all L-BFGS-B
       starts are polished in one vectorised run (:func:`admm_automl._numerics.gp.optim.maximize`
-      with ``batched=True``).
+      with ``batched=True``). With many workers: the polish has fewer starts as the pending set
+      grows (:meth:`_starts`), at most ``max_points // 2`` pending points are lies in the GP,
+      a refit waits for at least half the workers' number of new observations, and a batch's
+      later points are conditioned on by rank-one updates (:meth:`ask_batch`).
 
     The prior mean. Optuna's GP sampler, scikit-learn's ``normalize_y`` and the previous ``bo``
     centre the targets on their mean, so far from the data the model predicts an average value with
