@@ -128,6 +128,28 @@ class PendingSuggestions(dict):
             self[key] = default
         return self[key]
 
+    # a copy or a pickle of the solver gets a dict that tells the copy, not the original
+    def __reduce__(self) -> tuple:
+        return _rebuild_pending, (self._owner(), dict(self))
+
+    def __deepcopy__(self, memo: dict) -> "PendingSuggestions":
+        import copy
+
+        owner = self._owner()
+        new = PendingSuggestions.__new__(PendingSuggestions)
+        dict.__init__(new, copy.deepcopy(dict(self), memo))
+        new._owner = weakref.ref(memo.get(id(owner), owner))
+        return new
+
+
+def _rebuild_pending(owner: Any, items: dict) -> PendingSuggestions:
+    """:class:`PendingSuggestions` from a pickle: the items as they were (the owner's kept
+    multisets travel with the owner)."""
+    new = PendingSuggestions.__new__(PendingSuggestions)
+    dict.__init__(new, items)
+    new._owner = (lambda: None) if owner is None else weakref.ref(owner)
+    return new
+
 
 class Taken:
     """What a new proposal must not repeat (:meth:`BaseSolver._taken`): the identities of the
