@@ -182,14 +182,15 @@ class ThompsonSamplingZSolver(BaseZSolver):
     def _best_untaken(self, taken: set) -> tuple[int, ...] | None:
         """The pipeline with the highest sum of the last draw's arm values whose identity is
         not in ``taken`` (best-first over the per-module orders; None if every one is)."""
-        orders = [np.argsort(-w, kind="stable") for w in self.draw_]
-        values = [w[o] for w, o in zip(self.draw_, orders)]
+        # plain lists: the search visits hundreds of pipelines per pull when 256 are in flight
+        orders = [np.argsort(-w, kind="stable").tolist() for w in self.draw_]
+        values = [w[o].tolist() for w, o in zip(self.draw_, orders)]
         start = (0,) * len(orders)
         heap, seen = [(-sum(v[0] for v in values), start)], {start}
         while heap:
             _, ranks = heapq.heappop(heap)
-            z = tuple(int(o[k]) for o, k in zip(orders, ranks))
-            if self._identity(z, None) not in taken:
+            z = tuple(o[k] for o, k in zip(orders, ranks))
+            if (*map(float, z), 1.0) not in taken:  # the identity of a full-data pull
                 return z
             for i in range(len(ranks)):
                 if ranks[i] + 1 < len(orders[i]):
