@@ -104,7 +104,9 @@ class ThetaProblem:
     #: asynchronous: a run may return with its last trials in flight (module docstring)
     overlap: bool = False
     #: asynchronous: ``(config, fidelity)`` of the trials in flight that answer this problem's
-    #: points, earlier steps' included, so that a solver does not propose them again
+    #: points, earlier steps' included, so that a solver does not propose them again (an
+    #: optimiser passes a live view kept by its engine, whose ``identities(identity)`` gives
+    #: their identities as a multiset without walking them at every ask)
     in_flight: Callable[[], Sequence[tuple[Any, float | None]]] | None = None
 
 
@@ -143,7 +145,9 @@ class ZProblem:
     #: asynchronous: a run may return with its last trials in flight (module docstring)
     overlap: bool = False
     #: asynchronous: ``(config, fidelity)`` of the trials in flight that answer this problem's
-    #: points, earlier steps' included, so that a solver does not propose them again
+    #: points, earlier steps' included, so that a solver does not propose them again (an
+    #: optimiser passes a live view kept by its engine, whose ``identities(identity)`` gives
+    #: their identities as a multiset without walking them at every ask)
     in_flight: Callable[[], Sequence[tuple[Any, float | None]]] | None = None
     #: the metric's worst value, the upper bound of the loss where the metric has one (1 for
     #: 1 − AUROC and the other bounded losses); None where it has none (RMSE, log-loss, a

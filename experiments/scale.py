@@ -33,6 +33,18 @@ figure beside it) and overhead ≤ 5 ms per trial; and the 16-worker search at `
 reaches a best loss no worse than the 1-worker search at ``16·B`` (``--long``), over ≥ 5 seeds
 (median, and seed by seed).
 
+``driver``: the driver alone, at 1, 16, 64 and 256 workers (``--workers``), without Dask.
+The same asynchronous ADMM runs on ``W`` simulated workers (:class:`SimulatedExecutor`) whose
+trials end their simulated cost later on a :class:`VirtualClock` made of the driver's own CPU
+seconds plus the seconds it waits for a trial to end: no process, thread or sleep, so 256
+workers fit on a laptop and the machine's load does not enter the clock. Printed per run and as
+a table: the **driver's CPU share** (its CPU seconds over the clock's), its **CPU seconds per
+proposal** (everything the driver's process does, over the trials: the solvers' asks, the
+engine's journal and cache, cache hits, the ADMM steps), the utilisation the workers would
+have if the driver were the only limit (no Dask scheduler, no transfer), and how long freed
+workers waited for their next trial per second of trials (the engine's own measure, which it
+logs a warning about past 10 %).
+
 Results: ``experiments/results/scale/<W>-<mode>-seed<k>.json`` (one per run; a run whose file
 exists is skipped, so the command resumes) and ``overhead-<W>.json``; ``table`` prints them.
 
@@ -42,6 +54,7 @@ Usage::
     nice .venv/bin/python experiments/scale.py run --workers 16 --seeds 0 1 2 3 4 --long
     .venv/bin/python experiments/scale.py table
     .venv/bin/python experiments/scale.py --smoke   # CI: 4 workers, both modes, 4 s, 0.05 s trials
+    nice .venv/bin/python experiments/scale.py driver --seeds 0 1 2 --budget 30   # 1-256, ~4 min
 """
 
 from __future__ import annotations
@@ -205,6 +218,165 @@ def _cpu_seconds() -> float:
     return sum(sum(p.cpu_times()[:2]) for p in [me, *me.children(recursive=True)])
 
 
+class VirtualClock:
+    """The simulated wall clock of :func:`driver_run`: the driver's own CPU seconds since it
+    started, plus the seconds it spent waiting for a trial to end (skipped at once). On this
+    clock the driver runs alone on a core, as on a cluster's head node, whatever else the
+    machine runs: its CPU time is what a proposal costs, not the load of the machine."""
+
+    def __init__(self) -> None:
+        self.cpu0 = time.process_time()
+        self.skipped = 0.0
+
+    def __call__(self) -> float:
+        return time.process_time() - self.cpu0 + self.skipped
+
+    def cpu(self) -> float:
+        return time.process_time() - self.cpu0
+
+
+class SimulatedExecutor:
+    """``W`` workers on a :class:`VirtualClock` (the executor contract of
+    :mod:`admm_automl.evaluation.executors`): a submitted trial starts at once (the driver never
+    submits more than ``W``) and ends its simulated cost later on the clock; :meth:`wait`
+    advances the clock to the first trial to end when none has. No process, thread or sleep: the
+    driver's cost per proposal at 256 workers can be measured on a laptop."""
+
+    name = "simulated"
+    enforces_timeout = False
+    in_process = False
+
+    def __init__(self, workers: int, clock: VirtualClock) -> None:
+        self.n_workers = int(workers)
+        self.clock = clock
+        self.busy = 0.0  # the simulated seconds of every trial started
+        self.max_running = 0
+
+    def start(self, task: Any) -> None:
+        self.task = task
+        self._tickets = 0
+        self._running: list[tuple[float, int, dict[str, Any]]] = []  # (end, ticket, result)
+
+    def submit(self, job: tuple, timeout: float | None = None,
+               deadline: float | None = None) -> int:
+        import heapq
+
+        z, theta, fidelity = job[:3]
+        seconds = self.task.cost(z, theta)
+        result = self.task.objective.run(z, theta, fidelity)
+        result["fit_time"] = result["duration"] = seconds
+        self.busy += seconds
+        self._tickets += 1
+        heapq.heappush(self._running, (self.clock() + seconds, self._tickets, result))
+        self.max_running = max(self.max_running, len(self._running))
+        return self._tickets
+
+    def wait(self, timeout: float | None = None) -> list[tuple[int, dict[str, Any]]]:
+        import heapq
+
+        if not self._running:
+            return []
+        now = self.clock()
+        if self._running[0][0] > now:
+            self.clock.skipped += self._running[0][0] - now
+            now = self.clock()
+        out = []
+        while self._running and self._running[0][0] <= now:
+            _, ticket, result = heapq.heappop(self._running)
+            out.append((ticket, result))
+        return out
+
+    def run(self, jobs: list[tuple], timeouts: list[float | None],
+            deadline: float | None = None) -> list[dict[str, Any]]:
+        tickets = [self.submit(job) for job in jobs]
+        done: dict[int, dict[str, Any]] = {}
+        while len(done) < len(tickets):
+            done.update(self.wait())
+        return [done[t] for t in tickets]
+
+    @property
+    def pending(self) -> int:
+        return len(self._running)
+
+    def close(self) -> None:
+        self.task = None
+
+
+def driver_run(workers: int, seed: int, budget: float, mean_cost: float,
+               profile: bool = False) -> dict[str, Any]:
+    """One asynchronous ADMM run (as :func:`run_one`) on ``workers`` simulated workers
+    (:class:`SimulatedExecutor`) for ``budget`` seconds of the :class:`VirtualClock`: the
+    driver's CPU share, its CPU seconds per proposal (everything the driver's process does per
+    trial: the solvers' asks, the engine's journal and cache, the ADMM steps) and the
+    utilisation the workers would have if the driver were the only limit."""
+    from admm_automl.evaluation import PipelineObjective
+    from admm_automl.journal import Journal
+    from admm_automl.methods._driver import Schedule
+    from admm_automl.methods.registry import make_optimizer
+
+    task = SleepingArtificial(mean_cost)
+    clock = VirtualClock()
+    executor = SimulatedExecutor(workers, clock)
+    objective = PipelineObjective(task, executor, Journal(), worst_loss=float("nan"),
+                                  crash_marks=False)
+    from admm_automl.methods._driver import RunListener
+
+    class Keep(RunListener):  # the run's recorder, for its measured waits
+        def run_finished(self, recorder: Any, stop_reason: str) -> None:
+            seen["recorder"] = recorder
+
+    seen: dict[str, Any] = {}
+    profiler = cProfile.Profile() if profile else None
+    if profiler is not None:
+        profiler.enable()
+    try:
+        start = clock()
+        result = make_optimizer(
+            "admm", task.space.encoding, objective, theta_solver="bo", z_solver=Z_SOLVER,
+            schedule=Schedule(16, 16, 128), time_budget=budget, seed=seed, clock=clock,
+            start_time=start, batch_size=workers, asynchronous=workers > 1, listeners=[Keep()],
+        ).run()
+        wall, cpu = clock() - start, clock.cpu()
+    finally:
+        if profiler is not None:
+            profiler.disable()
+        objective.close()
+    records = [r for r in objective.journal.records if r.get("status") != "cancelled"]
+    best = min((float(r["loss"]) for r in records if r["status"] == "ok"), default=float("inf"))
+    return {"workers": workers, "seed": seed, "budget": budget, "mean_cost": mean_cost,
+            "wall": wall, "trials": len(records), "driver_cpu": cpu / wall,
+            "cpu_per_proposal": cpu / max(len(records), 1),
+            "utilisation": executor.busy / (workers * wall), "best": best,
+            # seconds freed workers waited for their next trial per second of trials (None:
+            # a version of the package that does not measure it)
+            "waits": getattr(getattr(seen.get("recorder"), "waits", None), "share", None),
+            "stop": result.stop_reason, "max_in_flight": executor.max_running,
+            "profile": None if profiler is None else _listing(profiler)}
+
+
+def driver(args: argparse.Namespace) -> None:
+    """``scale.py driver``: :func:`driver_run` at each ``--workers`` (default 1, 16, 64, 256)
+    and seed; prints a table and, with ``--profile``, each run's cProfile listing."""
+    rows = []
+    for workers in args.workers:
+        for seed in args.seeds:
+            out = driver_run(workers, seed, args.budget, args.mean_cost, args.profile)
+            listing = out.pop("profile")
+            if listing:
+                print(f"--- profile, {workers} workers, seed {seed} ---\n{listing}")
+            rows.append(out)
+            print(json.dumps(out), flush=True)
+    print(f"\n| workers | runs | trials | driver CPU share | driver CPU per proposal (ms) | "
+          f"utilisation bound | waits for proposals per trial second | best loss (median) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for workers in args.workers:
+        cell = [r for r in rows if r["workers"] == workers]
+        med = lambda key: statistics.median(r[key] for r in cell)  # noqa: E731
+        print(f"| {workers} | {len(cell)} | {med('trials'):.0f} | {med('driver_cpu'):.0%} | "
+              f"{1000 * med('cpu_per_proposal'):.2f} | {med('utilisation'):.1%} | "
+              f"{_median_or_dash([r['waits'] for r in cell])} | {med('best'):.4f} |")
+
+
 def path_of(root: Path, workers: int, mode: str, seed: int, budget: float) -> Path:
     return root / f"{workers}-{mode}-seed{seed}-{budget:g}s.json"
 
@@ -295,6 +467,11 @@ def _overhead_cell(cost: dict[str, Any]) -> str:
     return " / ".join("-" if v is None else f"{1000 * v:.2f}" for v in parts)
 
 
+def _median_or_dash(values: list[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    return f"{statistics.median(known):.0%}" if known else "-"
+
+
 def _median_share(cell: list[dict[str, Any]]) -> str:
     """The median driver CPU share of the runs that recorded it (earlier runs did not)."""
     shares = [r["driver_cpu"] for r in cell if "driver_cpu" in r]
@@ -303,8 +480,9 @@ def _median_share(cell: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", nargs="?", choices=["run", "table"], default="run")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 4, 16, 64])
+    parser.add_argument("command", nargs="?", choices=["run", "table", "driver"], default="run")
+    parser.add_argument("--workers", type=int, nargs="+", default=None,
+                        help="cluster sizes (default 1 4 16 64; for driver 1 16 64 256)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per run")
     parser.add_argument("--mean-cost", type=float, default=2.0,
@@ -317,6 +495,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--smoke", action="store_true",
                         help="4 workers, both modes, one seed, 4 s, 0.05 s trials (CI)")
     args = parser.parse_args(argv)
+    if args.workers is None:
+        args.workers = [1, 16, 64, 256] if args.command == "driver" else [1, 4, 16, 64]
+    if args.command == "driver":
+        driver(args)
+        return
     if args.smoke:
         args.workers, args.seeds, args.budget, args.mean_cost = [4], [0], 4.0, 0.05
         args.root = tempfile.mkdtemp(prefix="scale-smoke-")

@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 #: trial is no coincidence: an estimator that crashes does so every time, and costs one crash more
 #: before it is recorded, instead of crashing every resume at the same pipeline.
 CRASHES_TO_FAIL = 2
+#: cache keys remembered by :meth:`PipelineObjective._key` before the memo starts afresh
+KEYS_KEPT = 20_000
 
 #: the error of a trial whose process died during it :data:`CRASHES_TO_FAIL` times
 CRASHED = (f"the process died during this evaluation in {CRASHES_TO_FAIL} sessions (a crash in "
@@ -155,6 +157,7 @@ class PipelineObjective:
         for mark in journal.unfinished:
             if mark["deaths"] >= CRASHES_TO_FAIL:
                 self._record_crash(mark)
+        self._keys: dict[tuple, str] = {}  # cache keys by the request's values (:meth:`_key`)
         self._tickets = itertools.count()
         self._flights: dict[int, _Flight] = {}  # by the executor's ticket
         self._in_flight: dict[str, _Flight] = {}  # the same, by cache key
@@ -355,9 +358,22 @@ class PipelineObjective:
         self.replay[mark["key"]] = self.cache.pop(mark["key"])
 
     def _key(self, request: Request) -> str:
-        """The cache key: the pipeline, the data fidelity and, if given, the training length."""
-        key = f"{self.ctx.space.key(request.z, request.theta)}|fidelity={request.fidelity:.6g}"
-        return key if request.iterations is None else f"{key}|iterations={request.iterations}"
+        """The cache key: the pipeline, the data fidelity and, if given, the training length.
+        Remembered by the request's values (up to :data:`KEYS_KEPT` of them): a z-step's
+        bandit asks the same pipelines at one θ again and again, answered by the cache, and
+        decoding a pipeline for its key was most of what such an answer cost."""
+        theta = np.asarray(request.theta, dtype=float)
+        memo = (tuple(int(j) for j in request.z), theta.tobytes(), request.fidelity,
+                request.iterations)
+        key = self._keys.get(memo)
+        if key is None:
+            key = f"{self.ctx.space.key(request.z, theta)}|fidelity={request.fidelity:.6g}"
+            if request.iterations is not None:
+                key = f"{key}|iterations={request.iterations}"
+            if len(self._keys) >= KEYS_KEPT:
+                self._keys.clear()
+            self._keys[memo] = key
+        return key
 
     def _observe(self, key: str, request: Request, result: dict[str, Any],
                  tags: dict[str, Any], budget_stop: bool) -> Observation:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import logging
 import math
 import time
+import weakref
+from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
@@ -293,13 +295,9 @@ class RunOptions:
             return recorder.submit(point(suggestion), phase,
                                    on_done=lambda obs: done(suggestion, obs))
 
-        def in_flight() -> list[tuple[Any, float]]:
-            found = ((config(p), p[2]) for p in recorder.points_in_flight())
-            return [(c, fidelity) for c, fidelity in found if c is not None]
-
         return {"submit": submit, "collect": recorder.collect,
                 "free_workers": recorder.free_workers, "overlap": True,
-                "in_flight": in_flight if config is not None else None}
+                "in_flight": recorder.pending.view(config) if config is not None else None}
 
     def drive(self, recorder: "Recorder", iterate: Callable[[int], Any],
               summarize: Callable[[int], dict[str, Any]], start: Callable[[], Any],
@@ -333,6 +331,164 @@ def tell(listeners: Sequence[RunListener], *, stage: str | None = None,
             listener.stage(stage)
         if note is not None:
             listener.note(note)
+
+
+#: :class:`ProposalWaits` warns when the workers wait for proposals more than this share of
+#: the time they run trials
+WAIT_WARN_SHARE = 0.1
+
+
+class ProposalWaits:
+    """How long freed workers wait for their next trial: from the moment an answer is
+    recorded (its worker is free) to the next submission. A worker that waits is waiting for
+    the driver, whose proposals (the solvers' asks, the steps between them) then set the pace,
+    not the trials; the run's summary and ``experiments/scale.py`` read the totals, and a
+    warning is logged once when, over a window of ``max(16, 4·workers)`` trials, the waits
+    add up to more than :data:`WAIT_WARN_SHARE` of the trials' own durations (and again each
+    time the share doubles). Answers from the cache took no worker and count for nothing."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, int(workers))
+        self.window = max(16, 4 * self.workers)
+        self.waited = 0.0  # seconds workers waited, in all
+        self.busy = 0.0  # seconds of the trials answered, in all
+        self.trials = 0
+        self._free: deque[float] = deque()  # when each freed worker became free
+        self._slots: dict[Any, tuple[float, float]] = {}  # by ticket: its worker's (freed, wait)
+        self._window = [0.0, 0.0, 0]  # waited, busy, trials of the current window
+        self._warned = 0.0
+
+    def answered(self, now: float, obs: Observation, ticket: int | None = None) -> None:
+        slot = self._slots.pop(ticket, None)
+        if obs.cached:  # answered without a worker: the one it was meant for is still free
+            if slot is not None:
+                self._free.appendleft(slot[0])
+                self.waited -= slot[1]
+                self._window[0] = max(0.0, self._window[0] - slot[1])
+            return
+        if obs.budget_stop:
+            return
+        self._free.append(now)
+        self.busy += obs.duration
+        self.trials += 1
+        self._window[1] += obs.duration
+        self._window[2] += 1
+        if self._window[2] >= self.window:
+            self._check()
+
+    def submitted(self, now: float, ticket: int | None = None) -> None:
+        if self._free:
+            freed = self._free.popleft()
+            wait = max(0.0, now - freed)
+            self._slots[ticket] = (freed, wait)
+            self.waited += wait
+            self._window[0] += wait
+
+    @property
+    def share(self) -> float:
+        """Seconds waited per second of trials, over the run so far."""
+        return self.waited / self.busy if self.busy > 0 else 0.0
+
+    def _check(self) -> None:
+        waited, busy, trials = self._window
+        self._window = [0.0, 0.0, 0]
+        share = waited / busy if busy > 0 else 0.0
+        if share > WAIT_WARN_SHARE and share >= 2 * self._warned:
+            self._warned = share
+            logger.warning(
+                "the workers waited for proposals: %.0f %% of the time they ran trials over the "
+                "last %d trials (%.1f ms per trial after a worker was freed); the driver, not "
+                "the trials, sets the pace of %d workers at this trial cost — fewer workers, "
+                "longer trials or a cheaper solver would keep them busy",
+                100 * share, trials, 1000 * waited / max(trials, 1), self.workers)
+
+
+class InFlight:
+    """The points submitted and not yet answered, by ticket: the engine's pending set, kept by
+    the :class:`Recorder` as it submits a point and as its answer is recorded, so that nothing
+    asks the engine for its trials in flight and sorts them out at every proposal (at 64
+    workers that walk, once per ask, took a fifth of the driver's time).
+
+    A sub-problem reads it through a :meth:`view`: the configurations in flight that answer
+    that sub-problem's points, kept by the same events."""
+
+    def __init__(self) -> None:
+        self.points: dict[int, Point] = {}
+        self._views: "weakref.WeakSet[InFlightView]" = weakref.WeakSet()
+
+    def add(self, ticket: int, point: Point) -> None:
+        self.points[ticket] = point
+        for view in self._views:
+            view._add(ticket, point)
+
+    def remove(self, ticket: int) -> None:
+        if self.points.pop(ticket, None) is None:
+            return
+        for view in self._views:
+            view._remove(ticket)
+
+    def view(self, config: Callable[[Point], Any]) -> "InFlightView":
+        """A live view of the points in flight as ``config(point)`` (None: a point the view's
+        sub-problem cannot propose, left out); it lives as long as its sub-problem holds it."""
+        view = InFlightView(config)
+        for ticket, point in self.points.items():
+            view._add(ticket, point)
+        self._views.add(view)
+        return view
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+
+class InFlightView:
+    """One sub-problem's view of :class:`InFlight`: called, the ``(config, fidelity)`` of its
+    configurations in flight (the problem's ``in_flight``); :meth:`identities`, their
+    identities under a solver's identity function as a multiset, computed once per point as it
+    is submitted rather than at every ask."""
+
+    def __init__(self, config: Callable[[Point], Any]) -> None:
+        self.config = config
+        self.entries: dict[int, tuple[Any, float]] = {}
+        #: the identity function, held weakly (None: none bound yet)
+        self._identity: Callable[[], Any] | None = None
+        self._keys: dict[int, Any] = {}
+        self._counts: Counter = Counter()
+
+    def __call__(self) -> list[tuple[Any, float]]:
+        return list(self.entries.values())
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def identities(self, identity: Callable[[Any, float | None], Any]) -> Counter:
+        """The multiset of ``identity(config, fidelity)`` over the configurations in flight,
+        kept up to date from now on (read it, do not change it)."""
+        if self._identity is None or self._identity() != identity:
+            # weak: the solver holds its problem, which holds this view
+            self._identity = (weakref.WeakMethod(identity) if hasattr(identity, "__self__")
+                              else lambda: identity)
+            self._keys = {t: identity(c, f) for t, (c, f) in self.entries.items()}
+            self._counts = Counter(self._keys.values())
+        return self._counts
+
+    def _add(self, ticket: int, point: Point) -> None:
+        config = self.config(point)
+        if config is None:
+            return
+        self.entries[ticket] = (config, point[2])
+        identity = None if self._identity is None else self._identity()
+        if identity is not None:
+            key = self._keys[ticket] = identity(config, point[2])
+            self._counts[key] += 1
+
+    def _remove(self, ticket: int) -> None:
+        if self.entries.pop(ticket, None) is None:
+            return
+        key = self._keys.pop(ticket, None)
+        if key is not None and key in self._counts:
+            self._counts[key] -= 1
+            if self._counts[key] <= 0:
+                del self._counts[key]
 
 
 @dataclass
@@ -394,6 +550,11 @@ class Recorder:
         #: trials that may run at once (asynchronous submission, :meth:`submit`)
         self.workers = max(1, int(workers))
         self._flights: dict[int, tuple[Point, str, int, Callable[[Observation], Any] | None]] = {}
+        self._last_projection: tuple[np.ndarray, np.ndarray] | None = None
+        #: the points in flight, kept on submit and on answer (:class:`InFlight`)
+        self.pending = InFlight()
+        #: workers' waits for a proposal (:class:`ProposalWaits`)
+        self.waits = ProposalWaits(self.workers)
 
     def evaluate(self, points: Sequence[Point], phase: str,
                  tags: dict[str, Any] | None = None) -> list[Observation]:
@@ -458,7 +619,7 @@ class Recorder:
 
     def points_in_flight(self) -> list[Point]:
         """The ``(z, θ, fidelity)`` points submitted and not yet answered."""
-        return [flight[0] for flight in self._flights.values()]
+        return list(self.pending.points.values())
 
     def free_workers(self) -> int:
         """How many more points may be submitted now: workers without a trial, and no more
@@ -480,7 +641,7 @@ class Recorder:
         time_left = budget.time_left()
         if time_left is not None and time_left <= max(self.fastest, 1e-3):
             raise BudgetExhausted("time_budget")
-        request = Request(point[0], self.encoding.project(point[1]), *point[2:])
+        request = Request(point[0], self._project(point[1]), *point[2:])
         if self.first_start is None:
             self.first_start = budget.clock()
         for listener in self.listeners:
@@ -489,7 +650,21 @@ class Recorder:
                                     tags={"phase": phase, "admm_iter": self.iteration,
                                           **self.tags})
         self._flights[ticket] = (point, phase, self.iteration, on_done)
+        self.pending.add(ticket, point)
+        self.waits.submitted(budget.clock(), ticket)
         return ticket
+
+    def _project(self, theta: np.ndarray) -> np.ndarray:
+        """``encoding.project(theta)``, remembered for the last θ: a z-step submits every
+        pipeline at one θ, and on ``paper_large`` the projection (95 coordinates, a nearest
+        grid value each) cost as much as the rest of a submission."""
+        theta = np.asarray(theta, dtype=float)
+        last = self._last_projection
+        if last is not None and last[0].shape == theta.shape and np.array_equal(last[0], theta):
+            return last[1].copy()
+        projected = self.encoding.project(theta)
+        self._last_projection = (theta.copy(), projected.copy())
+        return projected
 
     def collect(self) -> list[tuple[int, Observation]]:
         """Wait until a submitted point is answered (at once when none is in flight) and
@@ -499,8 +674,11 @@ class Recorder:
         time budget."""
         answers = self.engine.collect() if self._flights else []
         items = []
+        now = self.budget.clock()
         for ticket, obs in answers:
             point, phase, iteration, _ = self._flights[ticket]
+            self.pending.remove(ticket)
+            self.waits.answered(now, obs, ticket)
             items.append(self._record(point, obs, phase, iteration))
         if items:
             for listener in self.listeners:
@@ -628,12 +806,23 @@ def _iterate(recorder: Recorder, schedule: Schedule, iterate: Callable[[int], An
             start()
         while True:
             n = schedule(recorder.iteration)
-            before = recorder.n_evals
+            # trials made or still in flight: an asynchronous step may hand over its workers
+            # before any of its trials has ended (they are recorded during the next steps), and
+            # that is no idle iteration (a cache hit adds to neither)
+            before = recorder.n_evals + recorder.in_flight
             iterate(n)
             done(row := summarize(n))
             if callback is not None and callback(row):
                 return trace, "callback"
-            idle = idle + 1 if recorder.n_evals == before else 0
+            if recorder.n_evals + recorder.in_flight != before:
+                idle = 0
+            elif recorder.in_flight:
+                # nothing new to ask while trials are in flight (their sub-problem handed over
+                # the workers): wait for one to end, whose result may give the next iteration
+                # something new, rather than spin through cache hits or call the space exhausted
+                recorder.collect()
+            else:
+                idle += 1
             if idle >= max_idle_iterations:
                 return trace, "exhausted"
             recorder.iteration += 1

@@ -174,6 +174,10 @@ class _ADMMRun:
         # every θ-step observation per algorithm selection: the warm start of later θ-steps
         self.theta_history: dict[tuple[int, ...], list[tuple[np.ndarray, Observation]]] = {}
         self.z_solver: Any = None
+        #: the sub-solver whose ``run`` is under way (None between them)
+        self.running: Any = None
+        #: ``(solver, suggestion, observation)``: answers recorded while another solver ran
+        self.late: list[tuple[Any, Suggestion, Observation]] = []
         # one θ-solver per algorithm selection, for solvers that keep their state (``keeps_state``)
         self.theta_solvers: dict[tuple[int, ...], Any] = {}
         theta = enc.project(enc.initial_theta)
@@ -344,9 +348,13 @@ class _ADMMRun:
             return ((z, full, 1.0 if sug.fidelity is None else sug.fidelity)
                     + (() if sug.iterations is None else (sug.iterations,)))
 
+        asked_by: list[Any] = []  # the solver, once chosen below
+
         def done(sug: Suggestion, obs: Observation) -> None:
             self._count([sug])
             self.theta_history.setdefault(z, []).append((np.array(sug.config), obs))
+            if asked_by and getattr(asked_by[0], "keeps_state", False):
+                self._answered_elsewhere(asked_by[0], sug, obs)
 
         def config(p: tuple) -> np.ndarray | None:  # the pipeline of z is set by θ[active]
             return p[1][active] if p[0] == z else None
@@ -377,8 +385,9 @@ class _ADMMRun:
                 self.theta_solvers[z] = solver
         else:  # back at z with a solver that keeps its state: the new duals, history and start
             solver.update_problem(problem)
+        asked_by.append(solver)
         if n > 0:
-            solver.run(n)  # a budget stop ends the run here, the iterate unchanged
+            self._run_solver(solver, n)  # a budget stop ends the run here, the iterate unchanged
         winner = solver.best()
         if winner is not None:
             s.theta[active] = np.clip(np.asarray(winner[0], dtype=float), 0.0, 1.0)
@@ -445,6 +454,7 @@ class _ADMMRun:
             if obs.fidelity >= 1.0 and not obs.cached:
                 z = enc.check_z(sug.config)
                 self.theta_history.setdefault(z, []).append((theta[enc.active(z)].copy(), obs))
+            self._answered_elsewhere(self.z_solver, sug, obs)
 
         def evaluate(suggestions: Sequence[Suggestion]) -> list[Observation]:
             observations = self.recorder.evaluate([point(sug) for sug in suggestions], "z")
@@ -477,7 +487,7 @@ class _ADMMRun:
         else:
             self.z_solver.update_problem(problem)
         self._tag_solver(self.z_solver)
-        self.z_solver.run(n)
+        self._run_solver(self.z_solver, n)
         best = self.z_solver.best()
         return (enc.check_z(best[0]), best[1]) if best is not None else (s.z, s.current)
 
@@ -487,6 +497,30 @@ class _ADMMRun:
         s.lam = s.lam + rho * (s.theta[enc.discrete] - s.delta)
         if len(self.constraints) and self.constraints.mode == "admm" and chosen is not None:
             self._set_mu(update_multipliers(s.mu, self.constraints.g(chosen), s.u, rho))
+
+    def _run_solver(self, solver: Any, n: int) -> None:
+        """``solver.run(n)``, after telling it the answers to its earlier trials that another
+        step's call recorded (:meth:`_answered_elsewhere`)."""
+        late, self.late = self.late, []
+        for owner, sug, obs in late:
+            if owner is not solver:
+                self.late.append((owner, sug, obs))
+            elif sug.id in solver.pending_:
+                solver.tell(sug, obs)
+        self.running = solver
+        try:
+            solver.run(n)
+        finally:
+            self.running = None
+
+    def _answered_elsewhere(self, solver: Any, sug: Suggestion, obs: Observation) -> None:
+        """An answer to a trial ``solver`` (one that lives on: the z-solver, a θ-solver that
+        keeps its state) left in flight, recorded while another step's call ran: kept, and told
+        to ``solver`` before its next call. Without it, such a suggestion stayed pending in its
+        solver for good — at 64 workers 300 of cmab's pulls after 11 z-steps, each counted as a
+        pull of reward 0 and never proposed again."""
+        if solver is not None and self.running is not solver:
+            self.late.append((solver, sug, obs))
 
     def _count(self, suggestions: Sequence[Suggestion]) -> None:
         for sug in suggestions:

@@ -36,6 +36,8 @@ import abc
 import importlib.util
 import math
 import time
+import weakref
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -53,6 +55,9 @@ DUPLICATE_TOL = 1e-6
 
 #: times a batch solver is asked again when it proposes a configuration still in flight
 PENDING_RETRIES = 16
+#: an asynchronous run of ``W`` workers asks ``W // ASK_AHEAD`` suggestions beyond the free
+#: workers and queues them for the next ones to free (:meth:`BaseSolver._run_async`)
+ASK_AHEAD = 16
 #: on a problem with ``overlap``, the fraction of a call's evaluations it may leave in flight
 #: when it returns (:meth:`BaseSolver._run_async`): enough to keep workers busy across the
 #: steps of an optimiser, few enough that the next step starts from most of this one's results
@@ -63,6 +68,109 @@ def _identity(config: Any, fidelity: float | None) -> tuple:
     """A hashable identity of a proposal: its coordinates (to 1e-9) and fidelity (None: 1)."""
     values = np.round(np.asarray(config, dtype=float).ravel(), 9)
     return (*values.tolist(), 1.0 if fidelity is None else float(fidelity))
+
+
+class PendingSuggestions(dict):
+    """``pending_``: the suggestions asked and not yet told, by id — a dict that tells its solver
+    when one is added or removed (:meth:`BaseSolver._pending_added`, ``_pending_removed``), so
+    that what every ask must know about them (their identities; ``cmab``'s pulls per arm) is
+    kept as they come and go instead of recomputed from all of them at every ask."""
+
+    def __init__(self, owner: "BaseSolver") -> None:
+        super().__init__()
+        # weak: a solver dropped by the optimiser is freed at once, not by the cycle collector
+        # (its problem's view of the trials in flight goes with it)
+        self._owner = weakref.ref(owner)
+
+    def _added(self, suggestion: Suggestion) -> None:
+        owner = self._owner()
+        if owner is not None:
+            owner._pending_added(suggestion)
+
+    def _removed(self, suggestion: Suggestion) -> None:
+        owner = self._owner()
+        if owner is not None:
+            owner._pending_removed(suggestion)
+
+    def __setitem__(self, key: int, suggestion: Suggestion) -> None:
+        if key in self:
+            self._removed(super().pop(key))
+        super().__setitem__(key, suggestion)
+        self._added(suggestion)
+
+    def __delitem__(self, key: int) -> None:
+        self._removed(super().pop(key))
+
+    def pop(self, key: int, *default: Any) -> Any:
+        if key in self:
+            suggestion = super().pop(key)
+            self._removed(suggestion)
+            return suggestion
+        if default:
+            return default[0]
+        raise KeyError(key)
+
+    def popitem(self) -> tuple[int, Suggestion]:
+        key, suggestion = super().popitem()
+        self._removed(suggestion)
+        return key, suggestion
+
+    def clear(self) -> None:
+        for key in list(self):
+            del self[key]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, suggestion in dict(*args, **kwargs).items():
+            self[key] = suggestion
+
+    def setdefault(self, key: int, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    # a copy or a pickle of the solver gets a dict that tells the copy, not the original
+    def __reduce__(self) -> tuple:
+        return _rebuild_pending, (self._owner(), dict(self))
+
+    def __deepcopy__(self, memo: dict) -> "PendingSuggestions":
+        import copy
+
+        owner = self._owner()
+        new = PendingSuggestions.__new__(PendingSuggestions)
+        dict.__init__(new, copy.deepcopy(dict(self), memo))
+        new._owner = weakref.ref(memo.get(id(owner), owner))
+        return new
+
+
+def _rebuild_pending(owner: Any, items: dict) -> PendingSuggestions:
+    """:class:`PendingSuggestions` from a pickle: the items as they were (the owner's kept
+    multisets travel with the owner)."""
+    new = PendingSuggestions.__new__(PendingSuggestions)
+    dict.__init__(new, items)
+    new._owner = (lambda: None) if owner is None else weakref.ref(owner)
+    return new
+
+
+class Taken:
+    """What a new proposal must not repeat (:meth:`BaseSolver._taken`): the identities of the
+    solver's pending suggestions and of the trials its problem has in flight, read from the
+    multisets both keep as suggestions come and go, plus those ``add``-ed for a batch; nothing
+    is copied when it is made."""
+
+    __slots__ = ("_sets", "_extra")
+
+    def __init__(self, *sets: Any) -> None:
+        self._sets = sets
+        self._extra: set[tuple] = set()
+
+    def __contains__(self, key: tuple) -> bool:
+        return key in self._extra or any(key in s for s in self._sets)
+
+    def add(self, key: tuple) -> None:
+        self._extra.add(key)
+
+    def __bool__(self) -> bool:
+        return bool(self._extra) or any(len(s) for s in self._sets)
 
 
 def random_z(rng: np.random.Generator, n_choices: tuple[int, ...]) -> tuple[int, ...]:
@@ -147,9 +255,11 @@ class BaseSolver(ParamsMixin, abc.ABC):
         """Start on ``problem``; drop any state from an earlier problem."""
         self.problem_ = problem
         self.rng_ = rng
-        self.pending_: dict[int, Suggestion] = {}
         #: :meth:`_identity` of each suggestion, by id, once asked for (:meth:`_key`)
         self.identities_: dict[int, tuple] = {}
+        #: the identities of the pending suggestions, a multiset kept by ``pending_``
+        self.pending_keys_: Counter = Counter()
+        self.pending_: dict[int, Suggestion] = PendingSuggestions(self)
         #: an asynchronous run's suggestions left in flight by an earlier call (their tickets)
         self.flying_: dict[int, Suggestion] = {}
         self.trials_: list[tuple[Any, Observation]] = []
@@ -245,13 +355,46 @@ class BaseSolver(ParamsMixin, abc.ABC):
                 break
         return config, fidelity
 
-    def _taken(self) -> set[tuple]:
+    def _taken(self) -> Taken:
         """The identities of the pending suggestions and of the trials the problem has in
-        flight for earlier steps (``problem.in_flight``): what a new proposal must not repeat."""
+        flight for earlier steps (``problem.in_flight``): what a new proposal must not repeat.
+        Both are kept as suggestions are issued and told and as trials are submitted and
+        answered (``pending_keys_``; the engine's ``in_flight.identities``), so an ask does not
+        walk the trials in flight; a problem whose ``in_flight`` is a plain callable is read
+        in full."""
+        if type(self.pending_) is not PendingSuggestions:  # a subclass replaced it
+            self.pending_keys_ = Counter(self._key(s) for s in self.pending_.values())
         in_flight = getattr(self.problem_, "in_flight", None)
-        taken = {self._key(s) for s in self.pending_.values()}
-        taken |= {self._identity(c, f) for c, f in (in_flight() if in_flight else ())}
-        return taken
+        identities = getattr(in_flight, "identities", None)
+        if identities is not None:
+            flying = identities(self._identity)
+        else:
+            flying = {self._identity(c, f) for c, f in (in_flight() if in_flight else ())}
+        return Taken(self.pending_keys_, flying)
+
+    def _in_flight_elsewhere(self) -> list[tuple[Any, float | None]]:
+        """``(config, fidelity)`` of the trials the problem has in flight for earlier steps
+        (``problem.in_flight``) that are not pending here: what a solver that models its pending
+        suggestions (a constant liar) should model as pending too. Reads them all: for solvers
+        whose ask costs far more than that (``skopt``, ``flash``)."""
+        in_flight = getattr(self.problem_, "in_flight", None)
+        if in_flight is None:
+            return []
+        mine = {self._key(s) for s in self.pending_.values()}
+        return [(c, f) for c, f in in_flight() if self._identity(c, f) not in mine]
+
+    def _pending_added(self, suggestion: Suggestion) -> None:
+        """Hook of ``pending_`` (:class:`PendingSuggestions`): ``suggestion`` became pending."""
+        if self.supports_batch:
+            self.pending_keys_[self._key(suggestion)] += 1
+
+    def _pending_removed(self, suggestion: Suggestion) -> None:
+        """Hook of ``pending_``: ``suggestion`` is no longer pending (told or dropped)."""
+        key = self.identities_.pop(suggestion.id, None)
+        if key is not None and key in self.pending_keys_:
+            self.pending_keys_[key] -= 1
+            if self.pending_keys_[key] <= 0:
+                del self.pending_keys_[key]
 
     def _key(self, suggestion: Suggestion) -> tuple:
         """:meth:`_identity` of an issued suggestion, computed once (a batch of many workers
@@ -301,7 +444,7 @@ class BaseSolver(ParamsMixin, abc.ABC):
                 f"{type(self).__name__}.tell() got suggestion id {suggestion.id}, which was not "
                 "asked or was already told"
             )
-        self.identities_.pop(suggestion.id, None)
+        self.identities_.pop(suggestion.id, None)  # a subclass's plain ``pending_`` keeps none
         self.trials_.append((suggestion.config, observation))
         if self.n_configurations_ is not None:
             self.told_.add(self._configuration(suggestion.config))
@@ -364,6 +507,14 @@ class BaseSolver(ParamsMixin, abc.ABC):
         one worker this is ask, evaluate, tell: the history of a batch of one. Cheap proposals
         are not added here.
 
+        With ``W`` workers the loop asks ``W // ASK_AHEAD`` suggestions beyond the free workers
+        (none below 16 workers) and queues them, pending, for the next workers to free: as
+        workers free one or two at a time, each ask would otherwise be a search of its own
+        (``bo``: a GP update and an acquisition search per point; at 64 workers the driver could
+        not keep up). A queued suggestion is made without the results of the few trials that
+        end while it waits, beside the ``W − 1`` in flight whose results no proposal knows;
+        the queue's leftovers are dropped from ``pending_`` when the call returns.
+
         The call returns when its evaluations are all answered, so that the next sub-problem
         starts from every result of this one, as in a sequential run; or, on a problem with
         ``overlap``, as soon as every one of them is submitted, a worker would be idle and at
@@ -376,10 +527,22 @@ class BaseSolver(ParamsMixin, abc.ABC):
         width = max(1, int(getattr(problem, "batch_size", 1))) if self.supports_batch else 1
         overlap = bool(getattr(problem, "overlap", False))
         tail = math.floor(OVERLAP_TAIL * self.fresh_left_)
+        ahead = width // ASK_AHEAD
         # this call's suggestions in flight, and an earlier call's still pending here
         mine: dict[int, Suggestion] = {}
         earlier = {t: s for t, s in self.flying_.items() if s.id in self.pending_}
         self.flying_ = {}
+        # asked ahead for the next free workers, pending, not yet submitted
+        queue: deque[Suggestion] = deque()
+        # the identities of ``mine`` and ``earlier``, kept as they are submitted and answered
+        flying = Counter(self._key(s) for s in earlier.values())
+
+        def landed(suggestion: Suggestion) -> None:
+            key = self._key(suggestion)
+            flying[key] -= 1
+            if flying[key] <= 0:
+                del flying[key]
+
         try:
             while True:
                 while len(mine) < min(width, self.fresh_left_) and not self._run_done():
@@ -387,10 +550,12 @@ class BaseSolver(ParamsMixin, abc.ABC):
                     if (mine or earlier) and free <= 0:
                         break  # every worker (or the rest of the budget) is taken: wait
                     n = min(width, self.fresh_left_) - len(mine)
-                    flying = {self._key(s) for s in (*mine.values(), *earlier.values())}
+                    k = min(n, max(1, free))
+                    if len(queue) < k:
+                        queue.extend(self.ask_batch(min(n, k + ahead) - len(queue)))
                     repeat = False
-                    batch = self.ask_batch(min(n, max(1, free)))
-                    for i, suggestion in enumerate(batch):
+                    for _ in range(min(k, len(queue))):
+                        suggestion = queue.popleft()
                         if self._key(suggestion) in flying:
                             repeat = True  # a repeat of a trial in flight: wait for an answer
                             del self.pending_[suggestion.id]
@@ -398,24 +563,28 @@ class BaseSolver(ParamsMixin, abc.ABC):
                         try:
                             ticket = problem.submit(suggestion)
                         except BaseException:
-                            for unsent in batch[i:]:
-                                self.pending_.pop(unsent.id, None)
+                            self.pending_.pop(suggestion.id, None)
                             raise
                         mine[ticket] = suggestion
-                        flying.add(self._key(suggestion))
+                        flying[self._key(suggestion)] += 1
                     if repeat:
                         break
                 done = not mine and (not earlier or self._run_done())
-                if done or (overlap and mine and len(mine) >= self.fresh_left_
-                            and len(mine) <= tail and problem.free_workers() > 0):
+                # nothing more to submit: every evaluation is in flight, or the call ended on
+                # its free cache hits (or an exhausted space) with some of its own in flight
+                asked = len(mine) >= self.fresh_left_ or self._run_done()
+                if done or (overlap and mine and asked and len(mine) <= tail
+                            and problem.free_workers() > 0):
                     self.flying_ = {**earlier, **mine}
                     return
                 for ticket, observation in problem.collect():
                     if ticket in earlier:  # an answer to an earlier call: no evaluation of this one
+                        landed(earlier[ticket])
                         self.tell(earlier.pop(ticket), observation)
                         continue
                     if ticket not in mine:  # another sub-problem's trial
                         continue
+                    landed(mine[ticket])
                     self.tell(mine.pop(ticket), observation)
                     if observation.cached:
                         self.cached_left_ -= 1
@@ -426,6 +595,9 @@ class BaseSolver(ParamsMixin, abc.ABC):
             for suggestion in (*mine.values(), *earlier.values()):
                 self.pending_.pop(suggestion.id, None)
             raise
+        finally:
+            for suggestion in queue:  # asked ahead for workers this call no longer fills
+                self.pending_.pop(suggestion.id, None)
 
     def _run_done(self) -> bool:
         """Whether :meth:`run` has made its new evaluations, spent its free cache hits, or has
@@ -541,8 +713,10 @@ class BaseZSolver(BaseSolver):
         warm = getattr(self.problem_, "warm_start", None)
         if warm is None:
             return None
-        pending = {tuple(int(j) for j in s.config) for s in self.pending_.values()}
+        pending = None  # made only when there is a warm start left to check against it
         for z in warm():
+            if pending is None:
+                pending = {tuple(int(j) for j in s.config) for s in self.pending_.values()}
             z = tuple(int(j) for j in z)
             if z not in pending and z not in skip:
                 return z
@@ -556,6 +730,17 @@ class BaseZSolver(BaseSolver):
 
     def _configuration(self, config: Any) -> tuple[int, ...]:
         return tuple(int(j) for j in config)
+
+    def _identity(self, config: Any, fidelity: float | None) -> tuple:
+        """:func:`_identity` of a choice vector without numpy (the same tuple for integer
+        choices): ``cmab`` checks hundreds of pipelines per pull against those in flight."""
+        try:
+            values = tuple(float(int(j)) for j in config)
+        except (TypeError, ValueError):
+            return super()._identity(config, fidelity)
+        if any(v != j for v, j in zip(values, config)):  # not integers: the general rule
+            return super()._identity(config, fidelity)
+        return (*values, 1.0 if fidelity is None else float(fidelity))
 
     def _known_history(self) -> list[tuple[Any, Observation]]:
         """The full-data history entries: a pipeline trained on a subset (a start evaluated at

@@ -35,7 +35,10 @@ false (:data:`THETA_CAPABILITY_CHECKS`, :data:`Z_CAPABILITY_CHECKS`):
     ``run(n)`` hands the problem batches of up to ``problem.batch_size`` suggestions, at least
     one of them larger than one, with n evaluations in all (:func:`check_theta_batch_asks`,
     :func:`check_z_batch_asks`; a z batch may repeat a pipeline: random and Thompson-sampling
-    draws are independent and the cache answers repeats). Asynchronous (a problem with
+    draws are independent and the cache answers repeats). With suggestions pending and trials
+    in flight for an earlier step (``problem.in_flight``), ``ask_batch(k)`` repeats none of
+    them and nothing twice (:func:`check_theta_batch_with_pending`,
+    :func:`check_z_batch_with_pending`). Asynchronous (a problem with
     ``submit``/``collect`` whose answers come back in random order): ``run(n)`` keeps up to
     ``batch_size`` suggestions in flight, never submits one that repeats a suggestion in flight,
     and makes n evaluations (:func:`check_theta_asynchronous`, :func:`check_z_asynchronous`).
@@ -527,6 +530,52 @@ def check_z_batch_asks(make: Make) -> None:
     _check_batch_rounds(make, lambda: make_z_problem(n_choices, batch_size=BATCH_SIZE), check)
 
 
+def _check_batch_with_pending(make: Make, make_problem: Callable[[], tuple[Any, Any]],
+                              warm: int) -> None:
+    """``ask_batch(k)`` with suggestions pending and trials in flight for an earlier step
+    (``problem.in_flight``): no suggestion of the batch repeats a pending one, one in flight or
+    another of the batch, by the solver's identity (what the engine evaluates). The trials in
+    flight are the very batch a twin of the solver (same seed, same history) asks, so a solver
+    that ignored them would repeat them."""
+    def prepared(in_flight: Callable[[], list] | None) -> Any:
+        solver = make()
+        problem, _ = make_problem()
+        problem.in_flight = in_flight
+        solver.setup(problem, np.random.default_rng(26))
+        _drive(solver, problem, warm)  # past the initial design: the model, if any, is in use
+        return solver, problem
+
+    twin, _ = prepared(None)
+    flying = [(s.config, s.fidelity) for s in twin.ask_batch(BATCH_SIZE)]
+    solver, problem = prepared(lambda: list(flying))
+    pending = solver.ask_batch(BATCH_SIZE)
+    batch = solver.ask_batch(BATCH_SIZE)
+    identity = solver._identity
+    seen = {identity(c, f) for c, f in flying}
+    assert len({identity(s.config, s.fidelity) for s in pending} | seen) == 2 * BATCH_SIZE, \
+        f"a batch repeats a trial in flight: {[s.config for s in pending]} against {flying}"
+    seen |= {identity(s.config, s.fidelity) for s in pending}
+    for s in batch:
+        key = identity(s.config, s.fidelity)
+        assert key not in seen, f"a batch with suggestions pending repeats one: {s.config}"
+        seen.add(key)
+    assert all(s.id in solver.pending_ for s in (*pending, *batch))
+
+
+def check_theta_batch_with_pending(make: Make) -> None:
+    """``supports_batch``: once the model is in use (12 observations), ``ask_batch(k)`` with k
+    suggestions pending and k trials in flight for an earlier step repeats none of them and
+    no point twice (:func:`_check_batch_with_pending`)."""
+    _check_batch_with_pending(make, lambda: make_theta_problem(3, batch_size=BATCH_SIZE), 12)
+
+
+def check_z_batch_with_pending(make: Make) -> None:
+    """``supports_batch``: after 12 pulls, ``ask_batch(k)`` with k suggestions pending and k
+    trials in flight for an earlier step repeats none of them and no pipeline twice, among the
+    120 of the problem (:func:`_check_batch_with_pending`)."""
+    _check_batch_with_pending(make, lambda: make_z_problem((6, 5, 4), batch_size=BATCH_SIZE), 12)
+
+
 class _InFlight:
     """Makes ``problem`` asynchronous (in place): ``submit`` keeps a suggestion in flight and
     ``collect`` evaluates one of those in flight, picked at random, through the problem's own
@@ -920,7 +969,8 @@ def check_z_no_cheap_proposals(make: Make) -> None:
 # ---------------------------------------------------------------- gating
 #: capability → (checks for the θ-solvers that declare it, checks for those that do not)
 THETA_CAPABILITY_CHECKS: dict[str, tuple[tuple[Check, ...], tuple[Check, ...]]] = {
-    "supports_batch": ((check_theta_batch_asks, check_theta_asynchronous),
+    "supports_batch": ((check_theta_batch_asks, check_theta_batch_with_pending,
+                        check_theta_asynchronous),
                        (check_theta_asks_one_at_a_time,)),
     "keeps_state": ((check_theta_keeps_state_rescores,), ()),
     "needs_training_length": (
@@ -933,7 +983,7 @@ THETA_CAPABILITY_CHECKS: dict[str, tuple[tuple[Check, ...], tuple[Check, ...]]] 
 }
 #: capability → (checks for the z-solvers that declare it, checks for those that do not)
 Z_CAPABILITY_CHECKS: dict[str, tuple[tuple[Check, ...], tuple[Check, ...]]] = {
-    "supports_batch": ((check_z_batch_asks, check_z_asynchronous),
+    "supports_batch": ((check_z_batch_asks, check_z_batch_with_pending, check_z_asynchronous),
                        (check_z_asks_one_at_a_time,)),
     "supports_fidelity": ((check_z_fidelity_uses_partial_data, check_z_fidelity_best_is_full_data),
                           (check_z_full_data_only,)),

@@ -147,3 +147,31 @@ def test_maximiser_ranks_polished_starts_then_the_other_candidates(batched):
     values = acq(ranked)
     assert np.all(np.diff(values[:3]) <= 1e-12) and values[0] == pytest.approx(values.max())
     assert np.all(np.diff(values[3:]) <= 1e-12)
+
+
+def test_fantasies_equal_the_gp_with_the_believed_points_appended():
+    """Conditioning the posterior at fixed points on three of them at a believed value, one
+    rank-one update each, gives what appending them to the GP gives (the targets' scaling held
+    at the GP's); the first prediction is the GP's own."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(30, 3))
+    y = np.sin(X @ np.array([3.0, 1.0, 2.0])) + 0.1 * rng.normal(size=30)
+    gp = _gp.MaternGP(X, y)
+    C = rng.uniform(size=(200, 3))
+    fantasies = _gp.Fantasies(gp, C)
+    for got, want in zip(fantasies.predict(), gp.predict(C)):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    lie, ys, appended = float(y.min()), y.copy(), gp
+    for q in (5, 17, 99):
+        fantasies.condition(q, lie)
+        ys = np.append(ys, lie)
+        appended = appended.append(C[q], ys)
+        appended.y_mean, appended.y_std = gp.y_mean, gp.y_std
+        appended.ys = (appended.y - gp.y_mean) / gp.y_std
+        appended.alpha = appended.K_inv @ appended.ys
+        for got, want in zip(fantasies.predict(), appended.predict(C)):
+            np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
+    # a believed point is less uncertain than before, and nearer its believed value
+    mean, std = fantasies.predict()
+    mean0, std0 = gp.predict(C[17:18])
+    assert std[17] < std0[0] and abs(mean[17] - lie) < abs(mean0[0] - lie)

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from admm_automl.methods._driver import Schedule
+import logging
+
+import numpy as np
+
+from admm_automl.methods._driver import InFlight, ProposalWaits, RunListener, Schedule
+from admm_automl.records import Observation
 from admm_automl.testing import SYNTHETIC
 
 
@@ -190,3 +195,119 @@ def test_no_step_makes_fewer_evaluations_than_there_are_workers(make_engine, mak
         per_step[e.iteration] = per_step.get(e.iteration, 0) + 1
     steps = list(per_step.values())[:-1]  # the last may be cut by the budget
     assert steps and min(steps) >= 8, per_step
+
+
+class _PendingProbe(RunListener):
+    """At every submit and every recorded answer, the recorder's pending set against what the
+    engine really has in flight (a :class:`_Watch`)."""
+
+    def __init__(self, watch):
+        self.watch, self.checks, self.mismatches = watch, 0, []
+
+    def _check(self, recorder):
+        self.checks += 1
+        if set(recorder.pending.points) != set(self.watch.in_flight):
+            self.mismatches.append((sorted(recorder.pending.points), sorted(self.watch.in_flight)))
+
+    def evaluating(self, recorder, points, phase):
+        self._check(recorder)
+
+    def evaluated(self, recorder, items):
+        self._check(recorder)
+
+
+@pytest.mark.parametrize("theta, z", [("bo", "cmab"), ("random", "random")])
+def test_the_pending_set_is_the_trials_in_flight_after_every_submit_and_answer(
+        make_engine, make_optimizer, fake_clock, theta, z):
+    """8 workers, 80 evaluations, trial costs 10x apart: before every submit and after every
+    recorded answer the engine's pending set holds exactly the trials in flight, and it is
+    empty when the run ends."""
+    engine = make_engine(SYNTHETIC, duration=_durations, clock=fake_clock)
+    watch = _Watch(engine)
+    probe = _PendingProbe(watch)
+    recorder = {}
+
+    class _Keep(RunListener):
+        def run_started(self, rec, name):
+            recorder["it"] = rec
+
+    result = make_optimizer("admm", engine, theta=theta, z=z, max_evals=80, asynchronous=True,
+                            batch_size=8, schedule=Schedule(8, 0, 8), clock=fake_clock,
+                            listeners=[probe, _Keep()]).run()
+    assert result.n_evals == 80 and watch.max_in_flight == 8
+    assert probe.checks > 160 and not probe.mismatches, probe.mismatches[:3]
+    assert not recorder["it"].pending.points and not watch.in_flight
+
+
+def test_a_sub_problems_view_of_the_pending_set_follows_submits_and_answers():
+    """Random submits and answers: a view holds the configurations of the points in flight it
+    can propose, and its identities are those of exactly those configurations."""
+    rng = np.random.default_rng(0)
+    pending = InFlight()
+    pending.add(0, ((0,), np.array([0.5]), 1.0))  # in flight before the view is made
+    view = pending.view(lambda p: p[0] if p[0][0] % 2 == 0 else None)  # even pipelines only
+    identity = lambda config, fidelity: (tuple(config), fidelity)  # noqa: E731
+    view.identities(identity)
+    flying = {0: ((0,), np.array([0.5]), 1.0)}
+    for ticket in range(1, 300):
+        if flying and rng.random() < 0.45:
+            gone = list(flying)[int(rng.integers(len(flying)))]
+            del flying[gone]
+            pending.remove(gone)
+        else:
+            point = ((int(rng.integers(6)),), rng.uniform(size=1), 1.0)
+            flying[ticket] = point
+            pending.add(ticket, point)
+        assert set(pending.points) == set(flying)
+        even = [p for p in flying.values() if p[0][0] % 2 == 0]
+        assert sorted(view()) == sorted((p[0], p[2]) for p in even)
+        want = {}
+        for p in even:
+            want[identity(p[0], p[2])] = want.get(identity(p[0], p[2]), 0) + 1
+        assert dict(view.identities(identity)) == want
+
+
+def test_workers_waiting_for_proposals_are_measured_and_a_warning_logged(caplog):
+    """Answers of 1 s trials, each worker's next trial submitted 0.3 s after it was freed:
+    the waits add up to 30 % of the trials' time, and a warning says so; submitted at once,
+    nothing is logged. A cache hit took no worker and counts for nothing."""
+    for delay, warned in ((0.3, True), (0.0, False)):
+        caplog.clear()
+        waits, now = ProposalWaits(workers=4), 0.0
+        with caplog.at_level(logging.WARNING, logger="admm_automl.methods._driver"):
+            for ticket in range(40):
+                waits.answered(now, Observation(0.5, duration=1.0), ticket)
+                waits.submitted(now + delay, ticket + 100)
+                waits.answered(now + delay, Observation(0.5, cached=True), ticket + 100)
+                waits.submitted(now + delay, ticket + 200)
+                now += 1.0
+        assert waits.trials == 40 and waits.busy == 40.0
+        assert waits.share == pytest.approx(delay)
+        assert any("waited for proposals" in r.getMessage() for r in caplog.records) == warned
+
+
+@pytest.mark.parametrize("z", ["cmab", "random"])
+def test_the_z_solver_is_told_answers_another_step_recorded(make_engine, make_optimizer,
+                                                            fake_clock, monkeypatch, z):
+    """8 workers, costs 10x apart: a z-step hands over its workers with trials in flight, which
+    end during the θ-step; their answers reach the z-solver before its next step, so it never
+    holds more suggestions pending than there are trials in flight (they stayed pending for
+    good: a pull of reward 0 that is never proposed again)."""
+    import admm_automl.methods.admm as admm
+
+    seen = []
+    z_step = admm._ADMMRun.z_step
+
+    def watched(self, n, warm=False):
+        out = z_step(self, n, warm)
+        seen.append((len(self.z_solver.pending_), self.recorder.in_flight))
+        return out
+
+    monkeypatch.setattr(admm._ADMMRun, "z_step", watched)
+    engine = make_engine(SYNTHETIC, duration=_durations, clock=fake_clock)
+    result = make_optimizer("admm", engine, theta="random", z=z, max_evals=120,
+                            asynchronous=True, batch_size=8, schedule=Schedule(8, 0, 8),
+                            clock=fake_clock).run()
+    assert result.n_evals == 120 and len(seen) >= 5
+    assert any(flying for _, flying in seen)  # the steps did leave trials in flight
+    assert all(pending <= flying for pending, flying in seen), seen

@@ -310,6 +310,48 @@ def test_bo_asks_a_batch_from_one_acquisition_search(monkeypatch):
     np.testing.assert_array_equal(started(1).ask_batch(1)[0].config, started(1).ask().config)
 
 
+def test_bo_batch_with_points_pending_is_one_fit_and_one_search_and_repeats_none(monkeypatch):
+    """Trials in flight for an earlier step (the 4 points a twin of the solver, same seed and
+    history, asks first: what the solver would ask too) and 4 suggestions pending (asked, not
+    told): ``ask_batch(8)`` fits the GP at most once and searches the acquisition once, with
+    fewer polish starts than with nothing pending; no point of either batch repeats one in
+    flight, one pending or another of its batch."""
+    from admm_automl.solvers.base import DUPLICATE_TOL
+
+    history = spread_history(3, 0.3, n=12, include_optimum=False)
+
+    def started(in_flight):
+        problem, _, _ = quadratic_problem(history=history, batch_size=8)
+        problem.in_flight = in_flight
+        return make("bo", n_restarts=5).setup(problem, np.random.default_rng(0))
+
+    flying = [np.asarray(s.config) for s in started(None).ask_batch(4)]
+    solver = started(lambda: [(x, None) for x in flying])
+    pending = solver.ask_batch(4)
+    searches, fits = [], []
+    real_maximize, real_gp = _gp.maximize, _gp.MaternGP
+    monkeypatch.setattr(_gp, "maximize",
+                        lambda *a, **k: searches.append(k["n_starts"]) or real_maximize(*a, **k))
+    monkeypatch.setattr(_gp, "MaternGP", lambda *a, **k: fits.append(1) or real_gp(*a, **k))
+    batch = solver.ask_batch(8)
+    assert len(searches) == 1 and len(fits) <= 1 and len(batch) == 8
+    assert searches[0] < solver.n_restarts
+    before = np.array(flying)
+    for asked in (pending, batch):
+        for s in asked:
+            x = np.asarray(s.config)
+            assert np.linalg.norm(before - x, axis=1).min() > DUPLICATE_TOL, (x, before)
+            before = np.vstack([before, x])
+    assert all(s.id in solver.pending_ for s in (*pending, *batch))
+
+
+def test_bo_polish_starts_fall_as_the_pending_set_grows():
+    solver = make("bo")
+    starts = [solver._starts(n) for n in (0, 8, 16, 63, 255)]
+    assert starts[0] == solver.n_restarts and starts[-1] == 1
+    assert starts == sorted(starts, reverse=True) and starts[2] < starts[0]
+
+
 def test_bo_falls_back_to_random_points_with_one_warning(monkeypatch):
     def broken(*args, **kwargs):
         raise np.linalg.LinAlgError("not positive definite")

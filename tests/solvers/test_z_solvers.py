@@ -655,3 +655,55 @@ def test_bo_update_problem_drops_old_observations():
     new, _ = make_problem(n_train=None, history=[(start, Observation(loss=0.3))], start=start)
     solver.update_problem(new)
     assert solver.data_ == {start: 0.3}
+
+
+def test_cmab_keeps_its_pending_pulls_per_arm_as_suggestions_come_and_go():
+    """``pending_counts_`` is the count of each arm among the pending suggestions after every
+    ask, tell and dropped suggestion, without being recounted from them."""
+    problem = ZProblem(n_choices=(4, 3, 5), evaluate=lambda s: [Observation(1.0) for _ in s],
+                       augment=lambda z, o: o.loss, batch_size=6)
+    solver = Z_SOLVERS.create("cmab").setup(problem, np.random.default_rng(0))
+
+    def recount():
+        counts = [np.zeros(k) for k in problem.n_choices]
+        for s in solver.pending_.values():
+            for i, j in enumerate(s.config):
+                counts[i][j] += 1
+        return counts
+
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        solver.ask_batch(int(rng.integers(1, 5)))
+        pending = list(solver.pending_.values())
+        for s in pending[: int(rng.integers(0, len(pending) + 1))]:
+            if rng.random() < 0.8:
+                solver.tell(s, Observation(float(rng.random())))
+            else:
+                del solver.pending_[s.id]  # dropped, as an asynchronous run drops its queue
+        for kept, counted in zip(solver.pending_counts_, recount()):
+            np.testing.assert_array_equal(kept, counted)
+        assert sum(solver.pending_keys_.values()) == len(solver.pending_)
+
+
+def test_a_copy_of_a_solver_keeps_its_own_pending_bookkeeping():
+    """A deep copy (and a pickle) of a set-up solver has a ``pending_`` that tells the copy, not
+    the original, when a suggestion is told."""
+    import copy
+    import pickle
+
+    problem = ZProblem(n_choices=(4, 3, 5), evaluate=lambda s: [Observation(1.0) for _ in s],
+                       augment=lambda z, o: o.loss, batch_size=6)
+    solver = Z_SOLVERS.create("cmab").setup(problem, np.random.default_rng(0))
+    batch = solver.ask_batch(3)
+    twin = copy.deepcopy(solver)
+    twin.tell(twin.pending_[batch[0].id], Observation(0.5))
+    assert len(solver.pending_) == sum(solver.pending_keys_.values()) == 3
+    assert len(twin.pending_) == sum(twin.pending_keys_.values()) == 2
+    assert [c.sum() for c in solver.pending_counts_] == [3.0] * 3
+    assert [c.sum() for c in twin.pending_counts_] == [2.0] * 3
+    solver.problem_ = None  # the problem's callables are the caller's, not the solver's
+    again = pickle.loads(pickle.dumps(solver))
+    del again.pending_[batch[1].id]
+    assert sum(again.pending_keys_.values()) == 2 and sum(solver.pending_keys_.values()) == 3
+    assert [c.sum() for c in again.pending_counts_] == [2.0] * 3
+    assert [c.sum() for c in solver.pending_counts_] == [3.0] * 3

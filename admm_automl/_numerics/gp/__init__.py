@@ -5,7 +5,9 @@ acquisition functions and their optimisation each in a module of its own.
 * :mod:`.model`: :class:`MaternGP` (the θ-solver ``bo``), an ARD Matérn-5/2 GP in numpy around
   a constant prior mean at the worst observed value (De Ath et al., GECCO 2020), with
   *maximum a posteriori* hyperparameters under the priors of Optuna's GP sampler
-  (:func:`log_prior`), analytic gradients and incremental updates; :func:`clean_targets`.
+  (:func:`log_prior`), analytic gradients and incremental updates; :func:`clean_targets`;
+  :class:`Fantasies`, its posterior at fixed points conditioned on believed values one point at
+  a time (a batch's constant liar by rank-one updates).
 * :mod:`.sklearn_gp`: scikit-learn's ``GaussianProcessRegressor`` with
   ``ConstantKernel × Matern(ν=5/2, ARD) + WhiteKernel`` fitted by maximising the log marginal
   likelihood (:func:`fit_gp`; Liu et al. 2020, Appendix 3), for the z-solver ``bo`` and BAPI.
@@ -31,13 +33,14 @@ from .acquisition import (
     penalty_rows,
     value_and_central_difference,
 )
-from .model import (MIN_NOISE, PRIOR_MEANS, KernelParams, MaternGP, clean_targets, log_prior,
-                    matern52)
+from .model import (MIN_NOISE, PRIOR_MEANS, Fantasies, KernelParams, MaternGP, clean_targets,
+                    log_prior, matern52)
 from .optim import candidate_points, maximize, scored_candidates, sobol_points
 from .sklearn_gp import default_kernel, fit_gp, fit_regressor, predict
 from .threads import single_threaded_blas
 
 __all__ = [
+    "Fantasies",
     "GPLogEI",
     "KernelParams",
     "LogEI",

@@ -126,7 +126,7 @@ class SkoptThetaSolver(BaseThetaSolver):
         """New ADMM iterate: a fresh optimiser told the new problem's history (re-scored with its
         duals); pending suggestions are forgotten."""
         super().update_problem(problem)
-        self.pending_ = {}
+        self.pending_.clear()
         self._setup()
 
     # ------------------------------------------------------------------ helpers
@@ -152,7 +152,10 @@ class SkoptThetaSolver(BaseThetaSolver):
         if self.first_ is not None:
             x, self.first_ = self.first_, None
             return x, None
-        pending = [list(map(float, np.clip(s.config, 0.0, 1.0))) for s in self.pending_.values()]
+        # pending here, and in flight for an earlier step of this problem: both are lies
+        configs = [s.config for s in self.pending_.values()]
+        configs += [c for c, _ in self._in_flight_elsewhere()]
+        pending = [list(map(float, np.clip(c, 0.0, 1.0))) for c in configs]
         with single_threaded_blas(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             opt = self.opt_

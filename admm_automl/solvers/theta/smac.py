@@ -122,7 +122,7 @@ class SMACThetaSolver(BaseThetaSolver):
         """New ADMM iterate: a fresh facade told the new problem's history (re-scored with its
         duals); pending suggestions are forgotten."""
         super().update_problem(problem)
-        self.pending_ = {}
+        self.pending_.clear()
         self._setup()
 
     def _tell_value(self, info: Any, x: Any, value: float) -> None:

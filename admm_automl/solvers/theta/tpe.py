@@ -102,7 +102,7 @@ class TPEThetaSolver(BaseThetaSolver):
         """New ADMM iterate: a fresh study told the new problem's history (re-scored with its
         duals); pending suggestions are forgotten."""
         super().update_problem(problem)
-        self.pending_ = {}
+        self.pending_.clear()
         self._setup()
 
     def _params(self, x) -> dict[str, float]:

@@ -161,7 +161,9 @@ class FlashZSolver(BaseZSolver):
 
     def _ask(self) -> tuple[tuple[int, ...], None]:
         n_choices = self.problem_.n_choices
+        # pending here, and in flight for an earlier step: neither is proposed again
         pending = [tuple(s.config) for s in self.pending_.values()]
+        pending += [tuple(int(j) for j in c) for c, _ in self._in_flight_elsewhere()]
         asked = {tuple(z) for z, _ in self.problem_.history}
         asked.update(tuple(c) for c, _ in self.trials_)
         asked.update(pending)
