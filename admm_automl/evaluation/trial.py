@@ -64,6 +64,24 @@ class TrialContext:
     #: a folder where each full-data trial writes its fold models for the ensemble's bags
     #: (:mod:`.fold_models`; ``result["models"]`` names the file); None keeps none
     models_dir: str | None = None
+    #: the group of each row given beside X (``fit(X, y, sensitive_features=s)``), an object
+    #: array; the fits of a mitigation that reads them are passed their rows' (:meth:`fit_params`)
+    sensitive_features: np.ndarray | None = None
+
+    def fit_params(self, model: Any, rows: np.ndarray) -> dict[str, Any]:
+        """What ``model.fit`` on ``rows`` takes beyond (X, y): the rows' ``sensitive_features``
+        where ``model`` — a fairness mitigation, or a pipeline that ends in one — takes its
+        groups beside X (``reads_sensitive_features``; named for a pipeline's last step); else
+        nothing."""
+        if self.sensitive_features is None:
+            return {}
+        step, name = model, ""
+        if hasattr(model, "steps"):
+            name, step = model.steps[-1]
+            name += "__"
+        if not getattr(step, "reads_sensitive_features", False):
+            return {}
+        return {f"{name}sensitive_features": take_rows(self.sensitive_features, rows)}
 
     def kept(self) -> KeptStore:
         """This process's one pool of things kept between trials of this task, ``cache_size``
@@ -202,7 +220,8 @@ def run_trial(
                 stop = (None if stopping is None
                         else partial(fit_stopped, y_valid=y_valid, stopping=stopping[1]))
                 fitted = fit_pipeline(pipeline, keys, take_rows(ctx.X, rows), ctx.y[rows],
-                                      X_valid, cache, fit_estimator=stop)
+                                      X_valid, cache, fit_estimator=stop,
+                                      fit_params=ctx.fit_params(pipeline[-1], rows))
                 pipeline, valid = fitted.pipeline, fitted.valid
                 if fitted.rounds is not None:
                     rounds.append(fitted.rounds)
