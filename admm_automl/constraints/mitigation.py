@@ -390,22 +390,41 @@ class ExponentiatedGradientClassifier(_GroupMitigation):
         self.random_state = random_state
 
     def _fit(self, X: Any, y: np.ndarray, groups: np.ndarray) -> Any:
+        """The reduction on the pipeline's last step, its steps before fitted once.
+
+        A pipeline's weights reach its last step only (``step__sample_weight``); the steps
+        before it are fitted on the same rows, unweighted, in every round of the reduction. So
+        they are fitted once here (``prefix_``) and the reduction reweights the learner alone
+        on their output: the same model, without refitting and re-applying the preprocessing
+        in each of the reduction's fits and predictions (fairlearn fits the learner about
+        three times a round: 17 fits for 5 rounds; on 3600 rows of adult, a third of the time
+        went to the preprocessing)."""
         import fairlearn.reductions
 
         estimator = clone(self.estimator)
-        weight = "sample_weight"
-        if hasattr(estimator, "steps"):  # a pipeline routes the weights to its last step
-            weight = f"{estimator.steps[-1][0]}__sample_weight"
+        self.prefix_ = None
+        if hasattr(estimator, "steps") and len(estimator.steps) > 1:
+            self.prefix_ = estimator[:-1]
+            X = self.prefix_.fit_transform(X, y)
+            estimator = estimator.steps[-1][1]
+        elif hasattr(estimator, "steps"):
+            estimator = estimator.steps[-1][1]
         moment = getattr(fairlearn.reductions, TARGETS[self.constraints][1])()
         return fairlearn.reductions.ExponentiatedGradient(
-            estimator, moment, eps=self.eps, max_iter=self.max_iter, sample_weight_name=weight,
+            estimator, moment, eps=self.eps, max_iter=self.max_iter,
         ).fit(X, y, sensitive_features=groups)
 
+    def _inner(self, X: Any) -> Any:
+        """X as the reduction's learners take it: through the fitted steps before them."""
+        prefix = getattr(self, "prefix_", None)
+        return X if prefix is None else prefix.transform(X)
+
     def _pmf(self, X: Any, score: np.ndarray | None = None) -> np.ndarray:
-        return self.mitigator_._pmf_predict(X)
+        return self.mitigator_._pmf_predict(self._inner(X))
 
     def _score(self, X: Any) -> np.ndarray:
         """The mixture's weighted mean of its learners' scores."""
+        X = self._inner(X)
         weights = np.asarray(self.mitigator_.weights_, dtype=float)
         return sum(w * _positive_score(h, X) for w, h in
                    zip(weights, self.mitigator_.predictors_) if w > 0) / weights.sum()

@@ -20,6 +20,7 @@ from admm_automl import ADMMClassifier
 from admm_automl.constraints import (ExponentiatedGradientClassifier,
                                      ThresholdOptimizerClassifier, make_constraints,
                                      is_mitigated, mitigation_module)
+from admm_automl.constraints.mitigation import TIE_BREAK
 from admm_automl.evaluation.prefix_cache import prefix_keys
 from admm_automl.exceptions import ConfigError, DataError, InvalidParameterError
 from admm_automl.run.setup import task_space
@@ -544,3 +545,26 @@ def test_sensitive_features_that_cannot_be_used_are_refused_before_the_search(
     with pytest.raises(error, match=message):
         ADMMClassifier(search_space=tiny_space(), executor="serial", max_evals=2, cv=None,
                        constraints=constraints).fit(X, y, sensitive_features=sensitive)
+
+
+def test_the_reduction_fits_a_pipeline_s_steps_before_the_learner_once():
+    """fairlearn fits the learner about three times a round; the steps before it get no weights
+    and the same rows each time, so they are fitted once and the learner alone is reweighted:
+    the model predicts as the reduction over the whole pipeline does."""
+    import fairlearn.reductions
+
+    from admm_automl.testing import CountingScaler
+
+    X, y, sex = beside()
+    pipeline = Pipeline([("scale", CountingScaler()), ("model", LogisticRegression())])
+    CountingScaler.n_fits = 0
+    model = ExponentiatedGradientClassifier(pipeline, max_iter=5, random_state=0).fit(
+        X, y, sensitive_features=sex)
+    assert CountingScaler.n_fits == 1
+    whole = fairlearn.reductions.ExponentiatedGradient(
+        pipeline, fairlearn.reductions.DemographicParity(), eps=0.01, max_iter=5,
+        sample_weight_name="model__sample_weight").fit(X, (y == "yes").astype(int),
+                                                       sensitive_features=sex)
+    assert CountingScaler.n_fits > 5  # the whole pipeline, refitted in every fit
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1],
+                               whole._pmf_predict(X)[:, 1], atol=2 * TIE_BREAK)
