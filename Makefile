@@ -92,6 +92,7 @@ smoke: $(STAMP)
 		$(BIN)/python experiments/constraints.py --smoke --data-dir $(DATA_DIR) --out $$tmp/c && \
 		$(BIN)/python experiments/constrained.py --smoke --data-dir $(DATA_DIR) --out $$tmp/cs && \
 		$(BIN)/python experiments/mitigation_cost.py --smoke --data-dir $(DATA_DIR) && \
+		$(BIN)/python experiments/fairness_beside.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/portfolio.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/vs_automl.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/early_stopping.py --smoke --data-dir $(DATA_DIR) && \
