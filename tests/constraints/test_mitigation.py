@@ -561,10 +561,12 @@ def test_the_reduction_fits_a_pipeline_s_steps_before_the_learner_once():
     model = ExponentiatedGradientClassifier(pipeline, max_iter=5, random_state=0).fit(
         X, y, sensitive_features=sex)
     assert CountingScaler.n_fits == 1
-    whole = fairlearn.reductions.ExponentiatedGradient(
-        pipeline, fairlearn.reductions.DemographicParity(), eps=0.01, max_iter=5,
-        sample_weight_name="model__sample_weight").fit(X, (y == "yes").astype(int),
-                                                       sensitive_features=sex)
+    with warnings.catch_warnings():  # fairlearn's own deprecated pandas calls
+        warnings.simplefilter("ignore")
+        whole = fairlearn.reductions.ExponentiatedGradient(
+            pipeline, fairlearn.reductions.DemographicParity(), eps=0.01, max_iter=5,
+            sample_weight_name="model__sample_weight").fit(X, (y == "yes").astype(int),
+                                                           sensitive_features=sex)
     assert CountingScaler.n_fits > 5  # the whole pipeline, refitted in every fit
     np.testing.assert_allclose(model.predict_proba(X)[:, 1],
                                whole._pmf_predict(X)[:, 1], atol=2 * TIE_BREAK)
