@@ -501,7 +501,12 @@ def mitigated_starts(configs: list[dict], space: Any) -> list[dict]:
     mitigated, then ``configs`` as they are, then the rest of them mitigated; ``configs``
     unchanged for any other space. Mitigated means post-processed by the threshold optimizer at
     its defaults, or — where the groups are given beside X and the reduction is the only
-    mitigation — wrapped in the reduction at :data:`START_ROUNDS` rounds. ADMM's first
+    mitigation — wrapped in the reduction at :data:`START_ROUNDS` rounds with the learner at
+    its low-cost point (the fewest trees and leaves its hyperparameters declare, where a
+    cost-frugal search starts; Wu et al. 2021): the reduction fits its learner about three
+    times a round, and the portfolio's own learners reduced at 5 rounds took 8-65 s each on a
+    tenth of adult's rows on a shared core, past their trial time limits under a 60 s budget
+    (experiments/README.md, "Fairness with the groups beside X"). ADMM's first
     z-step takes them in that order until the evaluations show the plain learners far over the
     constraint: then the mitigated ones come first
     (:meth:`~admm_automl.methods._lagrangian.Constraints.evidence_order`).
@@ -521,10 +526,23 @@ def mitigated_starts(configs: list[dict], space: Any) -> list[dict]:
         return list(configs)
     names = [a.name for a in module.choices]
     if "threshold_optimizer" in names:
-        how = {"mitigation": "threshold_optimizer"}
+        mitigated = [{**c, "mitigation": "threshold_optimizer"} for c in configs]
     elif "exponentiated_gradient" in names:
-        how = {"mitigation": "exponentiated_gradient", "mitigation__max_iter": START_ROUNDS}
+        mitigated = [{**c, **_low_cost(c, space), "mitigation": "exponentiated_gradient",
+                      "mitigation__max_iter": START_ROUNDS} for c in configs]
     else:
         return list(configs)
-    mitigated = [{**c, **how} for c in configs]
     return mitigated[:MITIGATED_STARTS] + list(configs) + mitigated[MITIGATED_STARTS:]
+
+
+def _low_cost(config: dict, space: Any) -> dict:
+    """The hyperparameters of ``config``'s algorithms that declare a low-cost value (the fewest
+    trees, leaves or iterations; :mod:`admm_automl.space.hyperparameters`) set to it."""
+    out = {}
+    for module in space.modules:
+        choice = config.get(module.name)
+        algorithm = next((a for a in module.choices if a.name == choice), None)
+        for hp in () if algorithm is None else algorithm.tunable:
+            if hp.low_cost is not None:
+                out[f"{module.name}__{hp.name}"] = hp.low_cost
+    return out

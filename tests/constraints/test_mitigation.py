@@ -503,6 +503,19 @@ def test_groups_given_beside_X_add_the_reduction_alone_to_the_space():
     starts = mitigated_starts(configs * 2, space)
     assert starts[0] == {**configs[0], "mitigation": "exponentiated_gradient",
                          "mitigation__max_iter": START_ROUNDS}
+    # ... with the learner at its low-cost point where it declares one
+    forest = tiny_space({"forest": {
+        "class": "sklearn.ensemble.RandomForestClassifier", "hyperparameters": {
+            "n_estimators": {"type": "int", "low": 4, "high": 512, "log": True, "default": 100,
+                             "low_cost": 4},
+            "max_features": {"type": "float", "low": 0.1, "high": 1.0, "default": 0.5}}}})
+    forest = task_space(forest, "classification", 100, limit, "auto", sensitive_features=True)
+    config = {"scaler": "none", "estimator": "forest", "estimator__n_estimators": 300,
+              "estimator__max_features": 0.3}
+    (start, *_) = mitigated_starts([config], forest)
+    assert start == {**config, "estimator__n_estimators": 4, "mitigation__max_iter": 5,
+                     "mitigation": "exponentiated_gradient"}
+    forest.encode(start)
     assert [c.get("mitigation", "none") for c in starts] == ["exponentiated_gradient"] * 2 + [
         "none"] * 4 + ["exponentiated_gradient"] * 2
     z, theta = space.encode(starts[0])
