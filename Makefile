@@ -1,6 +1,7 @@
-# One-command set-up: a virtual environment with the package, its test tools, the benchmark's
-# peers (Optuna, FLAML), plotting and Dask (the Dask executor's tests run on a loopback cluster),
-# and Sphinx for the documentation site (`make docs`).
+# One-command set-up: a virtual environment with the package, its test tools, every extra (the
+# benchmark's peers Optuna, FLAML and SMAC3, plotting, Dask for the Dask executor's tests on a
+# loopback cluster, RBFOpt for the rbfopt θ-solver's tests), and Sphinx for the documentation
+# site (`make docs`).
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
@@ -54,9 +55,20 @@ lint: $(STAMP)
 
 # The documentation site (Sphinx: the API reference from the docstrings, docs/*.md, a page per
 # paper) in docs/_build/html; any warning fails it. The API stubs are generated afresh each time.
-docs: $(STAMP)
+# Built in .venv when `make install` (or test, demo, ...) made it; else in a venv of its own with
+# the core and Sphinx only (`.[docs]`), not a second copy of every extra: the package imports
+# without its extras, so autodoc needs none of them.
+DOCS_VENV ?= $(if $(wildcard $(STAMP)),$(VENV),.venv-docs)
+DOCS_STAMP := $(DOCS_VENV)/.installed-docs
+$(DOCS_STAMP): pyproject.toml
+	test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DOCS_VENV)/bin/python -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
 	rm -rf docs/api/generated
-	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
+	$(DOCS_VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 # Every experiment script at a tiny budget, so none of them rots (results go to temporary folders).
 smoke: $(STAMP)
@@ -80,6 +92,7 @@ smoke: $(STAMP)
 		$(BIN)/python experiments/constraints.py --smoke --data-dir $(DATA_DIR) --out $$tmp/c && \
 		$(BIN)/python experiments/constrained.py --smoke --data-dir $(DATA_DIR) --out $$tmp/cs && \
 		$(BIN)/python experiments/mitigation_cost.py --smoke --data-dir $(DATA_DIR) && \
+		$(BIN)/python experiments/fairness_beside.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/portfolio.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/vs_automl.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/early_stopping.py --smoke --data-dir $(DATA_DIR) && \
@@ -104,4 +117,4 @@ chromium:
 	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 
 clean:
-	rm -rf $(VENV) $(CORE_VENV) $(AUTOGLUON_VENV) *.egg-info .pytest_cache docs/_build docs/api/generated
+	rm -rf $(VENV) $(CORE_VENV) .venv-docs $(AUTOGLUON_VENV) *.egg-info .pytest_cache docs/_build docs/api/generated

@@ -63,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--data", help="a CSV file (use with --target)")
     fit.add_argument("--target", help="name of the target column of --data")
     fit.add_argument("--data-dir", help="directory of NAME.csv[.gz] files with a 'target' column")
+    fit.add_argument("--group-by", metavar="COLUMN",
+                     help="the column of the data whose groups the group-fairness constraints "
+                     "compare (those without a group_by of their own), e.g. --constraint "
+                     "'demographic_parity_difference <= 0.05' --group-by sex")
     add_fit_options(fit)  # every estimator parameter that has an option (run/params.py)
     fit.add_argument("--test-size", type=_fraction,
                      help="held-out test fraction, in (0, 1) (default 0.25)")
@@ -90,6 +94,11 @@ def _config(args: argparse.Namespace) -> Any:
     talk = {"verbose": args.verbose or None,
             "progress": False if args.quiet else True if args.progress else None}
     config.estimator.update({k: v for k, v in talk.items() if v is not None})
+    if args.group_by is not None:  # kept in the resolved configuration, as the constraints' own
+        from .constraints import with_group_by
+
+        config.estimator["constraints"] = with_group_by(config.estimator.get("constraints"),
+                                                        args.group_by)
     if args.dataset:
         config.data = {"dataset": args.dataset}
         if args.data_dir:

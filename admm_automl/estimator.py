@@ -17,7 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .evaluation.executors import refuse_nested_search
-from .exceptions import DataError, RunDirectoryWarning
+from .exceptions import RunDirectoryWarning
 from .methods._driver import tell
 from .reporting import plots
 from .reporting.progress import watching
@@ -25,7 +25,7 @@ from .reporting.report import leaderboard, write_report
 from .reporting.rundir import as_method, run_summary, write_run
 from .run import params
 from .run.deadline import Deadline, warn_overrun
-from .run.inputs import check_target, check_X
+from .run.inputs import check_sensitive_features, check_target, check_X
 from .run.lock import run_lock
 from .run.refit import refit_models
 from .run.results import fitted_attributes, metric_score
@@ -107,7 +107,9 @@ class ADMM(BaseEstimator):
         the space gets a last module ``mitigation``: none, fairlearn's ``ThresholdOptimizer``
         or its ``ExponentiatedGradient`` reduction around the pipeline
         (:mod:`admm_automl.constraints.mitigation`), so that the search can meet a constraint
-        no plain learner meets. ``"auto"`` adds it where it applies (not with a θ-solver that
+        no plain learner meets. Where the groups are given as ``fit(...,
+        sensitive_features=)`` instead, the module holds none and the reduction only: the
+        threshold optimizer would need the groups again at every prediction. ``"auto"`` adds it where it applies (not with a θ-solver that
         chooses training lengths, such as ``"bapi"``: a wrapped learner cannot be trained
         further); True also, and raises where it does not; False never.
     scoring : str or callable, optional
@@ -343,17 +345,21 @@ class ADMM(BaseEstimator):
     def fit(self, X: Any, y: Any, *, sensitive_features: Any = None) -> "ADMM":
         """Search the space on (X, y), then refit the best pipeline on all of it.
 
-        ``sensitive_features`` (one group label per row) feeds fairness constraints that have no
-        ``group_by`` column.
+        ``sensitive_features`` (one group label per row, or one column per sensitive feature
+        for their intersection), as fairlearn takes them, are the groups of the fairness
+        constraints that have no ``group_by`` column (and what a callable constraint is given).
+        The search then also tries fairlearn's ``ExponentiatedGradient`` reduction around its
+        pipelines (``fairness_mitigation``), whose fitted mixture predicts from X alone, so
+        ``predict`` takes no groups. The threshold optimizer is searched only where the groups
+        are columns of X (``group_by``): its thresholds are per group, so every prediction
+        would need its row's group.
         """
         deadline = Deadline(self.time_budget)  # it covers set-up and worker start-up too
         self._validate_params()
         X = check_X(self, X, reset=True)
         y, task, target_type = check_target(X, y, self._fixed_task or self.task,
                                             type(self).__name__)
-        if sensitive_features is not None and len(sensitive_features) != len(y):
-            raise DataError(f"sensitive_features has {len(sensitive_features)} rows but X has "
-                            f"{len(y)}")
+        check_sensitive_features(sensitive_features, len(y), self.constraints)
         y_search = y
         if task == "classification":  # the search sees label indices (XGBoost takes no others)
             self.classes_, y_search = np.unique(y, return_inverse=True)
@@ -363,7 +369,8 @@ class ADMM(BaseEstimator):
             with watching(self.verbose, self.progress, metric) as listeners:
                 tell(listeners, stage="preparing the data and the search space")
                 space = task_space(self.search_space, task, len(y), self.constraints,
-                                   self.fairness_mitigation, self.theta_solver)
+                                   self.fairness_mitigation, self.theta_solver,
+                                   sensitive_features is not None)
                 settings = params.settings_from(self.get_params(deep=False))
                 outcome = run_search(X, y_search, settings, space=space, task=task,
                                      target_type=target_type,

@@ -1,5 +1,5 @@
 """The core install works without the extras: with FLAML, Optuna, rich, matplotlib, LightGBM,
-XGBoost, CatBoost, Dask and SMAC3 hidden (as if ``pip install admm-automl`` without extras), the package
+XGBoost, CatBoost, Dask, SMAC3 and RBFOpt hidden (as if ``pip install admm-automl`` without extras), the package
 imports, the default search fits and predicts, and each extra's feature says how to install it."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ SCRIPT = textwrap.dedent(f"""
     assert not any(name in pipelines for name in ("lightgbm", "xgboost", "catboost"))
     for params, what in (({{"theta_solver": "blendsearch"}}, "flaml"),
                          ({{"theta_solver": "tpe"}}, "optuna"),
+                         ({{"theta_solver": "rbfopt"}}, "admm-automl[rbfopt]"),
                          ({{"progress": True}}, "rich")):
         try:
             ADMM(max_evals=3, cv=None, random_state=0, **params).fit(X, y)

@@ -9,9 +9,10 @@ from .fairness import (DemographicParityDifference, DemographicParityRatio, Disp
                        EqualizedOddsDifference, EqualizedOddsRatio, EqualOpportunityDifference,
                        EqualOpportunityRatio, make_groups)
 from .latency import PredictionLatency
-from .mitigation import (ExponentiatedGradientClassifier, ThresholdOptimizerClassifier,
-                         is_mitigated, mitigated_starts, mitigation_module)
-from .parse import make_constraints, parse_expression
+from .mitigation import (START_ROUNDS, ExponentiatedGradientClassifier,
+                         ThresholdOptimizerClassifier, is_mitigated, mitigated_starts,
+                         mitigation_module)
+from .parse import make_constraints, parse_expression, with_group_by
 from .registry import CONSTRAINTS
 
 
@@ -35,6 +36,7 @@ __all__ = [
     "MetricBound",
     "ModelSize",
     "PredictionLatency",
+    "START_ROUNDS",
     "ThresholdOptimizerClassifier",
     "is_mitigated",
     "list_constraints",
@@ -43,4 +45,5 @@ __all__ = [
     "mitigated_starts",
     "mitigation_module",
     "parse_expression",
+    "with_group_by",
 ]

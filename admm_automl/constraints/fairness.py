@@ -118,8 +118,8 @@ class _GroupConstraint(BaseConstraint):
             raise InvalidParameterError(f"{self.name} applies to classification only")
         if groups is None and self.group_by is None:
             raise InvalidParameterError(
-                f"{self.name} needs group_by (a column of X, or a list of columns) or "
-                "fit(..., sensitive_features=)")
+                f"{self.name} needs group_by (a column of X, or a list of columns; on the "
+                "command line --group-by COLUMN) or fit(..., sensitive_features=)")
         self.groups_ = make_groups(X, self.group_by, self.bins,
                                    groups if self.group_by is None else None, self.name)
         if len(np.unique(y)) != 2:
@@ -127,6 +127,11 @@ class _GroupConstraint(BaseConstraint):
         self.positive_ = np.unique(y)[1]
         if not np.any(self.groups_ != None):  # noqa: E711 (object array)
             raise DataError(f"{self.name}: no row falls into any group (check bins)")
+        found = sorted(set(self.groups_.tolist()) - {None})
+        if len(found) < 2:
+            source = "sensitive_features" if self.group_by is None else f"group_by {self.group_by!r}"
+            raise DataError(f"{self.name}: every row with a group is in group {found[0]!r} of "
+                            f"{source}; a group-fairness constraint compares at least two groups")
 
     @property
     def mitigation_target(self) -> str | None:

@@ -11,7 +11,12 @@ multiplier then steers the search toward a mitigation where the learners alone s
 where they are feasible, a mitigation has only its cost in score and fit time to show.
 
 The wrappers read the groups from the raw columns of X, as the constraint does (``group_by`` and
-``bins``), so the fitted model predicts from X alone, as it is deployed. Both mitigations predict
+``bins``), so the fitted model predicts from X alone, as it is deployed. Where the groups are not
+a column of X but given beside it, as fairlearn takes them (``fit(X, y, sensitive_features=s)``,
+``group_by=None``), only the reduction is searched: its mixture of learners predicts from X alone,
+while the threshold optimizer's thresholds are per group and would need the groups of every row
+it predicts — and every validation score, constraint value and ensemble of a search would have to
+carry them (fairlearn's ``ThresholdOptimizer.predict(X, sensitive_features=...)``). Both mitigations predict
 as fairlearn's do: at random between two thresholds (or learners) for some rows, which is how
 they meet the constraint; ``random_state`` fixes the draws of a call.
 
@@ -96,11 +101,25 @@ class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     constraints: str
     random_state: int | None
 
-    def _groups(self, X: Any) -> np.ndarray:
+    @property
+    def reads_sensitive_features(self) -> bool:
+        """Whether ``fit`` takes the groups as ``sensitive_features`` (no ``group_by``): the
+        search passes each trial's rows of them (:class:`~admm_automl.evaluation.TrialContext`)."""
+        return self.group_by is None
+
+    def _groups(self, X: Any, sensitive_features: Any = None) -> np.ndarray:
         from .fairness import make_groups
 
+        if self.group_by is None and sensitive_features is None:
+            raise InvalidParameterError(
+                f"{type(self).__name__} has no group_by column, so fit needs the groups as "
+                "sensitive_features= (one label per row of X)")
+        if self.group_by is not None and sensitive_features is not None:
+            raise InvalidParameterError(
+                f"{type(self).__name__} reads its groups from column(s) {self.group_by!r} of X; "
+                "give group_by=None to pass them as sensitive_features= instead")
         groups = make_groups(X, list(self.group_by) if isinstance(self.group_by, tuple)
-                             else self.group_by, self.bins, None, "mitigation")
+                             else self.group_by, self.bins, sensitive_features, "mitigation")
         # a row outside every bin has no group for the constraint; fairlearn needs a label
         return np.array(["(none)" if g is None else g for g in groups], dtype=object)
 
@@ -116,10 +135,20 @@ class _GroupMitigation(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                                         f"only; y has {len(self.classes_)} classes")
         return encoded
 
-    def fit(self, X: Any, y: Any, **fit_params: Any) -> "_GroupMitigation":
+    def fit(self, X: Any, y: Any, sensitive_features: Any = None,
+            **fit_params: Any) -> "_GroupMitigation":
+        """Fit on (X, y), the groups read from X's ``group_by`` column(s) or, without
+        ``group_by``, given as ``sensitive_features`` (one label per row; 2-D: the
+        intersection of the columns), as fairlearn's mitigations take them; ``fit_params``: what
+        the mitigation's own fit takes (the threshold optimizer's ``learner``)."""
         encoded = self._encode(y)
+        groups = self._groups(X, sensitive_features)
+        if len(set(groups.tolist())) < 2:
+            raise InvalidParameterError(
+                f"{type(self).__name__}: the training rows hold a single group "
+                f"{groups[0]!r}: a mitigation equalises rates between groups")
         with _quiet_fairlearn():
-            self.mitigator_ = self._fit(X, encoded, self._groups(X), **fit_params)
+            self.mitigator_ = self._fit(X, encoded, groups, **fit_params)
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -177,6 +206,11 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
     on the other folds' validation scores (:meth:`fit_learner`), at no fit beyond the learner's
     own; fitted anywhere else (the refit on all rows, a holdout trial), 3 inner folds.
 
+    Its groups are columns of X (``group_by``), which it reads again at every prediction; a
+    model whose groups are given beside X (``sensitive_features``) is mitigated by
+    :class:`ExponentiatedGradientClassifier`, whose predictions need no groups (module
+    docstring).
+
     Parameters
     ----------
     estimator : classifier
@@ -216,6 +250,15 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
         pipeline with its rounds stopped early on its validation rows), taken as the fitted
         learner; the held-out scores still come from ``cv``'s folds."""
         return super().fit(X, y, learner=learner)
+
+    def _groups(self, X: Any, sensitive_features: Any = None) -> np.ndarray:
+        if self.group_by is None:
+            raise InvalidParameterError(
+                "ThresholdOptimizerClassifier needs group_by, the column(s) of X it reads the "
+                "groups from at fit and at every prediction; for groups given as "
+                "sensitive_features= use ExponentiatedGradientClassifier, whose predictions "
+                "need none")
+        return super()._groups(X, sensitive_features)
 
     def _fit(self, X: Any, y: np.ndarray, groups: np.ndarray, learner: Any = None) -> Any:
         from sklearn.model_selection import StratifiedKFold, cross_val_predict
@@ -328,13 +371,16 @@ class ExponentiatedGradientClassifier(_GroupMitigation):
 
     The estimator must take ``sample_weight`` in ``fit`` (a pipeline: its last step), as the
     reduction reweights the rows; one that does not fails the trial with fairlearn's message.
+    Its predictions need no groups, so they may be given at fit alone (``group_by=None``,
+    ``fit(X, y, sensitive_features=s)``), as fairlearn's ``ExponentiatedGradient`` takes them.
 
     Parameters
     ----------
     estimator : classifier
         What is reweighted (in a search: the pipeline before this step).
     group_by, bins
-        The sensitive column(s) of X and the edges for a numeric one, as the constraint's.
+        The sensitive column(s) of X and the edges for a numeric one, as the constraint's;
+        ``group_by=None``: the groups are ``fit``'s ``sensitive_features`` (binned at ``bins``).
     constraints : str
         One of :data:`TARGETS` (fairlearn's names).
     eps : float
@@ -357,33 +403,58 @@ class ExponentiatedGradientClassifier(_GroupMitigation):
         self.random_state = random_state
 
     def _fit(self, X: Any, y: np.ndarray, groups: np.ndarray) -> Any:
+        """The reduction on the pipeline's last step, its steps before fitted once.
+
+        A pipeline's weights reach its last step only (``step__sample_weight``); the steps
+        before it are fitted on the same rows, unweighted, in every round of the reduction. So
+        they are fitted once here (``prefix_``) and the reduction reweights the learner alone
+        on their output: the same model, without refitting and re-applying the preprocessing
+        in each of the reduction's fits and predictions (fairlearn fits the learner about
+        three times a round: 17 fits for 5 rounds; on 3600 rows of adult, a third of the time
+        went to the preprocessing)."""
         import fairlearn.reductions
 
         estimator = clone(self.estimator)
-        weight = "sample_weight"
-        if hasattr(estimator, "steps"):  # a pipeline routes the weights to its last step
-            weight = f"{estimator.steps[-1][0]}__sample_weight"
+        self.prefix_ = None
+        if hasattr(estimator, "steps") and len(estimator.steps) > 1:
+            self.prefix_ = estimator[:-1]
+            X = self.prefix_.fit_transform(X, y)
+            estimator = estimator.steps[-1][1]
+        elif hasattr(estimator, "steps"):
+            estimator = estimator.steps[-1][1]
         moment = getattr(fairlearn.reductions, TARGETS[self.constraints][1])()
         return fairlearn.reductions.ExponentiatedGradient(
-            estimator, moment, eps=self.eps, max_iter=self.max_iter, sample_weight_name=weight,
+            estimator, moment, eps=self.eps, max_iter=self.max_iter,
         ).fit(X, y, sensitive_features=groups)
 
+    def _inner(self, X: Any) -> Any:
+        """X as the reduction's learners take it: through the fitted steps before them."""
+        prefix = getattr(self, "prefix_", None)
+        return X if prefix is None else prefix.transform(X)
+
     def _pmf(self, X: Any, score: np.ndarray | None = None) -> np.ndarray:
-        return self.mitigator_._pmf_predict(X)
+        return self.mitigator_._pmf_predict(self._inner(X))
 
     def _score(self, X: Any) -> np.ndarray:
         """The mixture's weighted mean of its learners' scores."""
+        X = self._inner(X)
         weights = np.asarray(self.mitigator_.weights_, dtype=float)
         return sum(w * _positive_score(h, X) for w, h in
                    zip(weights, self.mitigator_.predictors_) if w > 0) / weights.sum()
 
 
-def mitigation_module(constraint: Any) -> Any:
+def mitigation_module(constraint: Any, sensitive_features: bool = False) -> Any:
     """The ``mitigation`` module for a group-fairness ``constraint``: ``none``, fairlearn's
     threshold optimizer and its exponentiated-gradient reduction toward the constraint's
     quantity, with the constraint's groups fixed; None where no mitigation targets the
-    constraint's quantity (an AUROC or accuracy spread) or its groups are not columns of X (the
-    deployed model would have no groups to read).
+    constraint's quantity (an AUROC or accuracy spread) or the deployed model would have no
+    groups to read.
+
+    Where the constraint has no ``group_by`` and ``sensitive_features`` says the search is given
+    the groups beside X (``fit(X, y, sensitive_features=s)``), the module holds ``none`` and the
+    reduction alone, with ``group_by=None``: the search passes each fit its rows' groups, and
+    the fitted mixture predicts from X alone. The threshold optimizer is left out there: it
+    needs the groups of every row it predicts (module docstring).
 
     Tuned: the threshold optimizer's objective (accuracy, or balanced accuracy where a class is
     rare); the reduction's allowed violation ``eps`` (log-scale from 0.001 to 0.1, fairlearn's
@@ -394,25 +465,30 @@ def mitigation_module(constraint: Any) -> Any:
     from ..space import Algorithm, Categorical, Fixed, Float, Int, Module
 
     target = getattr(constraint, "mitigation_target", None)
-    if target is None or getattr(constraint, "group_by", None) is None:
+    if target is None or not hasattr(constraint, "group_by"):
         return None
     group_by = constraint.group_by
+    if group_by is None and not sensitive_features:
+        return None
     fixed = (
         Fixed("group_by", value=tuple(group_by) if isinstance(group_by, list) else group_by),
         Fixed("bins", value=None if constraint.bins is None else tuple(constraint.bins)),
         Fixed("constraints", value=target),
     )
+    reduction = Algorithm(
+        "exponentiated_gradient", f"{__name__}.ExponentiatedGradientClassifier", fixed + (
+            Float("eps", low=0.001, high=0.1, log=True, default=0.01),
+            Int("max_iter", low=5, high=50, log=True, default=20, low_cost=5),
+        ), task="classification")
+    if group_by is None:
+        return Module("mitigation", (Algorithm("none"), reduction), wraps=True)
     return Module("mitigation", (
         Algorithm("none"),
         Algorithm("threshold_optimizer", f"{__name__}.ThresholdOptimizerClassifier", fixed + (
             Categorical("objective", choices=("accuracy_score", "balanced_accuracy_score"),
                         default="accuracy_score"),
         ), task="classification"),
-        Algorithm("exponentiated_gradient", f"{__name__}.ExponentiatedGradientClassifier",
-                  fixed + (
-                      Float("eps", low=0.001, high=0.1, log=True, default=0.01),
-                      Int("max_iter", low=5, high=50, log=True, default=20, low_cost=5),
-                  ), task="classification"),
+        reduction,
     ), wraps=True)
 
 
@@ -423,16 +499,27 @@ def is_mitigated(config: dict) -> bool:
     return config.get("mitigation", "none") != "none"
 
 
-#: how many of the portfolio's leading configurations are also evaluated post-processed by the
-#: threshold optimizer, first, when the space searches mitigations (:func:`mitigated_starts`)
+#: how many of the portfolio's leading configurations are also evaluated mitigated, first, when
+#: the space searches mitigations (:func:`mitigated_starts`)
 MITIGATED_STARTS = 2
+
+#: the rounds of the reduction in a mitigated start where it is the only mitigation: its cheap
+#: end (each round fits the pipeline once more)
+START_ROUNDS = 5
 
 
 def mitigated_starts(configs: list[dict], space: Any) -> list[dict]:
     """The warm start's configurations for a space that searches fairness mitigations (its last
     module is :func:`mitigation_module`'s): the first :data:`MITIGATED_STARTS` of ``configs``
-    post-processed by the threshold optimizer at its defaults, then ``configs`` as they are,
-    then the rest of them post-processed; ``configs`` unchanged for any other space. ADMM's first
+    mitigated, then ``configs`` as they are, then the rest of them mitigated; ``configs``
+    unchanged for any other space. Mitigated means post-processed by the threshold optimizer at
+    its defaults, or — where the groups are given beside X and the reduction is the only
+    mitigation — wrapped in the reduction at :data:`START_ROUNDS` rounds with the learner at
+    its low-cost point (the fewest trees and leaves its hyperparameters declare, where a
+    cost-frugal search starts; Wu et al. 2021): the reduction fits its learner about three
+    times a round, and the portfolio's own learners reduced at 5 rounds took 8-65 s each on a
+    tenth of adult's rows on a shared core, past their trial time limits under a 60 s budget
+    (experiments/README.md, "Fairness with the groups beside X"). ADMM's first
     z-step takes them in that order until the evaluations show the plain learners far over the
     constraint: then the mitigated ones come first
     (:meth:`~admm_automl.methods._lagrangian.Constraints.evidence_order`).
@@ -448,8 +535,27 @@ def mitigated_starts(configs: list[dict], space: Any) -> list[dict]:
     learner; ADMM then starts from the best of the warm start by the constraints' rank.
     """
     module = space.modules[-1] if space.modules else None
-    if (module is None or not module.wraps or module.name != "mitigation"
-            or "threshold_optimizer" not in [a.name for a in module.choices]):
+    if module is None or not module.wraps or module.name != "mitigation":
         return list(configs)
-    mitigated = [{**c, "mitigation": "threshold_optimizer"} for c in configs]
+    names = [a.name for a in module.choices]
+    if "threshold_optimizer" in names:
+        mitigated = [{**c, "mitigation": "threshold_optimizer"} for c in configs]
+    elif "exponentiated_gradient" in names:
+        mitigated = [{**c, **_low_cost(c, space), "mitigation": "exponentiated_gradient",
+                      "mitigation__max_iter": START_ROUNDS} for c in configs]
+    else:
+        return list(configs)
     return mitigated[:MITIGATED_STARTS] + list(configs) + mitigated[MITIGATED_STARTS:]
+
+
+def _low_cost(config: dict, space: Any) -> dict:
+    """The hyperparameters of ``config``'s algorithms that declare a low-cost value (the fewest
+    trees, leaves or iterations; :mod:`admm_automl.space.hyperparameters`) set to it."""
+    out = {}
+    for module in space.modules:
+        choice = config.get(module.name)
+        algorithm = next((a for a in module.choices if a.name == choice), None)
+        for hp in () if algorithm is None else algorithm.tunable:
+            if hp.low_cost is not None:
+                out[f"{module.name}__{hp.name}"] = hp.low_cost
+    return out

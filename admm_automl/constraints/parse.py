@@ -96,3 +96,38 @@ def make_constraints(specs: Iterable[Any] | None) -> list[BaseConstraint]:
     if duplicates:
         raise InvalidParameterError(f"two constraints measure the same quantity: {duplicates!r}")
     return out
+
+
+def with_group_by(specs: Iterable[Any] | None, column: Any) -> list[Any]:
+    """``specs`` with ``group_by=column`` given to each group-fairness constraint that has none
+    (an expression becomes a mapping): the command line's ``--group-by COLUMN``, which makes
+    ``--constraint "demographic_parity_difference <= 0.05"`` compare the groups of a column of
+    the data. Other constraints are kept as they are.
+
+    Raises
+    ------
+    InvalidParameterError
+        Where no constraint takes the column.
+    """
+    if specs is None:
+        specs = []
+    elif isinstance(specs, (str, Mapping)) or callable(specs) or isinstance(specs, BaseConstraint):
+        specs = [specs]
+    out, used = [], False
+    for spec, constraint in zip(specs, make_constraints(specs)):
+        if getattr(constraint, "group_by", "") is not None:  # not a group constraint, or set
+            out.append(spec)
+            continue
+        used = True
+        if isinstance(spec, str):
+            out.append({"name": constraint.name, "threshold": constraint.threshold,
+                        "sense": constraint.sense, "group_by": column})
+        elif isinstance(spec, Mapping):
+            out.append({**spec, "group_by": column})
+        else:
+            out.append(constraint.set_params(group_by=column))
+    if not used:
+        raise InvalidParameterError(
+            f"--group-by {column}: no group-fairness constraint without a group_by to compare "
+            "its groups; give one, e.g. --constraint 'demographic_parity_difference <= 0.05'")
+    return out

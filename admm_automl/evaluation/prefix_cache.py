@@ -210,7 +210,8 @@ class CachedFit:
 
 def fit_pipeline(pipeline: Any, keys: Sequence[str], X_train: Any, y_train: Any, X_valid: Any,
                  cache: PrefixCache, *,
-                 fit_estimator: Callable[[Any, Any, Any, Any], int] | None = None) -> CachedFit:
+                 fit_estimator: Callable[[Any, Any, Any, Any], int] | None = None,
+                 fit_params: dict[str, Any] | None = None) -> CachedFit:
     """Fit ``pipeline`` (unfitted) on the training rows, reusing the longest prefix in ``cache``.
 
     The steps after the cached prefix are fitted as :meth:`sklearn.pipeline.Pipeline.fit` fits
@@ -223,6 +224,8 @@ def fit_pipeline(pipeline: Any, keys: Sequence[str], X_train: Any, y_train: Any,
     ``fit_estimator(estimator, X, y, X_valid)``, when given, fits the final estimator instead of
     its ``fit``, with the prefix's output on the training and validation rows (early stopping on
     the validation rows, :func:`~.stopping.fit_stopped`); what it returns is ``rounds``.
+    ``fit_params`` go to the final estimator's ``fit`` (a fairness mitigation's
+    ``sensitive_features``).
 
     Raises
     ------
@@ -266,7 +269,7 @@ def fit_pipeline(pipeline: Any, keys: Sequence[str], X_train: Any, y_train: Any,
     name, estimator = steps[-1]
     rounds = None
     if fit_estimator is None:
-        estimator.fit(train, y_train)
+        estimator.fit(train, y_train, **(fit_params or {}))
     else:
         rounds = fit_estimator(estimator, train, y_train, valid)
     return CachedFit(Pipeline(fitted + [(name, estimator)]), valid, found is not None,

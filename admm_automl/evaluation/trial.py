@@ -64,6 +64,24 @@ class TrialContext:
     #: a folder where each full-data trial writes its fold models for the ensemble's bags
     #: (:mod:`.fold_models`; ``result["models"]`` names the file); None keeps none
     models_dir: str | None = None
+    #: the group of each row given beside X (``fit(X, y, sensitive_features=s)``), an object
+    #: array; the fits of a mitigation that reads them are passed their rows' (:meth:`fit_params`)
+    sensitive_features: np.ndarray | None = None
+
+    def fit_params(self, model: Any, rows: np.ndarray) -> dict[str, Any]:
+        """What ``model.fit`` on ``rows`` takes beyond (X, y): the rows' ``sensitive_features``
+        where ``model`` — a fairness mitigation, or a pipeline that ends in one — takes its
+        groups beside X (``reads_sensitive_features``; named for a pipeline's last step); else
+        nothing."""
+        if self.sensitive_features is None:
+            return {}
+        step, name = model, ""
+        if hasattr(model, "steps"):
+            name, step = model.steps[-1]
+            name += "__"
+        if not getattr(step, "reads_sensitive_features", False):
+            return {}
+        return {f"{name}sensitive_features": take_rows(self.sensitive_features, rows)}
 
     def kept(self) -> KeptStore:
         """This process's one pool of things kept between trials of this task, ``cache_size``
@@ -194,10 +212,10 @@ def run_trial(
         A wrapped pipeline (a mitigation) whose estimator stops its rounds early is first
         fitted unwrapped, stopping on the validation rows as a plain trial does; the wrapper
         then fits its learner at those rounds, or takes that fitted pipeline as its learner
-        where it can (the threshold optimizer: its inner folds are then its only other fits). Without it a mitigation fits every round of the searched
-        cap, several times: the default portfolio's XGBoost caps 19 445 rounds of depth 13,
-        and its mitigated trials all hit their time limit in 60 s runs on the adult census
-        data."""
+        where it can (the threshold optimizer: its inner folds are then its only other fits).
+        Without it a mitigation fits every round of the searched cap, several times: the
+        default portfolio's XGBoost caps 19 445 rounds of depth 13, and its mitigated trials
+        all hit their time limit in 60 s runs on the adult census data."""
         pipeline = ctx.pipeline(z, theta)
         rows = split.train_rows(fidelity)
         X_train, y_train = take_rows(ctx.X, rows), ctx.y[rows]
@@ -228,7 +246,8 @@ def run_trial(
                 keys = prefix_keys(ctx.space, z, theta, split=i, fidelity=fidelity,
                                    random_state=ctx.random_state, preprocessor=ctx.encoding(z))
                 fitted = fit_pipeline(pipeline, keys, X_train, y_train, X_valid, cache,
-                                      fit_estimator=stop)
+                                      fit_estimator=stop,
+                                      fit_params=ctx.fit_params(pipeline[-1], rows))
                 pipeline, valid = fitted.pipeline, fitted.valid
                 if fitted.rounds is not None:
                     rounds.append(fitted.rounds)

@@ -40,9 +40,10 @@ from ..exceptions import InvalidParameterError
 from .._yaml import config_node, estimator_params, write_config
 from ..journal import Journal
 
-#: packages whose versions a summary records (those installed)
+#: packages whose versions a summary records (those installed; xgboost-cpu is the boost
+#: extra's XGBoost on Linux)
 PACKAGES = ("admm-automl", "numpy", "scipy", "scikit-learn", "pandas", "lightgbm", "xgboost",
-            "scikit-optimize", "rbfopt", "flaml", "optuna", "matplotlib")
+            "xgboost-cpu", "scikit-optimize", "rbfopt", "flaml", "optuna", "matplotlib")
 
 
 

@@ -47,6 +47,39 @@ def check_X(estimator: Any, X: Any, reset: bool = False) -> Any:
     return X
 
 
+def check_sensitive_features(sensitive_features: Any, n_rows: int, constraints: Any) -> None:
+    """Check ``fit``'s ``sensitive_features``: one group label per row (1-D), or one column
+    per sensitive feature (2-D: their intersection), and read by some constraint — a group
+    fairness constraint without ``group_by``, or a callable, which is given them — rather than
+    silently ignored.
+
+    Raises
+    ------
+    DataError
+        For another shape, or another number of rows than X.
+    InvalidParameterError
+        Where no constraint reads them.
+    """
+    from ..constraints import CallableConstraint, make_constraints
+    from ..exceptions import InvalidParameterError
+
+    if sensitive_features is None:
+        return
+    shape = np.shape(sensitive_features)
+    if len(shape) not in (1, 2):
+        raise DataError("sensitive_features must hold one group label per row of X (1-D), or "
+                        f"one column per sensitive feature (2-D); got shape {shape}")
+    if shape[0] != n_rows:
+        raise DataError(f"sensitive_features has {shape[0]} rows but X has {n_rows}")
+    if not any(isinstance(c, CallableConstraint) or
+               (hasattr(c, "group_by") and c.group_by is None)
+               for c in make_constraints(constraints)):
+        raise InvalidParameterError(
+            "sensitive_features were given but no constraint compares their groups: add a "
+            "group-fairness constraint without group_by, such as "
+            "constraints=['demographic_parity_difference <= 0.1']")
+
+
 #: a category column is called identifier-like from this many distinct values, or when nearly
 #: every row has its own value (then one-hot encoding gives about a feature per row)
 IDENTIFIER_MIN_VALUES, IDENTIFIER_UNIQUE_FRACTION = 1000, 0.9
@@ -131,25 +164,25 @@ def label_indices(classes: np.ndarray, y: Any) -> np.ndarray:
     return index
 
 
-def fit_on_labels(model: Any, X: Any, y: Any, y_search: Any) -> Any:
+def fit_on_labels(model: Any, X: Any, y: Any, y_search: Any, **fit_params: Any) -> Any:
     """``model`` fitted on all of (X, y), its warnings silenced (the search reported them). If
     the model refuses the labels themselves (XGBoost takes only 0..K-1), it learns the label
     indices instead: a pipeline's last step is wrapped in :class:`LabelEncodedClassifier`, so the
     pipeline alone (``best_pipeline_``, pickled in the run directory) still predicts the labels;
     another model (an ensemble) is fitted on ``y_search``, the indices the search used, and the
-    estimator maps its predictions back."""
+    estimator maps its predictions back. ``fit_params`` go to ``model.fit``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return model.fit(X, y)
+            return model.fit(X, y, **fit_params)
         except Exception:
             if y is y_search or np.array_equal(np.asarray(y), np.asarray(y_search)):
                 raise
             if not isinstance(model, Pipeline):
-                return model.fit(X, y_search)
+                return model.fit(X, y_search, **fit_params)
             name, last = model.steps[-1]
             model.steps[-1] = (name, LabelEncodedClassifier(last))
-            return model.fit(X, y)
+            return model.fit(X, y, **fit_params)
 
 
 def _estimator_has(method: str) -> Any:

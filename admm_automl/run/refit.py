@@ -51,10 +51,13 @@ def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
           y: Any, iterations: int | None = None, rounds: int | None = None) -> tuple[Any, float]:
     """The pipeline of ``(z, θ)`` fitted on all of (X, y) with the run's preprocessing and model
     seed (by :func:`fit_on_labels`), and the seconds it took; trained for ``iterations`` when the
-    best evaluation had a training length, for ``rounds`` when its estimator stopped early."""
+    best evaluation had a training length, for ``rounds`` when its estimator stopped early; a
+    fairness mitigation that takes its groups beside X is given every row's
+    (:meth:`~admm_automl.evaluation.TrialContext.fit_params`)."""
     pipeline = context.pipeline(z, theta, iterations=iterations, rounds=rounds)
     start = time.perf_counter()
-    fit_on_labels(pipeline, X, y, context.y)
+    fit_on_labels(pipeline, X, y, context.y,
+                  **context.fit_params(pipeline, np.arange(len(context.y))))
     return pipeline, time.perf_counter() - start
 
 

@@ -142,6 +142,8 @@ def prepare_task(
     for constraint in bound:  # errors in the data come here, before any training
         constraint.bind(X, y, groups=sensitive_features, splits=splits, task=task)
     ctx.measures = {c.key: c for c in bound}
+    if sensitive_features is not None:  # a mitigation may take them at fit (:func:`task_space`)
+        ctx.sensitive_features = np.asarray(sensitive_features, dtype=object)
     baseline = baseline_loss(ctx, task)  # also: can the metric be computed on every split?
     worst = metric.worst if metric.worst is not None else baseline
     return Task(task, ctx, metric, bound, float(worst), split_seed)
@@ -240,9 +242,12 @@ def run_header(task: Task, *, cv: int | None, validation_size: float, repeats: i
         key: {k: v for k, v in c.get_params().items() if k not in ("threshold", "sense")}
         for key, c in ctx.measures.items()
     }
+    data = {"rows": int(len(ctx.y)), "fingerprint": fingerprint(ctx.X, ctx.y)}
+    if ctx.sensitive_features is not None:  # other groups, other constraint values
+        data["sensitive_features"] = fingerprint(ctx.sensitive_features)
     return {
         "package_version": __version__,
-        "data": {"rows": int(len(ctx.y)), "fingerprint": fingerprint(ctx.X, ctx.y)},
+        "data": data,
         "metric": task.metric.name if isinstance(task.metric.scorer, str)
         else f"{task.metric.name} ({getattr(task.metric.scorer, '__module__', '?')})",
         "splits": {"cv": cv, "validation_size": None if cv else validation_size,
@@ -310,13 +315,15 @@ DEFAULT_MAX_EVALS = 100
 
 
 def task_space(search_space: Any, task: str, n_rows: int, constraints: Any = None,
-               fairness_mitigation: Any = False, theta_solver: Any = None) -> Any:
+               fairness_mitigation: Any = False, theta_solver: Any = None,
+               sensitive_features: bool = False) -> Any:
     """The space a search of ``task`` on ``n_rows`` rows searches: ``search_space`` (a name, a
     file or a space) without the algorithms of the other task or too slow for that many rows,
     and with fairlearn's mitigations for the first group-fairness constraint they apply to
-    (``fairness_mitigation`` "auto" or True; :func:`~admm_automl.constraints.mitigation_module`),
-    unless ``theta_solver`` trains learners for chosen lengths (BAPI): a wrapped learner cannot
-    be continued.
+    (``fairness_mitigation`` "auto" or True; :func:`~admm_automl.constraints.mitigation_module`;
+    ``sensitive_features``: the fit is given the groups beside X, which a constraint without
+    ``group_by`` compares), unless ``theta_solver`` trains learners for chosen lengths (BAPI): a
+    wrapped learner cannot be continued.
 
     Raises
     ------
@@ -331,7 +338,8 @@ def task_space(search_space: Any, task: str, n_rows: int, constraints: Any = Non
         return space
     from ..solvers import THETA_SOLVERS
 
-    found = [m for c in make_constraints(constraints) if (m := mitigation_module(c)) is not None]
+    found = [m for c in make_constraints(constraints)
+             if (m := mitigation_module(c, sensitive_features)) is not None]
     by_length = theta_solver is not None and getattr(THETA_SOLVERS.create(theta_solver),
                                                      "needs_training_length", False)
     if task == "classification" and found and not by_length:
@@ -342,7 +350,7 @@ def task_space(search_space: Any, task: str, n_rows: int, constraints: Any = Non
             "choose training lengths, and a group-fairness constraint that fairlearn's "
             "mitigations equalise (demographic parity, equalized odds or equal opportunity; "
             "disparate_impact with metric selection_rate, tpr or fpr) whose groups are columns "
-            "of X (group_by): the fitted model reads them there")
+            "of X (group_by) or given as fit(..., sensitive_features=)")
     return space
 
 

@@ -76,7 +76,8 @@ from .spaces import SYNTHETIC, synthetic_loss, tiny_space, wide_loss, wide_space
 #: Optuna, rich, matplotlib, LightGBM, XGBoost, CatBoost, Dask (and distributed), SMAC3 (and
 #: ConfigSpace). The core must import and search without any of them.
 EXTRA_PACKAGES = ("flaml", "optuna", "rich", "matplotlib", "lightgbm", "xgboost", "catboost",
-                  "dask", "distributed", "smac", "ConfigSpace")
+                  "dask", "distributed", "smac", "ConfigSpace", "rbfopt", "pyomo_ripopt",
+                  "pyomo")
 
 __all__ = [
     "BAD_KINDS",

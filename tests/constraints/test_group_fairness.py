@@ -318,3 +318,21 @@ def test_a_cross_validated_bound_is_close_to_the_bootstrap_bound_on_all_the_rows
     fold_margin = np.mean(np.subtract(measured[c.key], measured[c.key + ":point"]))
     assert 0.6 * (bound - point) < margin < 1.5 * (bound - point)
     assert margin < 0.6 * fold_margin
+
+
+def test_with_group_by_gives_the_column_to_group_constraints_that_have_none():
+    from admm_automl.constraints import DemographicParityDifference, with_group_by
+
+    own = {"name": "disparate_impact", "threshold": 0.1, "group_by": "age"}
+    specs = ["latency <= 1", "equalized_odds_difference <= 0.1", own,
+             {"name": "demographic_parity_ratio", "threshold": 0.8, "confidence": 0.9},
+             DemographicParityDifference(0.05)]
+    out = with_group_by(specs, "sex")
+    assert out[0] == "latency <= 1" and out[2] == own
+    assert out[1] == {"name": "equalized_odds_difference", "threshold": 0.1, "sense": "<=",
+                      "group_by": "sex"}
+    assert out[3] == {"name": "demographic_parity_ratio", "threshold": 0.8, "confidence": 0.9,
+                      "group_by": "sex"}
+    assert out[4].group_by == "sex" and specs[4].group_by is None  # a copy
+    with pytest.raises(InvalidParameterError, match="no group-fairness constraint"):
+        with_group_by(["latency <= 1", own], "sex")

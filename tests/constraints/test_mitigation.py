@@ -20,8 +20,9 @@ from admm_automl import ADMMClassifier
 from admm_automl.constraints import (ExponentiatedGradientClassifier,
                                      ThresholdOptimizerClassifier, make_constraints,
                                      is_mitigated, mitigation_module)
+from admm_automl.constraints.mitigation import TIE_BREAK
 from admm_automl.evaluation.prefix_cache import prefix_keys
-from admm_automl.exceptions import ConfigError, InvalidParameterError
+from admm_automl.exceptions import ConfigError, DataError, InvalidParameterError
 from admm_automl.run.setup import task_space
 from admm_automl.space import space_from_dict
 from admm_automl.testing import tiny_space
@@ -159,7 +160,7 @@ def test_the_mitigation_target_of_each_constraint():
         (di,) = make_constraints([{"name": "disparate_impact", "threshold": 0.1,
                                    "metric": metric}])
         assert di.mitigation_target == target
-    # groups that are not columns of X: the deployed model could not read them
+    # groups that are not columns of X, and not given beside it: nothing to mitigate by
     (no_columns,) = make_constraints(["demographic_parity_difference <= 0.1"])
     assert mitigation_module(no_columns) is None
     (latency,) = make_constraints(["latency <= 1e-3"])
@@ -449,3 +450,136 @@ def test_a_threshold_optimizer_refuses_a_group_it_has_no_threshold_for():
         with pytest.raises(ValueError, match="no training row had"):
             model.predict_proba(X.assign(sex=value))
     assert np.array_equal(model.predict(X), expected)
+
+
+# -- the groups given beside X, as fairlearn takes them: fit(X, y, sensitive_features=s)
+
+def beside(n=600, seed=0):
+    """:func:`unfair` with the groups taken out of X: X holds no trace of them but ``x``'s
+    shift, and ``sex`` is given beside it."""
+    X, y = unfair(n, seed)
+    return X.drop(columns="sex"), y, X["sex"].to_numpy()
+
+
+def test_the_reduction_takes_the_groups_beside_X_and_predicts_without_them():
+    X, y, sex = beside()
+    plain = LogisticRegression().fit(X, y)
+    model = ExponentiatedGradientClassifier(LogisticRegression(), random_state=0).fit(
+        X, y, sensitive_features=sex)
+    assert model.reads_sensitive_features
+    assert dp(y, plain.predict(X), sex) > 0.3 and dp(y, model.predict(X), sex) < 0.1
+    assert model.predict_proba(X).shape == (len(X), 2)
+    with pytest.raises(InvalidParameterError, match="sensitive_features="):
+        ExponentiatedGradientClassifier(LogisticRegression()).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="single group"):
+        ExponentiatedGradientClassifier(LogisticRegression()).fit(
+            X, y, sensitive_features=np.full(len(X), "f"))
+    X_sex, _ = unfair()
+    with pytest.raises(InvalidParameterError, match="give group_by=None"):
+        ExponentiatedGradientClassifier(linear(), group_by="sex").fit(X_sex, y,
+                                                                      sensitive_features=sex)
+    # the threshold optimizer's thresholds are per group: it would need them at every predict
+    with pytest.raises(InvalidParameterError, match="needs group_by"):
+        ThresholdOptimizerClassifier(LogisticRegression()).fit(X, y, sensitive_features=sex)
+
+
+def test_groups_given_beside_X_add_the_reduction_alone_to_the_space():
+    from admm_automl.constraints import START_ROUNDS, mitigated_starts
+
+    limit = ["demographic_parity_difference <= 0.1"]
+    space = task_space(tiny_space(), "classification", 100, limit, "auto",
+                       sensitive_features=True)
+    module = space.modules[-1]
+    assert module.wraps and [a.name for a in module.choices] == ["none",
+                                                                 "exponentiated_gradient"]
+    assert task_space(tiny_space(), "classification", 100, limit, "auto"
+                      ).modules[-1].name == "estimator"
+    # a constraint on a column keeps both mitigations, whatever else was given
+    on_column = [{"name": "demographic_parity_difference", "threshold": 0.1, "group_by": "sex"}]
+    assert len(task_space(tiny_space(), "classification", 100, on_column, "auto",
+                          sensitive_features=True).modules[-1].choices) == 3
+    # the warm start's leading pipelines are tried inside the reduction, at its cheap end
+    configs = [{"scaler": "none", "estimator": e} for e in ("gaussian_nb", "logistic_regression")]
+    starts = mitigated_starts(configs * 2, space)
+    assert starts[0] == {**configs[0], "mitigation": "exponentiated_gradient",
+                         "mitigation__max_iter": START_ROUNDS}
+    # ... with the learner at its low-cost point where it declares one
+    forest = tiny_space({"forest": {
+        "class": "sklearn.ensemble.RandomForestClassifier", "hyperparameters": {
+            "n_estimators": {"type": "int", "low": 4, "high": 512, "log": True, "default": 100,
+                             "low_cost": 4},
+            "max_features": {"type": "float", "low": 0.1, "high": 1.0, "default": 0.5}}}})
+    forest = task_space(forest, "classification", 100, limit, "auto", sensitive_features=True)
+    config = {"scaler": "none", "estimator": "forest", "estimator__n_estimators": 300,
+              "estimator__max_features": 0.3}
+    (start, *_) = mitigated_starts([config], forest)
+    assert start == {**config, "estimator__n_estimators": 4, "mitigation__max_iter": 5,
+                     "mitigation": "exponentiated_gradient"}
+    forest.encode(start)
+    assert [c.get("mitigation", "none") for c in starts] == ["exponentiated_gradient"] * 2 + [
+        "none"] * 4 + ["exponentiated_gradient"] * 2
+    z, theta = space.encode(starts[0])
+    assert space.decode(z, theta)["mitigation__max_iter"] == START_ROUNDS
+
+
+def test_sensitive_features_alone_meet_a_limit_the_labels_exceed():
+    """No column of X names the groups: the search gets them beside X, tries the reduction and
+    returns a mitigated model that predicts from X alone and keeps the parity on new rows."""
+    X, y, sex = beside(n=800)
+    train, test = np.arange(600), np.arange(600, 800)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ADMMClassifier(
+            search_space=tiny_space(), theta_solver="random", z_solver="random",
+            executor="serial", max_evals=8, random_state=0, ensemble_size=0, cv=None,
+            constraints=["demographic_parity_difference <= 0.1"],
+        ).fit(X.iloc[train], y[train], sensitive_features=sex[train])
+    history = model.history_[model.history_["status"] == "ok"]
+    plain = history["param:mitigation"] == "none"
+    assert plain.any() and history.loc[plain, "constraint:demographic_parity_difference"
+                                       ].min() > 0.3
+    assert model.feasible_ and model.best_params_["mitigation"] == "exponentiated_gradient"
+    assert dp(y[test], model.predict(X.iloc[test]), sex[test]) <= 0.15
+    assert dp(y[train], model.predict(X.iloc[train]), sex[train]) <= 0.1
+
+
+@pytest.mark.parametrize("sensitive, constraints, error, message", [
+    (np.array(["f", "m"] * 10), ["demographic_parity_difference <= 0.1"], DataError,
+     "20 rows but X has 40"),
+    (np.zeros((40, 2, 2)), ["demographic_parity_difference <= 0.1"], DataError, "shape"),
+    (np.full(40, "f"), ["demographic_parity_difference <= 0.1"], DataError,
+     "at least two groups"),
+    (np.array(["f", "m"] * 20), ["latency <= 1"], InvalidParameterError,
+     "no constraint compares their groups"),
+])
+def test_sensitive_features_that_cannot_be_used_are_refused_before_the_search(
+        sensitive, constraints, error, message):
+    X, y, _ = beside(n=40)
+    with pytest.raises(error, match=message):
+        ADMMClassifier(search_space=tiny_space(), executor="serial", max_evals=2, cv=None,
+                       constraints=constraints).fit(X, y, sensitive_features=sensitive)
+
+
+def test_the_reduction_fits_a_pipeline_s_steps_before_the_learner_once():
+    """fairlearn fits the learner about three times a round; the steps before it get no weights
+    and the same rows each time, so they are fitted once and the learner alone is reweighted:
+    the model predicts as the reduction over the whole pipeline does."""
+    import fairlearn.reductions
+
+    from admm_automl.testing import CountingScaler
+
+    X, y, sex = beside()
+    pipeline = Pipeline([("scale", CountingScaler()), ("model", LogisticRegression())])
+    CountingScaler.n_fits = 0
+    model = ExponentiatedGradientClassifier(pipeline, max_iter=5, random_state=0).fit(
+        X, y, sensitive_features=sex)
+    assert CountingScaler.n_fits == 1
+    with warnings.catch_warnings():  # fairlearn's own deprecated pandas calls
+        warnings.simplefilter("ignore")
+        whole = fairlearn.reductions.ExponentiatedGradient(
+            pipeline, fairlearn.reductions.DemographicParity(), eps=0.01, max_iter=5,
+            sample_weight_name="model__sample_weight").fit(X, (y == "yes").astype(int),
+                                                           sensitive_features=sex)
+    assert CountingScaler.n_fits > 5  # the whole pipeline, refitted in every fit
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1],
+                               whole._pmf_predict(X)[:, 1], atol=2 * TIE_BREAK)

@@ -394,24 +394,34 @@ def test_bo_bad_parameters(params):
 
 # ----------------------------------------------------------------------------- rbfopt
 def test_ripopt_is_found_in_the_installed_wheel():
-    path = rbfopt_module.find_ripopt()
-    assert path is not None and path.endswith("ripopt")
+    # without the rbfopt extra this raises MissingDependencyError: a skip in `make test-core`
+    assert rbfopt_module._solver_program().endswith("ripopt")
 
 
-def test_rbfopt_missing_program_names_the_package(monkeypatch):
+def test_rbfopt_missing_program_names_the_extra(monkeypatch):
+    rbfopt_module._import_rbfopt()  # the package is there, the program is not
     monkeypatch.setattr(rbfopt_module, "find_ripopt", lambda: None)
     problem, _, _ = quadratic_problem()
-    with pytest.raises(MissingDependencyError, match=r"ripopt.*pip install pyomo-ripopt"):
+    with pytest.raises(MissingDependencyError,
+                       match=r"ripopt.*pip install 'admm-automl\[rbfopt\]'"):
         make("rbfopt").setup(problem, np.random.default_rng(0))
 
 
-def test_rbfopt_missing_package_names_the_package(monkeypatch):
+def test_rbfopt_missing_package_names_the_extra(monkeypatch):
+    import importlib.util
     import sys
 
     monkeypatch.setitem(sys.modules, "rbfopt", None)  # makes `import rbfopt` fail
     problem, _, _ = quadratic_problem()
-    with pytest.raises(MissingDependencyError, match=r"pip install 'rbfopt>=4.3'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install 'admm-automl\[rbfopt\]'"):
         make("rbfopt").setup(problem, np.random.default_rng(0))
+    # ... and before any work, as every solver's requirements are checked (by fit's validation)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "rbfopt" else real(name, *a))
+    with pytest.raises(MissingDependencyError,
+                       match=r"'rbfopt' needs rbfopt.*pip install 'admm-automl\[rbfopt\]'"):
+        THETA_SOLVERS.get("rbfopt").check_requirements()
 
 
 def test_rbfopt_budget_exhausted_propagates_and_best_agrees():
@@ -572,6 +582,7 @@ def _cli(argv):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", MODEL_SOLVERS)
 def test_cli_theta_solver_and_schedule_flags_reach_the_estimator(tmp_path, name):
+    THETA_SOLVERS.get(name).check_requirements()  # the CLI says it in one line, exit code 1
     out = tmp_path / "out"
     code, stdout, stderr = _cli(
         ["fit", "--dataset", "breast_cancer", "--search-space", "paper_small",

@@ -4,7 +4,9 @@ RBFOpt only offers a run-to-completion loop, so :meth:`RBFOptThetaSolver.run` ha
 objective that evaluates through ``problem.evaluate``. Its auxiliary problems need an AMPL-protocol
 solver program; the ``ripopt`` executable shipped inside the ``pyomo-ripopt`` wheel is looked up at
 run time (a plain PyPI install, no system package needed; it treats integers as continuous, which
-is what θ-min needs, since integers are relaxed there).
+is what θ-min needs, since integers are relaxed there). Both come with the ``rbfopt`` extra,
+``pip install 'admm-automl[rbfopt]'``, not with the core: rbfopt pulls Pyomo, Sphinx and numpydoc,
+and no default path uses it.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def _import_rbfopt() -> Any:
         import rbfopt
     except ImportError as err:
         raise MissingDependencyError(
-            f"theta solver 'rbfopt' needs the rbfopt package: pip install 'rbfopt>=4.3' ({err})"
+            f"theta solver 'rbfopt' needs the rbfopt package, which is not installed ({err}): "
+            "pip install 'admm-automl[rbfopt]'"
         ) from None
     return rbfopt
 
@@ -57,7 +60,8 @@ def _solver_program() -> str:
     if path is None:
         raise MissingDependencyError(
             "theta solver 'rbfopt' needs the 'ripopt' program shipped in the pyomo-ripopt wheel "
-            "for its auxiliary problems, and it was not found: pip install pyomo-ripopt"
+            "for its auxiliary problems, and it was not found: pip install 'admm-automl[rbfopt]' "
+            "(or pip install pyomo-ripopt)"
         )
     return path
 
@@ -141,6 +145,9 @@ class RBFOptThetaSolver(BaseThetaSolver):
     function evaluations", Mathematical Programming Computation 10 (2018).
     Liu, Ram et al., AAAI 2020, Section 5.
     """
+
+    #: the ``rbfopt`` extra: checked before any work (:meth:`check_requirements`)
+    requires = (("rbfopt", "'admm-automl[rbfopt]'"), ("pyomo_ripopt", "'admm-automl[rbfopt]'"))
 
     def __init__(self, max_iterations_factor: int = 10) -> None:
         self.max_iterations_factor = max_iterations_factor
