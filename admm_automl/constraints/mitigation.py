@@ -244,12 +244,15 @@ class ThresholdOptimizerClassifier(_GroupMitigation):
         self.cv = cv
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any, *, learner: Any = None) -> "ThresholdOptimizerClassifier":
+    def fit(self, X: Any, y: Any, sensitive_features: Any = None, *,
+            learner: Any = None) -> "ThresholdOptimizerClassifier":
         """Fit the learner and choose the thresholds on its held-out scores (class docstring).
-        ``learner``: a copy of ``estimator`` the caller has fitted on (X, y) already (a trial's
-        pipeline with its rounds stopped early on its validation rows), taken as the fitted
-        learner; the held-out scores still come from ``cv``'s folds."""
-        return super().fit(X, y, learner=learner)
+        ``sensitive_features`` is refused (the groups are X's ``group_by`` columns, read again
+        at every prediction). ``learner``: a copy of ``estimator`` the caller has fitted on
+        (X, y) already (a trial's pipeline with its rounds stopped early on its validation
+        rows), taken as the fitted learner; the held-out scores still come from ``cv``'s
+        folds."""
+        return super().fit(X, y, sensitive_features, learner=learner)
 
     def _groups(self, X: Any, sensitive_features: Any = None) -> np.ndarray:
         if self.group_by is None:
