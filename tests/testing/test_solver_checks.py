@@ -102,6 +102,27 @@ class RepeatingBatchZ(UniformZ):
         return super()._ask()
 
 
+class _BlindToFlights(object):
+    """Declares batches, but what a proposal must not repeat leaves out the trials in flight
+    for earlier steps (``problem.in_flight``): only its own pending suggestions."""
+
+    supports_batch = True
+
+    def _taken(self):
+        from admm_automl.solvers.base import Taken
+
+        super()._taken()  # keeps the pending multiset up to date
+        return Taken(self.pending_keys_)
+
+
+class FlightBlindTheta(_BlindToFlights, UniformTheta):
+    pass
+
+
+class FlightBlindZ(_BlindToFlights, UniformZ):
+    pass
+
+
 class UndeclaredBatchTheta(_BatchOf, UniformTheta):
     """Batches without declaring it."""
 
@@ -265,6 +286,8 @@ BROKEN = [
     (sc.check_z_asynchronous, RepeatingBatchZ, "in flight after each submit: \\[1, 1"),
     (sc.check_theta_batch_asks, RepeatingBatchTheta, "asks one point twice"),
     (sc.check_z_batch_asks, UnbatchedZ, "batch sizes"),
+    (sc.check_theta_batch_with_pending, FlightBlindTheta, "a batch repeats a trial in flight"),
+    (sc.check_z_batch_with_pending, FlightBlindZ, "a batch repeats a trial in flight"),
     (sc.check_theta_asks_one_at_a_time, UndeclaredBatchTheta, "batch sizes"),
     (sc.check_z_asks_one_at_a_time, UndeclaredBatchZ, "batch sizes"),
     (sc.check_z_fidelity_uses_partial_data, FullDataFidelityZ, "never used less"),
