@@ -6,8 +6,9 @@ The parent starts it as ``python -c BOOTSTRAP <package root> <socket fd> <task f
 
 * a socket to the parent, framed by :class:`multiprocessing.connection.Connection`. The worker sends
   ``(READY, None)`` once it is loaded, or ``(ERROR, text)`` if it cannot start; then it answers each
-  job ``(z, θ, fidelity)`` with ``STARTED`` as it begins the trial and one result dict (with the
-  trial's ``duration``) at its end, until the socket closes;
+  message ``(job, (seconds, budget_end))`` — the job ``(z, θ, fidelity)`` and the seconds it may
+  take (:func:`.policy.trial_limit`) — with ``STARTED`` as it begins the trial and one result
+  dict (with the trial's ``duration``) at its end, until the socket closes;
 * the run's task file (an unlinked temporary file, see :func:`write_task_file`): an 8-byte length, a
   pickled *boot* header (the parent's ``sys.path``, ``sys.argv`` and working directory, and, only
   when the task names an object by a ``"__main__."`` import path, how to load the parent's main
@@ -238,11 +239,12 @@ def _address_space() -> int | None:
 
 
 def _serve(conn: Any, task: Any) -> None:
+    from .policy import trial_limit
     from .trial import error_result
 
     while True:
         try:
-            job = conn.recv()
+            job, limit = conn.recv()  # the job and the seconds it may take (policy.trial_limit)
         except (EOFError, OSError):  # the parent closed the socket or died
             return
         try:
@@ -252,7 +254,8 @@ def _serve(conn: Any, task: Any) -> None:
         os.ftruncate(2, 0)  # the log keeps this trial's output only (it is opened for appending)
         start = time.perf_counter()
         try:
-            result = task.run(*job)
+            with trial_limit(*limit):
+                result = task.run(*job)
         except BaseException as err:  # noqa: BLE001 - a task's failure is a result, never a crash
             result = error_result(err)
         result["duration"] = time.perf_counter() - start

@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from ..exceptions import InvalidParameterError, WorkerError
 from . import child_main
+from .policy import trial_limit
 from .trial import error_result, executor_result
 
 #: why a trial past its timeout was stopped, in its journal record's error
@@ -116,30 +117,33 @@ class SerialExecutor:
             deadline: float | None = None) -> list[dict[str, Any]]:
         """Run every job to its end (a serial trial cannot be stopped: timeouts and the deadline
         are not enforced)."""
-        return [self._run_one(job) for job in jobs]
+        return [self._run_one(job) for job in jobs]  # no limits: a batch runs to its end
 
     def submit(self, job: Job, timeout: float | None = None,
                deadline: float | None = None) -> int:
-        """Queue ``job``; :meth:`wait` runs it (``timeout`` and ``deadline`` are not enforced)."""
+        """Queue ``job``; :meth:`wait` runs it (``timeout`` and ``deadline`` cannot stop a fit:
+        the trial stops between its folds when they project its end past them)."""
         ticket = next(self._tickets)
-        self._queue.append((ticket, job))
+        self._queue.append((ticket, job, timeout, deadline))
         return ticket
 
     def wait(self, timeout: float | None = None) -> list[tuple[int, dict[str, Any]]]:
         """Run the oldest queued job to its end and return it (nothing when none is queued)."""
         if not self._queue:
             return []
-        ticket, job = self._queue.popleft()
-        return [(ticket, self._run_one(job))]
+        ticket, job, timeout, deadline = self._queue.popleft()
+        return [(ticket, self._run_one(job, trial_seconds(timeout, deadline)))]
 
     @property
     def pending(self) -> int:
         return len(self._queue)
 
-    def _run_one(self, job: Job) -> dict[str, Any]:
+    def _run_one(self, job: Job, limit: tuple[float | None, bool] = (None, False)
+                 ) -> dict[str, Any]:
         start = time.perf_counter()
         try:
-            result = self.task.run(*job)
+            with trial_limit(*limit):
+                result = self.task.run(*job)
         except Exception as err:  # the same answer as a worker process gives
             result = error_result(err)
         result["duration"] = time.perf_counter() - start
@@ -336,8 +340,9 @@ class ProcessExecutor:
 
     def _dispatch(self, worker: WorkerProcess) -> None:
         ticket = self._queue.popleft()
-        try:
-            worker.send(self._jobs[ticket].job)
+        submitted = self._jobs[ticket]
+        try:  # the job with its limit, so the trial can stop when its folds project past it
+            worker.send((submitted.job, trial_seconds(submitted.timeout, submitted.deadline)))
         except OSError:  # it died while idle: the job never reached it
             self._queue.appendleft(ticket)
             self._lost(worker)
@@ -462,6 +467,14 @@ class _Submitted(NamedTuple):
     job: Job
     timeout: float | None
     deadline: float | None
+
+
+def trial_seconds(timeout: float | None, deadline: float | None) -> tuple[float | None, bool]:
+    """The seconds a trial begun now may take, given its timeout and the (monotonic) deadline
+    it may not run past, and whether that limit is the deadline (the time budget's end)."""
+    if deadline is not None and (timeout is None or deadline - time.monotonic() < timeout):
+        return max(deadline - time.monotonic(), 0.0), True
+    return timeout, False
 
 
 def _with_output(text: str, worker: WorkerProcess) -> str:

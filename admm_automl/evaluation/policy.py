@@ -12,10 +12,19 @@ The objective applies a :class:`TrialPolicy`; its values are the run's time poli
   time scaled linearly to all rows (:meth:`TrialPolicy.full_duration`) exceeds the timeout, the
   full fit is not started and the probe's observation (fidelity < 1, so never the incumbent)
   answers the request.
+* **projection** — a trial that runs where its limit is known (:func:`trial_limit`, set by the
+  executor that runs it) stops between its folds once the folds so far, at their mean time,
+  project its end past that limit (:class:`FoldClock`): it would be stopped there anyway, and the
+  seconds it would spend until then go to the next trials. AutoGluon's bagged models stop the
+  same way after each fold. Under a 60 s budget a third of a run used to go to trials that
+  reached their limit, each of them run to it.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..records import Observation
@@ -58,3 +67,54 @@ class TrialPolicy:
         all training rows (exact for learners linear in the rows, optimistic for superlinear
         ones), the rest (prediction, scoring, overhead) as measured."""
         return probe.duration + probe.fit_time * (1.0 / PROBE_FIDELITY - 1.0)
+
+
+#: the running trial's limit in this process: its end (``time.perf_counter``) and whether that
+#: end is the time budget's rather than the trial's own timeout; None: no limit known
+_limit: tuple[float, bool] | None = None
+
+
+@contextmanager
+def trial_limit(seconds: float | None, budget_end: bool = False) -> Iterator[None]:
+    """Run the block as a trial that may take ``seconds`` (None: no limit), ``budget_end`` when
+    that limit is the end of the time budget; the executors that run trials set it."""
+    global _limit
+    saved = _limit
+    _limit = None if seconds is None else (time.perf_counter() + seconds, budget_end)
+    try:
+        yield
+    finally:
+        _limit = saved
+
+
+class LimitProjected(Exception):
+    """A trial's folds so far project its end past its limit (:class:`FoldClock`)."""
+
+    def __init__(self, message: str, budget_end: bool) -> None:
+        super().__init__(message)
+        self.budget_end = budget_end
+
+
+class FoldClock:
+    """The time of a trial's folds, checked against the limit the trial runs under.
+
+    :meth:`check` after each of ``total`` folds raises :class:`LimitProjected` when the time so
+    far, scaled to all folds at the folds' mean, ends past the limit. The mean of the folds is
+    the projection AutoGluon's bagged models make; folds have the same rows, so their fits cost
+    about the same."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.limit = _limit
+
+    def check(self, done: int, total: int) -> None:
+        if self.limit is None or done >= total:
+            return
+        end, budget_end = self.limit
+        elapsed = time.perf_counter() - self.start
+        projected = elapsed * total / done
+        if self.start + projected > end:
+            why = "the time budget's end" if budget_end else "its time limit"
+            raise LimitProjected(
+                f"stopped after {done} of {total} folds ({elapsed:.3g} s): its folds project "
+                f"{projected:.3g} s, past {why} ({end - self.start:.3g} s)", budget_end)

@@ -35,6 +35,7 @@ from .data import (
 from .fold_models import write_models
 from .kept import DEFAULT_CACHE_MB, KeptStore
 from .metrics import Metric
+from .policy import FoldClock, LimitProjected
 from .prefix_cache import PrefixCache, fit_pipeline, prefix_keys
 from .splits import Split
 from .stopping import fit_stopped
@@ -188,7 +189,9 @@ def run_trial(
     (``result["models"]``: the file's name, None when they were not kept). A last step that
     takes its decision from the other folds' held-out scores (the threshold optimizer with
     ``cv="folds"``) fits its learner on every split first, then its decision
-    (:func:`deferred_peers`).
+    (:func:`deferred_peers`). Under a known limit (:func:`.policy.trial_limit`) the trial stops
+    between folds, status ``timeout``, once its folds project its end past that limit
+    (:class:`~.policy.FoldClock`).
     """
     from sklearn.base import clone
 
@@ -273,14 +276,19 @@ def run_trial(
             if models is not None:
                 models.append(pipeline)
 
+    clock, n_splits = FoldClock(), len(ctx.splits)
     try:
         scorer = ctx.metric.make_scorer(ctx.labels)
         peers = deferred_peers(ctx.pipeline(z, theta), ctx.splits)
         if peers is None:
             for i, split in enumerate(ctx.splits):
                 score(split, *fit(i, split))
+                clock.check(i + 1, n_splits)
         else:
-            fits = [fit(i, split, True) for i, split in enumerate(ctx.splits)]
+            fits = []
+            for i, split in enumerate(ctx.splits):
+                fits.append(fit(i, split, True))
+                clock.check(i + 1, n_splits)
             start = time.perf_counter()
             decide_from_peers([f[0][-1] for f in fits], [f[2] for f in fits],
                               [f[3] for f in fits], peers)
@@ -297,6 +305,8 @@ def run_trial(
         elif models:
             result["models"] = write_models(ctx.models_dir, models)
         result["loss"] = loss
+    except LimitProjected as stop:  # it would reach its limit: the seconds until then go elsewhere
+        result.update(status="timeout", error=str(stop), budget_stop=stop.budget_end)
     except MemoryError:
         result.update(status="memout", error="MemoryError: the trial hit the memory limit")
     except Exception as err:  # one failing pipeline never ends a run

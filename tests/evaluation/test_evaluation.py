@@ -255,6 +255,44 @@ def test_a_trial_stuck_in_a_c_call_is_stopped_at_its_timeout():
     assert busy.duration < 3.0
 
 
+#: a learner whose every fit sleeps 0.2 s: a 5-fold trial of it takes at least 1 s
+NAPPER = tiny_space({"napper": {"class": "admm_automl.testing.SleepingClassifier", "hyperparameters": {
+    "seconds": {"type": "fixed", "value": 0.2}}}}).for_task("classification")
+
+
+def _nap(executor, policy=None, time_left=None):
+    objective = PipelineObjective(context(NAPPER, cv=5), executor, Journal(), worst_loss=1.0,
+                                  **({} if policy is None else {"policy": policy}))
+    try:
+        (obs,) = objective([Request((0, 0), NAPPER.encoding.initial_theta)], time_left=time_left)
+    finally:
+        objective.close()
+    return obs, objective.journal.records[0]
+
+
+@pytest.mark.parametrize("executor", [SerialExecutor, lambda: ProcessExecutor(1)],
+                         ids=["serial", "process"])
+def test_a_trial_whose_first_folds_project_past_its_timeout_stops_between_folds(executor):
+    # fold 1 takes >= 0.2 s, so the 5 folds project >= 1 s, past the 0.7 s timeout: the trial
+    # stops after its first fold (a busy machine only lengthens the sleep, never the count)
+    obs, record = _nap(executor(), TrialPolicy(trial_timeout=0.7))
+    assert obs.status is Status.TIMEOUT and not obs.budget_stop
+    assert record["error"].startswith("stopped after 1 of 5 folds")
+    assert "past its time limit" in record["error"]
+
+
+def test_a_serial_trial_projected_past_the_budgets_end_is_a_budget_stop():
+    obs, record = _nap(SerialExecutor(), time_left=0.7)
+    assert obs.status is Status.CANCELLED and obs.budget_stop  # as if the budget had cut it
+    assert record["error"].startswith("stopped after 1 of 5 folds")
+    assert "past the time budget's end" in record["error"]
+
+
+def test_a_trial_whose_folds_fit_within_its_limit_runs_them_all():
+    obs, _ = _nap(SerialExecutor(), TrialPolicy(trial_timeout=30.0))
+    assert obs.status is Status.OK and obs.fidelity == 1.0
+
+
 def test_process_and_serial_executors_give_the_same_losses():
     requests = [Request(z_of("gnb"), THETA), Request((1, 0), THETA)]
     serial = PipelineObjective(context(), SerialExecutor(), Journal(), worst_loss=1.0)
