@@ -315,6 +315,8 @@ def run_estimator(method: str, task: str, thresholds: dict, X: Any, y: np.ndarra
     final = model.best_pipeline_ if model.ensemble_ is None else model.ensemble_
     return {"model": final, "validation": validation, "validation_feasible": bool(model.feasible_),
             "first_feasible_time": t, "found_feasible": found, "n_evals": int(model.n_evals_),
+            "stopped_seconds": float(h.loc[h["status"].isin(["timeout", "cancelled"]),
+                                           "duration"].sum()),
             "description": str(model.best_params_)
             + ("" if model.ensemble_ is None else f" in an ensemble of "
                f"{len(model.ensemble_weights_)}")}

@@ -286,7 +286,16 @@ def search_steps(model) -> dict:
 
     z = history[history["phase"] == "z"]
     first = float((z["time"] - z["duration"]).min()) if len(z) else None
-    return {"steps": step_counts(history), "first_z_start": first}
+    return {"steps": step_counts(history), "first_z_start": first,
+            **stopped_seconds(history)}
+
+
+def stopped_seconds(history) -> dict:
+    """How many of a package model's evaluations were stopped by a time limit (their own or the
+    budget's end) and the seconds they ran before it."""
+    stopped = history["status"].isin(["timeout", "cancelled"])
+    return {"n_evals": int(len(history)), "n_stopped": int(stopped.sum()),
+            "stopped_seconds": float(history.loc[stopped, "duration"].sum())}
 
 
 def write_result(path: Path, result: dict) -> dict:
