@@ -115,9 +115,9 @@ class ADMM(BaseEstimator):
     scoring : str or callable, optional
         Loss: None (1 − AUROC binary, log-loss multiclass, RMSE regression), a built-in name
         (bounded scores are used as 1 − score), a scikit-learn scorer name or a callable.
-    cv : int, "auto" or None, default="auto"
-        k-fold cross-validation; None: one holdout split of ``validation_size`` (stratified for
-        classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, and with a
+    cv : int, "auto", "holdout" or None, default="auto"
+        k-fold cross-validation; ``"holdout"`` or None (the same): one holdout split of
+        ``validation_size`` (stratified for classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, and with a
         ``time_budget`` also while rows × features ≤ 2500 × the budget in seconds (below 100,000
         rows), else a holdout (:func:`admm_automl.evaluation.splits.resolve_cv`); below 5000
         rows the 5 folds are repeated on new shuffles (up to 3 times) while rows × features ×

@@ -21,6 +21,7 @@ import html
 import io
 import json
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -74,6 +75,9 @@ def leaderboard(run: Any, n: int = 10):
     ``name=value`` text cut to the width, then the names of the columns not printed."""
     from .board import Leaderboard
 
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise InvalidParameterError(f"leaderboard(n=...) takes the number of pipelines to show, "
+                                    f"a positive integer; got {n!r}")
     run = as_run(run)
     ranked = _ranked(run)
     h = ranked.head(n)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import logging
@@ -314,4 +315,4 @@ def load_space(spec: "str | Path | Mapping[str, Any] | PipelineSpace") -> Pipeli
 @functools.lru_cache(maxsize=None)
 def _load_builtin(name: str) -> PipelineSpace:
     node = read_yaml(_builtin_dir().joinpath(f"{name}.yaml").read_text(encoding="utf-8"))
-    return space_from_dict(node)
+    return dataclasses.replace(space_from_dict(node), shipped=True)
