@@ -185,7 +185,8 @@ def test_bad_data_gets_a_clear_error(X_bad, y_bad, error, match):
         ({"max_evals": -5}, "'max_evals' parameter of ADMM must be a positive integer"),
         ({"time_budget": -1.0}, "'time_budget' parameter of ADMM must be a positive number"),
         ({"rho": 0}, "'rho' parameter"),
-        ({"cv": 1}, r"'cv' parameter of ADMM must be one of 'auto' or an integer >= 2 or None. Got 1"),
+        ({"cv": 1}, r"'cv' parameter of ADMM must be one of 'auto', 'holdout' or an integer >= 2 or "
+         r"None. Got 1"),
         ({"inner_iter": 64, "inner_iter_max": 16}, "maximum >= start"),
         ({"task": "ranking"}, "'task' parameter of ADMM must be one of 'auto', 'classification'"),
         ({"method": "jopt", "constraint_mode": "admm"}, "no ADMM split"),
