@@ -87,7 +87,13 @@ def run_lock(output_dir: Any) -> Iterator[Path | None]:
     lock = FileLock(str(path / LOCK_FILE), timeout=0)
     try:
         lock.acquire()
-    except OSError as err:
+    except Timeout:
+        raise RunLockedError(
+            f"output_dir {str(output_dir)!r} is in use by {_holder(path)}: one fit at a time "
+            "writes a run directory. Wait for it to end (a killed process frees it at once) or "
+            "give another output_dir."
+        ) from None
+    except OSError as err:  # after Timeout, which is an OSError too
         if err.errno not in _NO_LOCKS:
             raise
         raise RunDirectoryError(
@@ -96,12 +102,6 @@ def run_lock(output_dir: Any) -> Iterator[Path | None]:
             "service, lockd, does this). The lock is what keeps two fits from writing one run "
             "directory at once: give an output_dir on a local file system, or have the lock "
             "service started."
-        ) from None
-    except Timeout:
-        raise RunLockedError(
-            f"output_dir {str(output_dir)!r} is in use by {_holder(path)}: one fit at a time "
-            "writes a run directory. Wait for it to end (a killed process frees it at once) or "
-            "give another output_dir."
         ) from None
     try:
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
