@@ -37,7 +37,7 @@ from ..evaluation.policy import TrialPolicy
 from ..evaluation.prefix_cache import DEFAULT_CACHE_MB
 from ..evaluation.splits import make_splits, resolve_cv, resolve_repeats
 from ..evaluation.trial import TrialContext
-from ..exceptions import DataError, InvalidParameterError
+from ..exceptions import DataError, InvalidParameterError, ResumeError
 from ..journal import Journal
 from ..methods._driver import Result, Schedule, tell
 from ..methods.registry import get_method, make_optimizer
@@ -450,11 +450,24 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
                                 rank=Constraints(prepared.constraints).rank,
                                 run_dir=s.output_dir, models_dir=models_dir,
                                 shape=(rows,) if ctx.labels is None else (rows, len(ctx.labels)))
-    objective = open_objective(
-        ctx, executor=executor, worst_loss=prepared.worst_loss, output_dir=s.output_dir,
-        header=header, resume=s.resume, start_time=deadline.start,
-        policy=deadline.trial_policy(s.trial_timeout), observers=[library],
-    )
+    try:
+        objective = open_objective(
+            ctx, executor=executor, worst_loss=prepared.worst_loss, output_dir=s.output_dir,
+            header=header, resume=s.resume, start_time=deadline.start,
+            policy=deadline.trial_policy(s.trial_timeout), observers=[library],
+        )
+    except ResumeError as err:
+        if s.cv != "auto" or "splits." not in str(err):
+            raise
+        splits = header["splits"]
+        now = (f"{splits['cv']}-fold, {splits.get('repeats', 1)} time(s)" if splits["cv"]
+               else "one holdout split")
+        raise ResumeError(
+            f"{err} The splits are cv='auto''s choice, which depends on the data's size and on "
+            f"the time budget (now {now}), so a resume with another time_budget can choose "
+            "others: resume with the time_budget the run began with, or pin the splits from a "
+            "run's start with an explicit cv (such as cv=5, never repeated, or cv='holdout')."
+        ) from None
     if s.callbacks:
         from .callbacks import CallbackListener
 

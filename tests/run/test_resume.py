@@ -79,6 +79,23 @@ def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change,
     assert len(Journal.read(tmp_path / "journal.jsonl")) == 4  # untouched
 
 
+def test_a_resume_whose_longer_budget_changes_cv_auto_s_repeats_says_how_to_pin_them(
+        tmp_path, breast_cancer_full):
+    """cv='auto' repeats its folds while rows x features x repeats <= 500 x the budget: 300 rows
+    of 8 features are folded once at 5 s and twice at 10 s."""
+    X, Y = breast_cancer_full
+    X, Y = X[:300, :8], Y[:300]
+    params = {**FAST, "cv": "auto", "executor": "serial", "max_evals": 2}
+    ADMM(**params, time_budget=5, output_dir=tmp_path).fit(X, Y)
+    with pytest.raises(ResumeError, match=r"splits\.repeats: only in the new run.* cv='auto''s "
+                                          r"choice, which depends on .* the time budget \(now "
+                                          r"5-fold, 2 time\(s\)\).* explicit cv"):
+        ADMM(**params, time_budget=10, output_dir=tmp_path).fit(X, Y)
+    with pytest.raises(ResumeError) as explicit:  # an explicit cv has nothing to explain
+        ADMM(**{**params, "cv": 3}, time_budget=5, output_dir=tmp_path).fit(X, Y)
+    assert "cv='auto'" not in str(explicit.value)
+
+
 def test_a_finished_run_run_again_returns_the_same_ensemble(tmp_path, breast_cancer_full):
     """Everything fit needs to rebuild its result is in the run directory: re-running a finished
     run evaluates nothing and returns the same ensemble and predictions (the kept validation
