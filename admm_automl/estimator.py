@@ -280,8 +280,12 @@ class ADMM(BaseEstimator):
     n_failed_, n_timeouts_ : int
         Evaluations that failed (raised, ran out of memory, scored NaN), and those stopped at
         their own time limit (the per-trial timeout doing its job: not counted as failed).
-    best_eval_id_, n_evals_, prefix_cache_, stop_reason_, task_, metric_, classes_,
-    n_features_in_, feature_names_in_
+    stop_reason_ : str
+        Why the search ended: ``"max_evals"``, ``"time_budget"``, ``"exhausted"`` (no new
+        configuration left), ``"callback"``, or ``"no_workers"`` (no worker process was left to
+        run a trial: the workers died over and over and none could start).
+    best_eval_id_, n_evals_, prefix_cache_, task_, metric_, classes_, n_features_in_,
+    feature_names_in_
     """
 
     _fixed_task: str | None = None

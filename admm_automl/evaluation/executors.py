@@ -69,6 +69,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from ..exceptions import InvalidParameterError, WorkerError
+from ..records import NO_WORKER_LEFT
 from . import child_main
 from .trial import error_result, executor_result
 
@@ -322,7 +323,7 @@ class ProcessExecutor:
         if self._queue and not self._live():  # broken: nothing can run what is left
             while self._queue:
                 result = executor_result(
-                    "cancelled", f"not begun: no worker process is left ({self._broken})")
+                    "cancelled", f"{NO_WORKER_LEFT} ({self._broken})")
                 result["duration"] = 0.0
                 self._finish(self._queue.popleft(), result)
             return
