@@ -389,7 +389,8 @@ class ADMM(BaseEstimator):
                                                deadline, self.stacking))
                 finally:
                     outcome.close()  # the kept fold models, now in the ensemble or not needed
-            warn_overrun(self.time_budget, outcome.executor, search_end, deadline.elapsed())
+            warn_overrun(self.time_budget, outcome.executor, search_end, deadline.elapsed(),
+                         outcome.callback_seconds)
             for name, value in fitted.items():
                 setattr(self, name, value)
             if self.output_dir is not None:

@@ -298,6 +298,8 @@ class SearchOutcome:
     models: dict[int, str] = field(default_factory=dict)
     #: evaluations stopped at their own time limit (not counted in ``n_failed``)
     n_timeouts: int = 0
+    #: seconds spent in each of the user's callbacks (by name), within the search's time
+    callback_seconds: dict[str, float] = field(default_factory=dict)
 
     @functools.cached_property
     def by_eval_id(self) -> dict[int, dict[str, Any]]:
@@ -471,7 +473,8 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
     if s.callbacks:
         from .callbacks import CallbackListener
 
-        listeners = [*listeners, CallbackListener(s.callbacks, objective.journal)]
+        callback_listener = CallbackListener(s.callbacks, objective.journal)
+        listeners = [*listeners, callback_listener]
     if objective.journal.n_resumed:  # say so: a resumed run looks like a fast one otherwise
         tell(listeners, note=f"resumed: {objective.journal.n_resumed} evaluations of an earlier "
              "session replayed from the journal, not run again")
@@ -506,7 +509,8 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
     return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
                          optimizer.constraints, s.rho, library.predictions,
                          _trial_threads(executor), executor.name, models_dir, library.models,
-                         objective.n_timeouts)
+                         objective.n_timeouts,
+                         callback_listener.seconds if s.callbacks else {})
 
 
 def _trial_threads(executor: Any) -> int | None:
