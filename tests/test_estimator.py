@@ -352,3 +352,6 @@ def test_a_trial_cut_by_the_time_budget_is_cancelled_not_failed_and_the_counts_a
     assert model.n_evals_ == int((status != "cancelled").sum())
     (message,) = {str(w.message) for w in caught if w.category is EvaluationFailedWarning}
     assert message.startswith(f"{n_failed} of {model.n_evals_} evaluated pipelines failed")
+    cut = int((status == "cancelled").sum())  # history_'s other rows are named, with their count
+    assert f"(history_ has {len(model.history_)} rows, a row per trial: {cut} cut or never " \
+        "begun at the end of the time budget" in message
