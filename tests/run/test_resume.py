@@ -214,6 +214,21 @@ SEGFAULT_CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.skipif(os.name != "posix", reason="SIGSEGV")
+def test_a_serial_trial_that_kills_the_process_says_so_on_standard_error(tmp_path):
+    """Python's fatal-error report with the stack of the fit that crashed, not a bare exit
+    status 139."""
+    script = tmp_path / "child.py"
+    script.write_text(SEGFAULT_CHILD)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONFAULTHANDLER"}
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGSEGV
+    assert "Fatal Python error: Segmentation fault" in proc.stderr
+    assert re.search(r"testing/estimators\.py\", line \d+ in fit\n", proc.stderr)
+    assert re.search(r"evaluation/executors\.py\", line \d+ in _run_one\n", proc.stderr)
+
+
 def _starts(journal):
     """The cache keys of the trial start marks of a journal file, in order."""
     return [json.loads(line)["started"]["key"] for line in journal.read_text().splitlines()
