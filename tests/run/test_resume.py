@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from sklearn.datasets import load_wine
 
 from admm_automl import ADMM
 from admm_automl.cli import main
-from admm_automl.exceptions import EvaluationFailedWarning, ResumeError
+from admm_automl.exceptions import EvaluationFailedWarning, ResumeError, RunDirectoryWarning
 from admm_automl.journal import Journal
 from admm_automl.testing import tiny_space
 from admm_automl.testing.estimators import KILL_AT_FIT
@@ -105,7 +106,9 @@ def test_a_finished_run_run_again_returns_the_same_ensemble(tmp_path, breast_can
     assert len(first.ensemble_weights_) >= 2
     kept = sorted(p.name for p in (tmp_path / "predictions").iterdir())
     assert set(kept) >= {f"{i}.npy" for i in first.ensemble_weights_}
-    again = ADMM(**FAST, max_evals=10, output_dir=tmp_path).fit(X, Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RunDirectoryWarning)  # the files it removed: no warning
+        again = ADMM(**FAST, max_evals=10, output_dir=tmp_path).fit(X, Y)
     assert again.ensemble_weights_ == first.ensemble_weights_
     np.testing.assert_array_equal(again.predict_proba(X), first.predict_proba(X))
     assert sorted(p.name for p in (tmp_path / "predictions").iterdir()) == kept
@@ -378,6 +381,23 @@ def test_a_damaged_prediction_file_is_left_out_with_a_warning_naming_it(finished
         again = ADMM(**FAST, max_evals=10, output_dir=folder).fit(X, Y)
     assert member not in (again.ensemble_weights_ or {})
     assert again.n_evals_ == 10 and again.predict(X).shape == Y.shape
+
+
+def test_a_deleted_prediction_file_of_a_member_is_named_in_a_warning(finished,
+                                                                     breast_cancer_full):
+    """A kept file a resumed run needs and cannot find was deleted since its session wrote it
+    (a resumed run never needs one its earlier session removed): the ensemble differs, and a
+    warning says why; files the run itself removed are no cause for one."""
+    from admm_automl.exceptions import RunDirectoryWarning
+
+    folder, first = finished
+    member = min(first.ensemble_weights_)
+    (folder / "predictions" / f"{member}.npy").unlink()
+    X, Y = breast_cancer_full
+    with pytest.warns(RunDirectoryWarning, match=rf"evaluation {member} \(.*{member}\.npy\) "
+                                                 r"are missing from the run directory"):
+        again = ADMM(**FAST, max_evals=10, output_dir=folder).fit(X, Y)
+    assert member not in again.ensemble_weights_
 
 
 def _edit_record(path, eval_id, edit):
