@@ -52,7 +52,9 @@ NONE = Rule(lambda v: v is None, "None")
 BOOL = Rule(lambda v: isinstance(v, (bool, np.bool_)), "a bool")
 MAPPING = Rule(lambda v: isinstance(v, Mapping), "a mapping {'name': ..., 'params': {...}}")
 TEXT = Rule(lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string")
-PATH = Rule(lambda v: isinstance(v, (str, Path)), "a path")
+#: an empty string is refused: it would name the working directory without saying so
+PATH = Rule(lambda v: isinstance(v, Path) or (isinstance(v, str) and bool(v.strip())),
+            "a non-empty path")
 SEED = Rule(lambda v: v is None or _integer(v) or isinstance(v, np.random.RandomState),
             "None, an int or a numpy RandomState")
 ANY = Rule(lambda v: True, "anything")

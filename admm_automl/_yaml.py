@@ -3,6 +3,7 @@ about duplicate keys, and writing an estimator's parameters as a configuration."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import IO, Any, Mapping
 
@@ -25,6 +26,16 @@ class _StrictLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+#: PyYAML follows YAML 1.1, whose floats need a dot: ``1e-12`` would be read as the text "1e-12",
+#: and a hyperparameter's bound written so would be refused as "not a real number". YAML 1.2 (and
+#: every other reader a user knows) takes it as a number, so the loader does too.
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
 
 
 def read_yaml(stream: "str | IO[str]") -> Any:

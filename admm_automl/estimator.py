@@ -115,9 +115,9 @@ class ADMM(BaseEstimator):
     scoring : str or callable, optional
         Loss: None (1 − AUROC binary, log-loss multiclass, RMSE regression), a built-in name
         (bounded scores are used as 1 − score), a scikit-learn scorer name or a callable.
-    cv : int, "auto" or None, default="auto"
-        k-fold cross-validation; None: one holdout split of ``validation_size`` (stratified for
-        classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, and with a
+    cv : int, "auto", "holdout" or None, default="auto"
+        k-fold cross-validation; ``"holdout"`` or None (the same): one holdout split of
+        ``validation_size`` (stratified for classification), fixed for the run; ``"auto"``: 5 folds below 5000 rows, and with a
         ``time_budget`` also while rows × features ≤ 2500 × the budget in seconds (below 100,000
         rows), else a holdout (:func:`admm_automl.evaluation.splits.resolve_cv`); below 5000
         rows the 5 folds are repeated on new shuffles (up to 3 times) while rows × features ×
@@ -280,8 +280,12 @@ class ADMM(BaseEstimator):
     n_failed_, n_timeouts_ : int
         Evaluations that failed (raised, ran out of memory, scored NaN), and those stopped at
         their own time limit (the per-trial timeout doing its job: not counted as failed).
-    best_eval_id_, n_evals_, prefix_cache_, stop_reason_, task_, metric_, classes_,
-    n_features_in_, feature_names_in_
+    stop_reason_ : str
+        Why the search ended: ``"max_evals"``, ``"time_budget"``, ``"exhausted"`` (no new
+        configuration left), ``"callback"``, or ``"no_workers"`` (no worker process was left to
+        run a trial: the workers died over and over and none could start).
+    best_eval_id_, n_evals_, prefix_cache_, task_, metric_, classes_, n_features_in_,
+    feature_names_in_
     """
 
     _fixed_task: str | None = None
@@ -385,7 +389,8 @@ class ADMM(BaseEstimator):
                                                deadline, self.stacking))
                 finally:
                     outcome.close()  # the kept fold models, now in the ensemble or not needed
-            warn_overrun(self.time_budget, outcome.executor, search_end, deadline.elapsed())
+            warn_overrun(self.time_budget, outcome.executor, search_end, deadline.elapsed(),
+                         outcome.callback_seconds)
             for name, value in fitted.items():
                 setattr(self, name, value)
             if self.output_dir is not None:

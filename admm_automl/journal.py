@@ -108,6 +108,7 @@ class Journal:
         self.unfinished: list[dict[str, Any]] = []
         self._next_id = 0
         self._fh = None
+        self._write_failed = False  # a write raised (a full disk): close() then raises no more
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,6 +180,7 @@ class Journal:
                 self._fh.write(json.dumps(obj, sort_keys=True) + "\n")
                 self._fh.flush()
             except OSError as err:  # a full disk: say which file (the OS error names none)
+                self._write_failed = True
                 raise OSError(err.errno, f"cannot append to the journal: {err.strerror or err}",
                               str(self.path)) from err
 
@@ -206,8 +208,17 @@ class Journal:
 
     def close(self) -> None:
         if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+            fh, self._fh = self._fh, None
+            try:
+                fh.close()  # the file is closed even when its last flush fails
+            except OSError as err:
+                if self._write_failed:
+                    # the write that failed has raised, naming the journal; the lines it left
+                    # in the buffer cannot be flushed either, and a second error here would
+                    # hide the first (closing runs in a `finally`)
+                    return
+                raise OSError(err.errno, f"cannot close the journal: {err.strerror or err}",
+                              str(self.path)) from err
 
     def __len__(self) -> int:
         return len(self.records)

@@ -26,6 +26,12 @@ class Status(str, enum.Enum):
     CANCELLED = "cancelled"
 
 
+#: how the error of a trial cancelled because no worker process was left to run it begins (the
+#: pool's workers died over and over and none could start): the run ends for want of workers, not
+#: for its budget
+NO_WORKER_LEFT = "not begun: no worker process is left"
+
+
 @dataclass(frozen=True)
 class Request:
     """One black-box query: algorithm choice per module, the full relaxed θ, and the fidelity.

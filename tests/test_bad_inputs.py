@@ -106,7 +106,8 @@ def test_a_time_budget_used_up_by_the_set_up_is_a_search_error():
         (X, np.r_[1, 1, np.zeros(len(X) - 2, dtype=int)], {"cv": 3},
          r"validation fold 1 of 3: it holds"),
         (X.iloc[:5], np.array([0, 1, 0, 1, 0]), {"cv": "auto"},  # 5 folds below 5000 rows
-         r"5 rows are too few for 5-fold CV \(cv='auto' chooses 5 folds below 5000 rows\); pass "
+         r"5 rows are too few for 5-fold CV: stratified folds need at least 5 rows of a class, "
+         r"and the classes have 0: 3, 1: 2 \(cv='auto' chooses 5 folds below 5000 rows\); pass "
          r"a smaller cv"),
         (X.iloc[:5], np.arange(5.0), {"cls": ADMMRegressor, "scoring": "r2", "cv": None},
          r"r2 metric cannot be computed on the validation split: it holds 1 row\(s\)"),
@@ -341,3 +342,41 @@ def test_a_string_pyarrow_column_is_text():
     assert column_kinds(frame)[-1] == "na_text"  # as the "string" dtype: text, NA imputed
     model = fit(frame)
     assert model.predict(frame.iloc[:5]).shape == (5,)
+
+
+def test_summary_and_leaderboard_before_fit_are_not_fitted_errors():
+    from sklearn.exceptions import NotFittedError
+
+    for method in ("summary", "leaderboard", "report"):
+        with pytest.raises(NotFittedError):
+            getattr(ADMMClassifier(), method)()
+
+
+@pytest.mark.parametrize("n", [-1, 0, 2.5, True])
+def test_a_leaderboard_of_no_rows_or_a_fraction_of_one_is_refused(n):
+    with pytest.raises(InvalidParameterError, match=r"positive integer; got"):
+        fit().leaderboard(n=n)
+
+
+def test_an_empty_output_dir_is_refused_instead_of_writing_into_the_working_directory():
+    with pytest.raises(InvalidParameterError, match=r"'output_dir'.*non-empty path"):
+        fit(output_dir="")
+
+
+def test_cv_holdout_is_the_same_single_split_in_python_as_on_the_command_line():
+    holdout, none = fit(cv="holdout"), fit(cv=None)
+    assert len(holdout.history_) == len(none.history_)
+    np.testing.assert_array_equal(holdout.history_["loss"], none.history_["loss"])
+
+
+def test_too_few_rows_per_class_for_the_folds_names_the_rows_per_class():
+    with pytest.raises(DataError, match=r"12 rows .* 5-fold CV: .* at least 5 rows of a class, "
+                                        r"and the classes have 0: 4, 1: 4, 2: 4"):
+        fit(X.iloc[:12], np.arange(12) % 3, cv=5)
+
+
+def test_a_ratio_constraint_above_one_is_refused_as_impossible():
+    frame = X.assign(g=np.arange(len(X)) % 2)
+    with pytest.raises(InvalidParameterError, match=r"ratio .* at most 1.*'>= 1.5' cannot be met"):
+        fit(frame, constraints=[{"name": "demographic_parity_ratio", "threshold": 1.5,
+                                 "group_by": "g"}])

@@ -114,7 +114,7 @@ def test_missing_file_and_invalid_yaml(tmp_path):
         ({"max_evals": 0}, r"'max_evals' .* Got 0"),
         ({"time_budget": -1.0}, r"'time_budget' parameter of ADMM must be a positive number"),
         ({"rho": 0}, r"'rho' parameter"),
-        ({"cv": 1}, r"'cv' parameter of ADMM must be one of 'auto' or an integer >= 2 or None"),
+        ({"cv": 1}, r"'cv' parameter of ADMM must be one of 'auto', 'holdout' or an integer >= 2 or None"),
         ({"task": "clasification"}, r"'task' parameter of ADMM must be one of 'auto', 'classification', 'regression'\. Got 'clasification'"),
         (
             {"theta_solver": "randm"},

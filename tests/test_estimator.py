@@ -185,7 +185,8 @@ def test_bad_data_gets_a_clear_error(X_bad, y_bad, error, match):
         ({"max_evals": -5}, "'max_evals' parameter of ADMM must be a positive integer"),
         ({"time_budget": -1.0}, "'time_budget' parameter of ADMM must be a positive number"),
         ({"rho": 0}, "'rho' parameter"),
-        ({"cv": 1}, r"'cv' parameter of ADMM must be one of 'auto' or an integer >= 2 or None. Got 1"),
+        ({"cv": 1}, r"'cv' parameter of ADMM must be one of 'auto', 'holdout' or an integer >= 2 or "
+         r"None. Got 1"),
         ({"inner_iter": 64, "inner_iter_max": 16}, "maximum >= start"),
         ({"task": "ranking"}, "'task' parameter of ADMM must be one of 'auto', 'classification'"),
         ({"method": "jopt", "constraint_mode": "admm"}, "no ADMM split"),
@@ -351,3 +352,6 @@ def test_a_trial_cut_by_the_time_budget_is_cancelled_not_failed_and_the_counts_a
     assert model.n_evals_ == int((status != "cancelled").sum())
     (message,) = {str(w.message) for w in caught if w.category is EvaluationFailedWarning}
     assert message.startswith(f"{n_failed} of {model.n_evals_} evaluated pipelines failed")
+    cut = int((status == "cancelled").sum())  # history_'s other rows are named, with their count
+    assert f"(history_ has {len(model.history_)} rows, a row per trial: {cut} cut or never " \
+        "begun at the end of the time budget" in message

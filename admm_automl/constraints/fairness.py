@@ -312,6 +312,14 @@ class _Ratio(_FairlearnMetric):
         self.n_bootstrap = n_bootstrap
         self.allow_one_class = allow_one_class
 
+    def validate(self) -> None:
+        super().validate()
+        if self.threshold > 1:
+            raise InvalidParameterError(
+                f"constraint {self.key!r}: a ratio of two groups' rates (the smaller over the "
+                f"larger) is at most 1, so '>= {self.threshold!r}' cannot be met; give a threshold "
+                "in [0, 1], such as 0.8 (the four-fifths rule)")
+
 
 @CONSTRAINTS.register("demographic_parity_difference")
 class DemographicParityDifference(_Difference):

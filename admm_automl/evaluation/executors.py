@@ -69,6 +69,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from ..exceptions import InvalidParameterError, WorkerError
+from ..records import NO_WORKER_LEFT
 from . import child_main
 from .policy import trial_limit
 from .trial import error_result, executor_result
@@ -112,6 +113,7 @@ class SerialExecutor:
         self.task = task
         self._queue: deque[tuple[int, Job]] = deque()
         self._tickets = itertools.count()
+        self._reports_crashes = _report_crashes()
 
     def run(self, jobs: Sequence[Job], timeouts: Sequence[float | None],
             deadline: float | None = None) -> list[dict[str, Any]]:
@@ -151,6 +153,33 @@ class SerialExecutor:
 
     def close(self) -> None:
         self.task = None
+        if getattr(self, "_reports_crashes", False):
+            import faulthandler
+
+            faulthandler.disable()
+            self._reports_crashes = False
+
+
+def _report_crashes() -> bool:
+    """Have a crash of compiled code in a serial trial (a segfault, an abort) print Python's
+    "Fatal Python error" and the stack of the fit it happened in to standard error before the
+    process dies, instead of the shell's bare exit status 139 (:mod:`faulthandler`; a signal
+    handler can run no Python code, so this is the message there can be). The journal marked
+    the trial started, so the same fit again runs it once more and records a second crash as a
+    failure. True when this call turned the handler on (and :meth:`SerialExecutor.close` turns
+    it off); False when it was on already or standard error has no file to write to."""
+    import faulthandler
+    import sys
+
+    if faulthandler.is_enabled():
+        return False
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            faulthandler.enable(file=stream, all_threads=False)
+            return True
+        except (AttributeError, ValueError, OSError):  # no file descriptor (a notebook's)
+            continue
+    return False
 
 
 class ProcessExecutor:
@@ -326,7 +355,7 @@ class ProcessExecutor:
         if self._queue and not self._live():  # broken: nothing can run what is left
             while self._queue:
                 result = executor_result(
-                    "cancelled", f"not begun: no worker process is left ({self._broken})")
+                    "cancelled", f"{NO_WORKER_LEFT} ({self._broken})")
                 result["duration"] = 0.0
                 self._finish(self._queue.popleft(), result)
             return

@@ -32,7 +32,7 @@ import numpy as np
 
 from ._lagrangian import Constraints
 from ..exceptions import BudgetExhausted, InvalidParameterError
-from ..records import Observation, Request, Status
+from ..records import NO_WORKER_LEFT, Observation, Request, Status
 from ..space.encoding import Encoding
 
 logger = logging.getLogger(__name__)
@@ -168,8 +168,9 @@ class RunListener:
         """An iteration ended with this trace row."""
 
     def run_finished(self, recorder: "Recorder", stop_reason: str) -> None:
-        """The run ended: ``"max_evals"``, ``"time_budget"``, ``"callback"``, ``"exhausted"``, or
-        ``"error"`` when an exception (an interrupt included) stops it."""
+        """The run ended: ``"max_evals"``, ``"time_budget"``, ``"callback"``, ``"exhausted"``,
+        ``"no_workers"`` (no worker process was left to run a trial), or ``"error"`` when an
+        exception (an interrupt included) stops it."""
 
 
 @dataclass(frozen=True)
@@ -502,6 +503,16 @@ class Evaluated:
     iteration: int
 
 
+def _cut_short(observations: Sequence[Observation]) -> str:
+    """Why the engine answered points without running them to their end: ``"no_workers"`` when
+    no worker process was left to run one (workers killed over and over, none could start), else
+    the end of the time budget."""
+    if any(o.status == Status.CANCELLED and (o.error or "").startswith(NO_WORKER_LEFT)
+           for o in observations):
+        return "no_workers"
+    return "time_budget"
+
+
 @dataclass
 class Result:
     """What a run of any optimiser returns."""
@@ -587,7 +598,7 @@ class Recorder:
         for listener in self.listeners:
             listener.evaluated(self, items)
         if len(observations) < len(points) or any(o.budget_stop for o in observations):
-            raise BudgetExhausted("time_budget")
+            raise BudgetExhausted(_cut_short(observations))
         return observations
 
     def _record(self, point: Point, obs: Observation, phase: str, iteration: int) -> Evaluated:
@@ -688,7 +699,7 @@ class Recorder:
             if on_done is not None:
                 on_done(obs)
         if any(obs.budget_stop for _, obs in answers):
-            raise BudgetExhausted("time_budget")
+            raise BudgetExhausted(_cut_short([obs for _, obs in answers]))
         return answers
 
     def drain(self) -> None:
@@ -769,7 +780,7 @@ def drive(
     exhausted (the partly done iteration gets a row too), when ``callback(row)`` returns True, or
     when ``max_idle_iterations`` iterations in a row made no new evaluation (the space is
     exhausted). Returns the trace and the stop reason (``"max_evals"``, ``"time_budget"``,
-    ``"callback"`` or ``"exhausted"``). The recorder's listeners are told when the run starts,
+    ``"no_workers"``, ``"callback"`` or ``"exhausted"``). The recorder's listeners are told when the run starts,
     after each iteration and when it ends, however it ends.
     """
     listeners = recorder.listeners

@@ -21,6 +21,8 @@ import html
 import io
 import json
 import math
+import numbers
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -74,6 +76,9 @@ def leaderboard(run: Any, n: int = 10):
     ``name=value`` text cut to the width, then the names of the columns not printed."""
     from .board import Leaderboard
 
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise InvalidParameterError(f"leaderboard(n=...) takes the number of pipelines to show, "
+                                    f"a positive integer; got {n!r}")
     run = as_run(run)
     ranked = _ranked(run)
     h = ranked.head(n)
@@ -397,6 +402,15 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _fence(text: str) -> str:
+    """A Markdown code block of ``text`` whose fence is longer than any run of backticks in it
+    (CommonMark closes a block at a line of as many), so an error message that holds a line of
+    three backticks stays inside its block."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
 def _markdown(blocks: list[_Block], folder: Path) -> str:
     out = []
     for b in blocks:
@@ -407,7 +421,7 @@ def _markdown(blocks: list[_Block], folder: Path) -> str:
         elif b.kind == "p":
             out.append(b.text)
         elif b.kind == "pre":
-            out.append(f"```\n{b.text}\n```")
+            out.append(_fence(b.text))
         elif b.kind == "table":
             head, *rows = b.rows or [[]]
             lines = ["| " + " | ".join(_md_cell(c) for c in head) + " |",

@@ -35,6 +35,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, Mapping
 
+from sklearn.utils.validation import check_is_fitted
+
 from .._files import read_file, write_file
 from ..exceptions import InvalidParameterError
 from .._yaml import config_node, estimator_params, write_config
@@ -328,6 +330,7 @@ def as_method(function: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(function)
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        check_is_fitted(self)  # NotFittedError, as predict before fit, not a missing attribute
         return function(self, *args, **kwargs)
 
     signature = inspect.signature(function)

@@ -5,6 +5,7 @@ trial object)."""
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -24,11 +25,15 @@ class CallbackListener(RunListener):
     accident does not).
     """
 
-    def __init__(self, callbacks: Sequence[Callable[[dict, Any], Any]], journal: Any) -> None:
+    def __init__(self, callbacks: Sequence[Callable[[dict, Any], Any]], journal: Any,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.callbacks = tuple(callbacks)
+        self.clock = clock
         self.journal = journal
         self.seen = len(journal.records)
         self.by_id = {r.get("eval_id"): r for r in journal.records}
+        #: seconds spent in each callback (by name), which count against the time budget
+        self.seconds: dict[str, float] = {}
 
     def evaluated(self, recorder: Recorder, items: Sequence[Any]) -> None:
         new = self.journal.records[self.seen:]
@@ -41,7 +46,10 @@ class CallbackListener(RunListener):
             if record.get("status") == "cancelled":
                 continue
             for callback in self.callbacks:
+                start = self.clock()
                 answer = callback(copy.deepcopy(record), copy.deepcopy(best))
+                name = getattr(callback, "__qualname__", None) or repr(callback)
+                self.seconds[name] = self.seconds.get(name, 0.0) + self.clock() - start
                 stop |= isinstance(answer, (bool, np.bool_)) and bool(answer)
         if stop:
             raise BudgetExhausted("callback")

@@ -139,14 +139,24 @@ def overrun_tolerance(budget: float) -> float:
     return max(1.0, 0.02 * budget)
 
 
-def warn_overrun(budget: float | None, executor: str, search_end: float, end: float) -> None:
+def warn_overrun(budget: float | None, executor: str, search_end: float, end: float,
+                 callback_seconds: dict[str, float] | None = None) -> None:
     """At the end of ``fit``: a warning when it overran ``time_budget`` by more than
-    max(1 s, 2 %), with the part that did: the search (``search_end`` seconds after the start),
-    which only the serial executor lets run past the budget (it cannot stop a running fit), or
-    the refit on all rows (up to ``end``), longer than the reserve estimated from the search."""
+    max(1 s, 2 %), with the part that did: the user's callbacks (``callback_seconds``, by name),
+    which run between evaluations in the search's time and which nothing stops; the search
+    (``search_end`` seconds after the start), which only the serial executor lets run past the
+    budget (it cannot stop a running fit); or the refit on all rows (up to ``end``), longer than
+    the reserve estimated from the search."""
     if budget is None or end - budget <= overrun_tolerance(budget):
         return
-    if search_end - budget > overrun_tolerance(budget):
+    in_callbacks = sum((callback_seconds or {}).values())
+    if search_end - budget > overrun_tolerance(budget) and in_callbacks > overrun_tolerance(budget):
+        name, slowest = max(callback_seconds.items(), key=lambda item: item[1])
+        why = (f"the search ended at {search_end:.3g} s, {in_callbacks:.3g} s of it in the "
+               f"callbacks ({name}: {slowest:.3g} s)")
+        advice = ("callbacks run between evaluations, in the search's time, and nothing stops "
+                  "them: make them quicker, or do the slow part after fit")
+    elif search_end - budget > overrun_tolerance(budget):
         why = (f"the search ended at {search_end:.3g} s; executor={executor!r} runs an "
                "evaluation that is under way when the budget ends to its end" if executor ==
                "serial" else f"the search ended at {search_end:.3g} s")

@@ -90,6 +90,8 @@ class PredictionLibrary:
         #: eval_id -> estimated seconds to refit it on all rows (successful full-data ones)
         self._refit: dict[int, float] = {}
         self._best: tuple[Any, int] | None = None  # (rank, eval_id) of the best so far
+        #: eval_id -> (learner, rank) of replayed evaluations whose file was not there
+        self._absent: dict[int, tuple[int, Any]] = {}
 
     def observed(self, record: dict[str, Any], observation: Observation, learner: int | None,
                  predictions: Any, models: str | None = None) -> None:
@@ -120,6 +122,9 @@ class PredictionLibrary:
         live = predictions is not None
         if not live:
             predictions = self._read(eval_id)
+            if predictions is None and learner is not None and self.folder is not None \
+                    and not self._path(eval_id).exists():
+                self._absent[eval_id] = (learner, rank)
         if predictions is not None and learner is not None:
             self._keep(learner, eval_id, rank, predictions)
         if eval_id not in self.predictions:
@@ -155,6 +160,21 @@ class PredictionLibrary:
             del self.predictions[worst], self._ranks[worst]
             self._unlink(worst)
             self._drop_models(worst)
+
+    def missing(self) -> list[int]:
+        """The replayed evaluations whose kept predictions file was not there although the
+        library keeps them now (the best ``size``, or the best of their learner): a resumed run
+        never needs a file its earlier session removed (module docstring), so such a file was
+        deleted by something else, and the ensemble is chosen without that evaluation."""
+        spare = sorted(self._ranks[i] for i in self._ranks
+                       if i not in set(self._best_of_learner.values()))
+        out = []
+        for eval_id, (learner, rank) in sorted(self._absent.items()):
+            best = self._best_of_learner.get(learner)
+            if best is None or rank < self._ranks[best] or len(spare) < self.size \
+                    or rank < spare[-1]:
+                out.append(eval_id)
+        return out
 
     def _drop_models(self, eval_id: int) -> None:
         """Delete the fold models' file of ``eval_id``, if it has one."""

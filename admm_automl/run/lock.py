@@ -17,6 +17,7 @@ truncated by every attempt to take it). Neither is followed if it is a symbolic 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .._files import check_file, read_file, write_file
-from ..exceptions import InvalidParameterError, RunLockedError
+from ..exceptions import InvalidParameterError, RunDirectoryError, RunLockedError
 
 LOCK_FILE, HOLDER_FILE = ".lock", "lock.json"
 
@@ -40,6 +41,27 @@ def run_directory(output_dir: Any) -> Path:
                                     "(it is created if it does not exist)")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+#: what ``flock`` raises on a file system that has no locks (NFS without lockd: ENOLCK)
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP})
+
+
+def _file_system(path: Path) -> str:
+    """`` (nfs4, mounted at /mnt/shared)`` for the file system holding ``path``, read from the
+    mount table where there is one (Linux); empty where there is none."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as fh:
+            mounts = [line.split()[1:3] for line in fh if len(line.split()) > 2]
+    except OSError:
+        return ""
+    target = str(path.resolve())
+    inside = [(point, kind) for point, kind in mounts
+              if target == point or target.startswith(point.rstrip("/") + "/")]
+    if not inside:
+        return ""
+    point, kind = max(inside, key=lambda mount: len(mount[0]))
+    return f" ({kind}, mounted at {point})"
 
 
 def _holder(path: Path) -> str:
@@ -70,6 +92,16 @@ def run_lock(output_dir: Any) -> Iterator[Path | None]:
             f"output_dir {str(output_dir)!r} is in use by {_holder(path)}: one fit at a time "
             "writes a run directory. Wait for it to end (a killed process frees it at once) or "
             "give another output_dir."
+        ) from None
+    except OSError as err:  # after Timeout, which is an OSError too
+        if err.errno not in _NO_LOCKS:
+            raise
+        raise RunDirectoryError(
+            f"output_dir {str(output_dir)!r} is on a file system{_file_system(path)} that cannot "
+            f"lock files ({errno.errorcode[err.errno]}: {err.strerror}; NFS without its lock "
+            "service, lockd, does this). The lock is what keeps two fits from writing one run "
+            "directory at once: give an output_dir on a local file system, or have the lock "
+            "service started."
         ) from None
     try:
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}

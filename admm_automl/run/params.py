@@ -102,7 +102,7 @@ PARAMETERS: tuple[Param, ...] = (
     _p("scoring", None, flag="--scoring",
        help="the metric: a built-in name (roc_auc, log_loss, rmse, ...; `admm-automl list`) or "
        "a scikit-learn scorer name (default: roc_auc for two classes, log_loss for more, rmse)"),
-    _p("cv", "auto", v.options("auto"), v.int_at_least(2), v.NONE, flag="--cv",
+    _p("cv", "auto", v.options("auto", "holdout"), v.int_at_least(2), v.NONE, flag="--cv",
        type=_cv_option, metavar="{auto,holdout,K}",
        from_option=lambda value: None if value == "holdout" else value,
        help="K-fold cross-validation, one holdout split, or 'auto' (the default: 5 folds below "

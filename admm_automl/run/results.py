@@ -195,6 +195,19 @@ def _better_subsample(outcome: Any, space: Any, best: tuple[Any, np.ndarray, Obs
     return z, space.encoding.project(theta), obs
 
 
+def _rows_note(records: Sequence[dict[str, Any]], n_evals: int) -> str:
+    """Why ``history_`` (a row per trial) has another number of rows than ``n_evals_`` (a
+    pipeline's evaluation counted once), when it has: what else its rows are."""
+    if len(records) == n_evals:
+        return ""
+    cut = sum(bool(r.get("budget_stop")) for r in records)
+    cut_text = (f"{cut} cut or never begun at the end of the time budget (status 'cancelled'), "
+                if cut else "")
+    return (f" (history_ has {len(records)} rows, a row per trial: {cut_text}subsample probes "
+            "of pipelines then fitted on all rows, and an earlier session's trials this one did "
+            "not ask for again are rows too, not evaluations of n_evals_)")
+
+
 def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     """The estimator's fitted attributes of a finished search (except the refitted pipeline).
 
@@ -223,8 +236,9 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     if outcome.n_failed:
         stopped = (f" ({outcome.n_timeouts} more were stopped at their time limit, which is "
                    "not a failure)" if outcome.n_timeouts else "")
-        warnings.warn(f"{outcome.n_failed} of {len(evaluated)} evaluated pipelines failed and "
-                      f"were recorded with the worst loss{stopped}; see history_['error'].",
+        warnings.warn(f"{outcome.n_failed} of {result.n_evals} evaluated pipelines failed and "
+                      f"were recorded with the worst loss{stopped}; see history_['error']"
+                      f"{_rows_note(records, result.n_evals)}.",
                       EvaluationFailedWarning, stacklevel=3)
     z, theta, obs = best
     feasible = constraints.feasible(obs)

@@ -37,7 +37,7 @@ from ..evaluation.policy import TrialPolicy
 from ..evaluation.prefix_cache import DEFAULT_CACHE_MB
 from ..evaluation.splits import make_splits, resolve_cv, resolve_repeats
 from ..evaluation.trial import TrialContext
-from ..exceptions import DataError, InvalidParameterError
+from ..exceptions import DataError, InvalidParameterError, ResumeError, RunDirectoryWarning
 from ..journal import Journal
 from ..methods._driver import Result, Schedule, tell
 from ..methods.registry import get_method, make_optimizer
@@ -298,6 +298,8 @@ class SearchOutcome:
     models: dict[int, str] = field(default_factory=dict)
     #: evaluations stopped at their own time limit (not counted in ``n_failed``)
     n_timeouts: int = 0
+    #: seconds spent in each of the user's callbacks (by name), within the search's time
+    callback_seconds: dict[str, float] = field(default_factory=dict)
 
     @functools.cached_property
     def by_eval_id(self) -> dict[int, dict[str, Any]]:
@@ -450,15 +452,29 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
                                 rank=Constraints(prepared.constraints).rank,
                                 run_dir=s.output_dir, models_dir=models_dir,
                                 shape=(rows,) if ctx.labels is None else (rows, len(ctx.labels)))
-    objective = open_objective(
-        ctx, executor=executor, worst_loss=prepared.worst_loss, output_dir=s.output_dir,
-        header=header, resume=s.resume, start_time=deadline.start,
-        policy=deadline.trial_policy(s.trial_timeout), observers=[library],
-    )
+    try:
+        objective = open_objective(
+            ctx, executor=executor, worst_loss=prepared.worst_loss, output_dir=s.output_dir,
+            header=header, resume=s.resume, start_time=deadline.start,
+            policy=deadline.trial_policy(s.trial_timeout), observers=[library],
+        )
+    except ResumeError as err:
+        if s.cv != "auto" or "splits." not in str(err):
+            raise
+        splits = header["splits"]
+        now = (f"{splits['cv']}-fold, {splits.get('repeats', 1)} time(s)" if splits["cv"]
+               else "one holdout split")
+        raise ResumeError(
+            f"{err} The splits are cv='auto''s choice, which depends on the data's size and on "
+            f"the time budget (now {now}), so a resume with another time_budget can choose "
+            "others: resume with the time_budget the run began with, or pin the splits from a "
+            "run's start with an explicit cv (such as cv=5, never repeated, or cv='holdout')."
+        ) from None
     if s.callbacks:
         from .callbacks import CallbackListener
 
-        listeners = [*listeners, CallbackListener(s.callbacks, objective.journal)]
+        callback_listener = CallbackListener(s.callbacks, objective.journal)
+        listeners = [*listeners, callback_listener]
     if objective.journal.n_resumed:  # say so: a resumed run looks like a fast one otherwise
         tell(listeners, note=f"resumed: {objective.journal.n_resumed} evaluations of an earlier "
              "session replayed from the journal, not run again")
@@ -487,13 +503,20 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
         result = optimizer.run()
     finally:
         objective.close()
+    for eval_id in library.missing():
+        warnings.warn(
+            f"The kept validation predictions of evaluation {eval_id} "
+            f"({library.folder / f'{eval_id}.npy'}) are missing from the run directory (deleted "
+            "since its session wrote them): it is left out of the ensemble, which can differ "
+            "from an uninterrupted run's.", RunDirectoryWarning, stacklevel=3)
     if s.time_budget is not None:
         check_time_budget(s.time_budget, objective.journal.records, executor.name,
                           deadline.elapsed())
     return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
                          optimizer.constraints, s.rho, library.predictions,
                          _trial_threads(executor), executor.name, models_dir, library.models,
-                         objective.n_timeouts)
+                         objective.n_timeouts,
+                         callback_listener.seconds if s.callbacks else {})
 
 
 def _trial_threads(executor: Any) -> int | None:

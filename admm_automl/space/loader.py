@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import logging
@@ -296,9 +297,16 @@ def load_space(spec: "str | Path | Mapping[str, Any] | PipelineSpace") -> Pipeli
     if isinstance(spec, Mapping):
         return space_from_dict(spec)
     text = str(spec)
-    if text.endswith((".yaml", ".yml")) or Path(text).is_file():
+    try:
+        is_file = Path(text).is_file()
+    except OSError as err:  # such as a name longer than a path may be
+        shown = repr(text) if len(text) <= 60 else f"{text[:40]!r}... ({len(text)} characters)"
+        raise InvalidParameterError(
+            f"search space {shown} is neither a built-in space ({', '.join(list_spaces())}) nor "
+            f"a file that can be read: {err.strerror}") from None
+    if text.endswith((".yaml", ".yml")) or is_file:
         path = Path(text)
-        if not path.is_file():
+        if not is_file:
             raise InvalidParameterError(f"search space file {text!r} does not exist")
         try:
             with open(path, encoding="utf-8") as fh:
@@ -314,4 +322,4 @@ def load_space(spec: "str | Path | Mapping[str, Any] | PipelineSpace") -> Pipeli
 @functools.lru_cache(maxsize=None)
 def _load_builtin(name: str) -> PipelineSpace:
     node = read_yaml(_builtin_dir().joinpath(f"{name}.yaml").read_text(encoding="utf-8"))
-    return space_from_dict(node)
+    return dataclasses.replace(space_from_dict(node), shipped=True)

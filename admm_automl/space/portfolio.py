@@ -70,13 +70,14 @@ def resolve_portfolio(spec: Any, space: PipelineSpace, task: str) -> list[dict[s
 
     ``spec`` is ``"auto"`` (the portfolio shipped for a built-in space of that name — also when
     the space extends it by a wrapping module such as the fairness mitigations,
-    :attr:`~.space.PipelineSpace.base_name` — none for other spaces), None (none), a YAML file
+    :attr:`~.space.PipelineSpace.base_name` — none for other spaces, also a user's space that
+    bears a built-in name: the portfolio's configurations were chosen in the shipped one), None (none), a YAML file
     path, a parsed portfolio mapping, or a list of configurations.
     """
     if spec is None:
         return []
     if isinstance(spec, str) and spec == "auto":
-        node = builtin_portfolio(space.base_name)
+        node = builtin_portfolio(space.base_name) if space.shipped else None
         if node is None or node.get("space") != space.base_name:
             return []
     elif isinstance(spec, (str, Path)):

@@ -429,6 +429,10 @@ class PipelineSpace:
     initial: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     description: str = ""
     skipped: tuple[tuple[str, str, str], ...] = ()
+    #: one of the spaces shipped with the package (:func:`~.loader.load_space` by its name), not
+    #: a user's space that happens to bear a built-in name: only a shipped space is given its
+    #: shipped portfolio
+    shipped: bool = False
 
     def __post_init__(self) -> None:
         if any(m.wraps for m in self.modules[:-1]):
@@ -461,7 +465,8 @@ class PipelineSpace:
                 )
             modules.append(replace(module, choices=kept))
         initial = {task: self.initial[task]} if task in self.initial else {}
-        return PipelineSpace(self.name, tuple(modules), initial, self.description, self.skipped)
+        return PipelineSpace(self.name, tuple(modules), initial, self.description, self.skipped,
+                             shipped=self.shipped)
 
     def restrict(self, **choices: "str | Sequence[str]") -> "PipelineSpace":
         """The sub-space that keeps only the named algorithms of the named modules, e.g.
@@ -525,7 +530,8 @@ class PipelineSpace:
         searched number of rounds is fitted as configured, as the papers' spaces do."""
         modules = tuple(replace(m, choices=tuple(replace(a, stopping=None) for a in m.choices))
                         for m in self.modules)
-        return PipelineSpace(self.name, modules, self.initial, self.description, self.skipped)
+        return PipelineSpace(self.name, modules, self.initial, self.description, self.skipped,
+                             shipped=self.shipped)
 
     @property
     def base_name(self) -> str:
@@ -549,7 +555,7 @@ class PipelineSpace:
         initial = {task: {**chosen, module.name: module.choices[0].name}
                    for task, chosen in self.initial.items()}
         return PipelineSpace(f"{self.name}+{module.name}", self.modules + (module,), initial,
-                             self.description, self.skipped)
+                             self.description, self.skipped, shipped=self.shipped)
 
     def for_data(self, n_rows: int) -> "PipelineSpace":
         """The sub-space without the algorithms whose ``max_rows`` is below ``n_rows``.
@@ -585,7 +591,8 @@ class PipelineSpace:
             task: {k: v for k, v in chosen.items() if v in names.get(k, ())}
             for task, chosen in self.initial.items()
         }
-        return PipelineSpace(self.name, tuple(modules), initial, self.description, tuple(skipped))
+        return PipelineSpace(self.name, tuple(modules), initial, self.description, tuple(skipped),
+                             shipped=self.shipped)
 
     def check_classes(self) -> None:
         """Import every class and function the space names and check its hyperparameter names

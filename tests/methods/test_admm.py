@@ -357,3 +357,31 @@ def test_batch_capable_solvers_ask_one_batch_per_worker_round(make_engine, make_
     assert sizes[0] == ("initial", 1)
     assert [n for _, n in sizes[1:4]] == [3, 3, 1]  # 7 new evaluations: batches of 3, 3 and 1
     assert result.n_evals == 40
+
+
+@pytest.mark.parametrize("error,time_budget,reason", [
+    ("not begun: no worker process is left (3 worker processes in a row died while starting)",
+     None, "no_workers"),
+    ("not begun: no worker process is left (3 worker processes in a row died while starting)",
+     60.0, "no_workers"),
+    ("not begun: the time budget ended while it waited for a worker", 60.0, "time_budget"),
+])
+def test_a_run_left_without_workers_is_not_said_to_have_used_up_its_time_budget(
+        error, time_budget, reason):
+    """Workers killed over and over leave trials never begun: the run ends for want of workers,
+    which stop_reason_ says, not "time_budget" (with max_evals and no time budget at all)."""
+    from admm_automl.exceptions import BudgetExhausted
+    from admm_automl.methods._driver import Budget, Recorder
+    from admm_automl.methods._lagrangian import Constraints
+
+    def engine(requests, time_left=None, tags=None):
+        ran = Observation(0.3, Status.OK, duration=1.0)
+        cut = Observation(1.0, Status.CANCELLED, error=error, budget_stop=True)
+        return [ran, *[cut] * (len(requests) - 1)]
+
+    recorder = Recorder(ENC, engine, Budget(12, time_budget), Constraints())
+    z = tuple(0 for _ in ENC.module_names)
+    with pytest.raises(BudgetExhausted) as stop:
+        recorder.evaluate([(z, ENC.project(np.zeros(len(ENC.discrete))), 1.0)] * 3, "z")
+    assert str(stop.value) == reason
+    assert recorder.n_evals == 1

@@ -298,3 +298,36 @@ def test_the_report_of_a_run_killed_before_its_first_evaluation(tmp_path, capsys
     assert "| evaluations | none yet: the run stopped before its first evaluation was recorded" \
         in text
     assert '"metric": "roc_auc"' in text  # what the run is, for when it resumes
+
+
+def _lines_outside_code_blocks(markdown: str) -> list[str]:
+    """The lines of ``markdown`` a CommonMark reader shows as text (outside fenced blocks)."""
+    outside, fence = [], None
+    for line in markdown.splitlines():
+        run_ = re.fullmatch(r"(`{3,})\s*", line)
+        if fence is None and line.startswith("```"):
+            fence = re.match(r"`+", line).group()
+        elif fence is not None and run_ and len(run_.group(1)) >= len(fence):
+            fence = None
+        elif fence is None:
+            outside.append(line)
+    return outside
+
+
+def test_an_error_text_holding_a_fence_stays_inside_its_code_block(breast_cancer, tmp_path):
+    message = "the estimator said:\n```\n# not a heading of the report\n```\nand stopped"
+    space = tiny_space({"gnb": {"class": "sklearn.naive_bayes.GaussianNB"},
+                        "fails": {"class": "admm_automl.testing.estimators.RaisingClassifier",
+                                  "hyperparameters": {"message": {"type": "fixed",
+                                                                  "value": message}}}})
+    X, y = breast_cancer
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ADMM(search_space=space, theta_solver="random", z_solver="random", max_evals=6,
+             inner_iter=3, inner_iter_step=0, random_state=0, executor="serial", cv=None,
+             output_dir=tmp_path).fit(X, y)
+    text = write_report(tmp_path).with_suffix(".md").read_text(encoding="utf-8")
+    assert "# not a heading of the report" in text  # the failure is reported ...
+    outside = _lines_outside_code_blocks(text)
+    assert "# not a heading of the report" not in outside  # ... inside its block
+    assert "and stopped" not in outside

@@ -75,3 +75,38 @@ def test_callbacks_are_not_written_to_the_run_configuration(breast_cancer, tmp_p
     fit(X, y, max_evals=2, callbacks=[lambda r, b: None], output_dir=tmp_path)
     written = yaml.safe_load((tmp_path / "config.resolved.yaml").read_text())["estimator"]
     assert "callbacks" not in written and written["max_evals"] == 2
+
+
+def test_the_time_spent_in_each_callback_is_counted_and_named_in_an_overrun_warning():
+    """A slow callback runs in the search's time and nothing stops it: the overrun warning
+    names it rather than blaming the evaluations (a 3 s callback under time_budget=6)."""
+    from types import SimpleNamespace
+
+    from admm_automl.exceptions import TimeBudgetWarning
+    from admm_automl.run.callbacks import CallbackListener
+    from admm_automl.run.deadline import warn_overrun
+
+    now = [0.0]
+
+    def slow_check(record, best):
+        now[0] += 3.0
+
+    def quick(record, best):
+        now[0] += 0.001
+
+    journal = SimpleNamespace(records=[])
+    listener = CallbackListener([slow_check, quick], journal, clock=lambda: now[0])
+    journal.records += [{"eval_id": 0, "status": "ok"}, {"eval_id": 1, "status": "cancelled"}]
+    listener.evaluated(SimpleNamespace(incumbent=None), [])
+    assert listener.seconds == pytest.approx({
+        "test_the_time_spent_in_each_callback_is_counted_and_named_in_an_overrun_warning."
+        "<locals>.slow_check": 3.0,
+        "test_the_time_spent_in_each_callback_is_counted_and_named_in_an_overrun_warning."
+        "<locals>.quick": 0.001})  # the cancelled trial is passed to neither
+    with pytest.warns(TimeBudgetWarning, match=r"fit took 8.9 s for time_budget=6 s: the search "
+                      r"ended at 8.8 s, 3 s of it in the callbacks \(.*slow_check: 3 s\); "
+                      r"callbacks run between evaluations"):
+        warn_overrun(6.0, "process", 8.8, 8.9, listener.seconds)
+    with pytest.warns(TimeBudgetWarning, match=r"the search ended at 8.8 s; the set-up or the "
+                      r"last evaluations"):  # a quick callback is not blamed
+        warn_overrun(6.0, "process", 8.8, 8.9, {"quick": 0.001})

@@ -61,6 +61,24 @@ def test_portfolio_leaves_out_configurations_of_skipped_algorithms_and_names_bad
     assert resolve_portfolio([forest], space, "classification") == [forest]
 
 
+def test_a_user_space_named_default_is_not_given_the_shipped_portfolio():
+    pytest.importorskip("lightgbm", reason="the portfolio names LightGBM ([boost] extra)")
+    pytest.importorskip("xgboost", reason="the portfolio names XGBoost ([boost] extra)")
+    shipped = load_space("default").for_task("classification")
+    assert resolve_portfolio("auto", shipped, "classification")  # the shipped space has one
+    import yaml
+
+    from admm_automl.space.loader import _builtin_dir
+
+    node = yaml.safe_load(_builtin_dir().joinpath("default.yaml").read_text(encoding="utf-8"))
+    copy = load_space(node).for_task("classification")  # a user's copy, same name and content
+    assert copy.name == "default" and not copy.shipped
+    assert resolve_portfolio("auto", copy, "classification") == []
+    mine = load_space({"name": "default", "modules": [{"name": "estimator", "choices": [
+        {"name": "gnb", "class": "sklearn.naive_bayes.GaussianNB"}]}]})
+    assert resolve_portfolio("auto", mine.for_task("classification"), "classification") == []
+
+
 def test_random_state_reaches_xgboost_through_its_kwargs():
     pytest.importorskip("xgboost")
     space = load_space("default").for_task("classification")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from sklearn.datasets import load_wine
 
 from admm_automl import ADMM
 from admm_automl.cli import main
-from admm_automl.exceptions import EvaluationFailedWarning, ResumeError
+from admm_automl.exceptions import EvaluationFailedWarning, ResumeError, RunDirectoryWarning
 from admm_automl.journal import Journal
 from admm_automl.testing import tiny_space
 from admm_automl.testing.estimators import KILL_AT_FIT
@@ -79,6 +80,23 @@ def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change,
     assert len(Journal.read(tmp_path / "journal.jsonl")) == 4  # untouched
 
 
+def test_a_resume_whose_longer_budget_changes_cv_auto_s_repeats_says_how_to_pin_them(
+        tmp_path, breast_cancer_full):
+    """cv='auto' repeats its folds while rows x features x repeats <= 500 x the budget: 300 rows
+    of 8 features are folded once at 5 s and twice at 10 s."""
+    X, Y = breast_cancer_full
+    X, Y = X[:300, :8], Y[:300]
+    params = {**FAST, "cv": "auto", "executor": "serial", "max_evals": 2}
+    ADMM(**params, time_budget=5, output_dir=tmp_path).fit(X, Y)
+    with pytest.raises(ResumeError, match=r"splits\.repeats: only in the new run.* cv='auto''s "
+                                          r"choice, which depends on .* the time budget \(now "
+                                          r"5-fold, 2 time\(s\)\).* explicit cv"):
+        ADMM(**params, time_budget=10, output_dir=tmp_path).fit(X, Y)
+    with pytest.raises(ResumeError) as explicit:  # an explicit cv has nothing to explain
+        ADMM(**{**params, "cv": 3}, time_budget=5, output_dir=tmp_path).fit(X, Y)
+    assert "cv='auto'" not in str(explicit.value)
+
+
 def test_a_finished_run_run_again_returns_the_same_ensemble(tmp_path, breast_cancer_full):
     """Everything fit needs to rebuild its result is in the run directory: re-running a finished
     run evaluates nothing and returns the same ensemble and predictions (the kept validation
@@ -88,7 +106,9 @@ def test_a_finished_run_run_again_returns_the_same_ensemble(tmp_path, breast_can
     assert len(first.ensemble_weights_) >= 2
     kept = sorted(p.name for p in (tmp_path / "predictions").iterdir())
     assert set(kept) >= {f"{i}.npy" for i in first.ensemble_weights_}
-    again = ADMM(**FAST, max_evals=10, output_dir=tmp_path).fit(X, Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RunDirectoryWarning)  # the files it removed: no warning
+        again = ADMM(**FAST, max_evals=10, output_dir=tmp_path).fit(X, Y)
     assert again.ensemble_weights_ == first.ensemble_weights_
     np.testing.assert_array_equal(again.predict_proba(X), first.predict_proba(X))
     assert sorted(p.name for p in (tmp_path / "predictions").iterdir()) == kept
@@ -195,6 +215,21 @@ SEGFAULT_CHILD = textwrap.dedent("""
                      max_evals=6, output_dir=sys.argv[1]).fit(X, y)
         print(model.n_evals_, model.n_failed_)
 """)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGSEGV")
+def test_a_serial_trial_that_kills_the_process_says_so_on_standard_error(tmp_path):
+    """Python's fatal-error report with the stack of the fit that crashed, not a bare exit
+    status 139."""
+    script = tmp_path / "child.py"
+    script.write_text(SEGFAULT_CHILD)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONFAULTHANDLER"}
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGSEGV
+    assert "Fatal Python error: Segmentation fault" in proc.stderr
+    assert re.search(r"testing/estimators\.py\", line \d+ in fit\n", proc.stderr)
+    assert re.search(r"evaluation/executors\.py\", line \d+ in _run_one\n", proc.stderr)
 
 
 def _starts(journal):
@@ -346,6 +381,23 @@ def test_a_damaged_prediction_file_is_left_out_with_a_warning_naming_it(finished
         again = ADMM(**FAST, max_evals=10, output_dir=folder).fit(X, Y)
     assert member not in (again.ensemble_weights_ or {})
     assert again.n_evals_ == 10 and again.predict(X).shape == Y.shape
+
+
+def test_a_deleted_prediction_file_of_a_member_is_named_in_a_warning(finished,
+                                                                     breast_cancer_full):
+    """A kept file a resumed run needs and cannot find was deleted since its session wrote it
+    (a resumed run never needs one its earlier session removed): the ensemble differs, and a
+    warning says why; files the run itself removed are no cause for one."""
+    from admm_automl.exceptions import RunDirectoryWarning
+
+    folder, first = finished
+    member = min(first.ensemble_weights_)
+    (folder / "predictions" / f"{member}.npy").unlink()
+    X, Y = breast_cancer_full
+    with pytest.warns(RunDirectoryWarning, match=rf"evaluation {member} \(.*{member}\.npy\) "
+                                                 r"are missing from the run directory"):
+        again = ADMM(**FAST, max_evals=10, output_dir=folder).fit(X, Y)
+    assert member not in again.ensemble_weights_
 
 
 def _edit_record(path, eval_id, edit):

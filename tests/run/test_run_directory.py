@@ -107,8 +107,9 @@ def test_a_journal_that_cannot_grow_names_its_file(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 1
-    assert "cannot append to the journal: File too large: " in proc.stderr
-    assert str(tmp_path / "journal.jsonl") in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]  # what the user reads: not masked by close()
+    assert last.startswith("OSError: [Errno 27] cannot append to the journal: File too large: ")
+    assert str(tmp_path / "journal.jsonl") in last
 
 
 #: the files a fit and its report write in a run directory, and the folders they write into
@@ -197,3 +198,22 @@ def test_the_run_directorys_model_predicts_what_the_estimator_predicts(tmp_path,
     np.testing.assert_array_equal(loaded.predict(X), predictions)
     np.testing.assert_array_equal(joblib.load(tmp_path / "model.pkl").predict(X), predictions)
     np.testing.assert_allclose(loaded.predict_proba(X), model.predict_proba(X))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock")
+def test_a_file_system_without_locks_is_named_instead_of_a_bare_os_error(tmp_path, monkeypatch):
+    """NFS without its lock service answers flock with ENOLCK."""
+    import errno
+    import fcntl
+
+    from admm_automl.exceptions import RunDirectoryError
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.raises(RunDirectoryError, match=r"output_dir .* is on a file system \(\w+, "
+                                                r"mounted at /.*\) that cannot lock files "
+                                                r"\(ENOLCK: No locks available; NFS"):
+        with run_lock(tmp_path):
+            pass

@@ -646,6 +646,31 @@ def test_load_space_missing_yaml_file(tmp_path):
         load_space(tmp_path / "nope.yaml")
 
 
+def test_exponent_notation_without_a_dot_is_a_number_in_a_space_file(tmp_path):
+    path = tmp_path / "tol.yaml"
+    path.write_text("""\
+name: tol
+modules:
+  - name: estimator
+    choices:
+      - name: lr
+        class: sklearn.linear_model.LogisticRegression
+        hyperparameters:
+          tol: {type: float, low: 1e-12, high: 1E-2, log: true, default: 1e-4}
+          C: {type: float, low: 0.5, high: 2e+1, default: 1}
+""", encoding="utf-8")
+    hps = {hp.name: hp for hp in load_space(path).modules[0].choices[0].hyperparameters}
+    assert (hps["tol"].low, hps["tol"].high, hps["tol"].default) == (1e-12, 1e-2, 1e-4)
+    assert hps["C"].high == 20.0
+
+
+@pytest.mark.parametrize("name", ["x" * 5000, "x" * 5000 + ".yaml"])
+def test_a_space_name_too_long_for_a_path_is_named_as_neither_space_nor_file(name):
+    with pytest.raises(InvalidParameterError, match=r"search space 'x{40}'\.\.\. \(500[05] characters"
+                                                    r"\) is neither a built-in space \(.*default"):
+        load_space(name)
+
+
 def test_load_space_rejects_duplicate_yaml_keys(tmp_path):
     text = """\
 name: dup
