@@ -111,7 +111,7 @@ class SerialExecutor:
     def start(self, task: Any) -> None:
         refuse_nested_search()
         self.task = task
-        self._queue: deque[tuple[int, Job]] = deque()
+        self._queue: deque[tuple[int, Job, float | None, float | None]] = deque()  # ticket, job, timeout, deadline
         self._tickets = itertools.count()
         self._reports_crashes = _report_crashes()
 
