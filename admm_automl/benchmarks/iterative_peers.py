@@ -22,7 +22,7 @@ import warnings
 from typing import Any, Callable
 
 from ..methods._lagrangian import Constraints
-from ..methods._driver import Budget, Recorder
+from ..methods.driver import Budget, Recorder
 from ..exceptions import BudgetExhausted, InvalidParameterError, MissingDependencyError
 from ..space import PipelineSpace
 

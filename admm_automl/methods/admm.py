@@ -21,7 +21,7 @@ One iteration t (:meth:`_ADMMRun.iterate`):
 
 Sub-solvers run ``I_t`` new evaluations per call: fixed ``I`` or adaptive ``min(I0 + F·t, Imax)``
 (AdADMM-F, §5 of the paper), capped, when the schedule has a ``share``, at that share of the
-evaluations the budget has left (:meth:`~admm_automl.methods._driver.Schedule.capped`): Liu et
+evaluations the budget has left (:meth:`~admm_automl.methods.driver.Schedule.capped`): Liu et
 al. ran for an hour and more, and at 20-60 evaluations a first θ-step of 16 would come before any
 z-step. The incumbent is the best observation over *all* full-fidelity evaluations, not only the
 iterates.
@@ -76,7 +76,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._lagrangian import Constraints, optimal_slack, update_multipliers
-from ._driver import Engine, Result, RunOptions, Schedule, metric_worst
+from .driver import Engine, Result, RunOptions, Schedule, metric_worst
 from ..exceptions import InvalidParameterError
 from ..problem import QuadraticPenalty, ThetaProblem, ZProblem
 from ..records import Observation, Suggestion
@@ -128,7 +128,7 @@ class ADMMOptimizer:
         where its method puts a start); one θ cannot hold beside another is the first point of
         its pipeline's θ-step.
     **options
-        The run's :class:`~admm_automl.methods._driver.RunOptions` (budgets, seed, schedule,
+        The run's :class:`~admm_automl.methods.driver.RunOptions` (budgets, seed, schedule,
         constraints — ``constraint_mode`` ``"admm"`` by default —, callback, batch size, clock).
     """
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ._driver import Engine, Result, RunOptions
+from .driver import Engine, Result, RunOptions
 from ..space.joint import JointSpace
 from .baselines import joint_problem, split_free_constraints
 from ..exceptions import InvalidParameterError
@@ -258,7 +258,7 @@ class FlashOptimizer:
     settings : FlashSettings or mapping, optional
         FLASH's parameters.
     **options
-        The run's :class:`~admm_automl.methods._driver.RunOptions`. Without the split there are no
+        The run's :class:`~admm_automl.methods.driver.RunOptions`. Without the split there are no
         multipliers: constraints are a fixed-weight penalty (``constraint_mode="penalty"``, the
         default) or ignored during the search (``"filter"``); ``"admm"`` is refused.
 

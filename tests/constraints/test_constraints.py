@@ -18,7 +18,7 @@ from admm_automl.methods._lagrangian import (
     optimal_slack,
     update_multipliers,
 )
-from admm_automl.methods._driver import Schedule
+from admm_automl.methods.driver import Schedule
 from admm_automl.methods.admm import ADMMOptimizer
 from admm_automl.constraints import (
     DisparateImpact,
