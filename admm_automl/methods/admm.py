@@ -7,7 +7,7 @@ Variables (all on the unit-box encoding of :class:`~admm_automl.space.Encoding`)
 * ``δ`` — the integer copy of the discrete coordinates (admissible grid values);
 * ``λ`` — the multiplier of the coupling θ̃^d = δ; ``ρ`` — the penalty;
 * ``μ``, ``u`` — the multipliers and slacks of the black-box constraints (Algorithm 2; the algebra
-  is in :mod:`admm_automl.methods._lagrangian`).
+  is in :mod:`admm_automl.methods.lagrangian`).
 
 One iteration t (:meth:`_ADMMRun.iterate`):
 
@@ -34,7 +34,7 @@ evaluated at its own values after that z-step, before the first θ-step, and sta
 pipeline's θ-steps. Every full-data evaluation of a z-step joins its
 pipeline's θ-history, so a θ-step starts from the portfolio's observation of its pipeline. With
 constraints, the warm start's pipelines that the evaluations so far show far over a limit wait
-behind the others (:meth:`~admm_automl.methods._lagrangian.Constraints.evidence_order`), and a
+behind the others (:meth:`~admm_automl.constraints.ranking.Constraints.evidence_order`), and a
 pipeline that met every limit only on a subsample is confirmed on all rows while no full-data
 evaluation meets them (:meth:`_ADMMRun._confirm_feasible`).
 
@@ -75,7 +75,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._lagrangian import Constraints, optimal_slack, update_multipliers
+from ..constraints.ranking import Constraints
+from .lagrangian import constraint_value, optimal_slack, update_multipliers
 from .driver import Engine, Result, RunOptions, Schedule, metric_worst
 from ..exceptions import InvalidParameterError
 from ..problem import QuadraticPenalty, ThetaProblem, ZProblem
@@ -340,7 +341,7 @@ class _ADMMRun:
         penalty = QuadraticPenalty(rho, is_d, b[dpos[is_d]])
 
         def augment(x: np.ndarray, obs: Observation) -> float:
-            return obs.loss + penalty(x) + self.constraints.term(obs, s.mu, rho)
+            return obs.loss + penalty(x) + constraint_value(self.constraints, obs, s.mu, rho)
 
         def point(sug: Suggestion) -> tuple:
             full = theta.copy()
@@ -468,7 +469,7 @@ class _ADMMRun:
 
         def augment(zc: tuple[int, ...], obs: Observation) -> float:
             # with θ fixed the coupling penalty does not depend on z
-            return obs.loss + self.constraints.term(obs, mu, self.rho, u)
+            return obs.loss + constraint_value(self.constraints, obs, mu, self.rho, u)
 
         problem = ZProblem(
             n_choices=enc.n_choices, evaluate=evaluate, augment=augment,

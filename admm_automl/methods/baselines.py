@@ -20,7 +20,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._lagrangian import Constraints
+from ..constraints.ranking import Constraints
+from .lagrangian import constraint_value
 from .driver import Engine, Recorder, Result, RunOptions, metric_worst
 from ..exceptions import InvalidParameterError
 from ..problem import ThetaProblem, ZProblem
@@ -99,7 +100,7 @@ class _SingleSolverMethod(abc.ABC):
 
     def _value(self, config: Any, obs: Observation) -> float:
         """The sub-problem value: the loss plus the constraint penalty (none in filter mode)."""
-        return obs.loss + self.constraints.term(obs)
+        return obs.loss + constraint_value(self.constraints, obs)
 
     @abc.abstractmethod
     def _solver(self, recorder: Recorder, first: Observation) -> Any:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .driver import Engine, Result, RunOptions
+from .lagrangian import constraint_value
 from ..space.joint import JointSpace
 from .baselines import joint_problem, split_free_constraints
 from ..exceptions import InvalidParameterError
@@ -341,7 +342,7 @@ class FlashOptimizer:
 
     def _value(self, config: Any, obs: Observation) -> float:
         """The value FLASH minimises: the loss plus the constraint penalty (none in filter mode)."""
-        return obs.loss + self.constraints.term(obs)
+        return obs.loss + constraint_value(self.constraints, obs)
 
     def run(self) -> Result:
         run = _FlashRun(self)

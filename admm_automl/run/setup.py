@@ -440,7 +440,7 @@ def run_search(
 def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadline: Any,
             listeners: Sequence[Any], warm_start: Any, seed: Any) -> SearchOutcome:
     """The search of :func:`run_search` once its task and executor are set up."""
-    from ..methods._lagrangian import Constraints
+    from ..constraints.ranking import Constraints
 
     ctx = prepared.context
     models_dir = ctx.models_dir

@@ -337,7 +337,8 @@ def test_invalid_settings_are_rejected(make_optimizer):
 
 
 @pytest.mark.parametrize("module", ["admm_automl.methods.admm", "admm_automl.methods.baselines",
-                                    "admm_automl.methods.driver", "admm_automl.methods._lagrangian"])
+                                    "admm_automl.methods.driver", "admm_automl.methods.lagrangian",
+                                    "admm_automl.constraints.ranking"])
 def test_the_optimisers_do_not_import_scikit_learn(module):
     code = f"import sys, {module}; print('sklearn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from admm_automl.methods.driver import AUTO_SHARE, Schedule
-from admm_automl.methods._lagrangian import Constraints
+from admm_automl.constraints.ranking import Constraints
 from admm_automl.records import Observation, Status
 from admm_automl.testing import wide_space, wide_loss
 
