@@ -8,7 +8,7 @@ valid when the duals change, and solvers can be warm-started with ``problem.hist
 A problem of an asynchronous run also has ``submit`` (one suggestion, answered later),
 ``collect`` (wait for answers) and ``free_workers`` (how many trials may start now): the solver
 hands a free worker its next suggestion at once instead of evaluating in batches
-(:meth:`admm_automl.solvers.base.BaseSolver.run`). With ``overlap`` the solver's run may end
+(:meth:`admm_automl.solvers.loop.RunLoop.run`). With ``overlap`` the solver's run may end
 while the last of its trials are still in flight, so that the optimiser's next step takes the
 idle workers; the optimiser records those trials when they end.
 """

@@ -49,7 +49,7 @@ starts from every result of the one before, and the δ-, z- and dual steps see t
 information as in a sequential run — at the price of the tail of each step, when fewer trials
 than workers are left. Asynchronously, up to as many trials as workers are in flight across the
 steps: a step ends once all its evaluations are submitted, a worker is idle and at most half of
-them are still running (:data:`~admm_automl.solvers.base.OVERLAP_TAIL`), and the next step takes
+them are still running (:data:`~admm_automl.solvers.loop.OVERLAP_TAIL`), and the next step takes
 the idle workers. So a step may start from all but the last (at most half) of the results of the
 one before: the θ-step's winner, the δ-, z- and dual steps use those that have come back. The
 rest are recorded when they end — a θ-step's in the history of its algorithm selection, which

@@ -214,7 +214,7 @@ class RunOptions:
     overhead_aware : bool or None
         Whether the solvers that can (``supports_cheap_proposals``) add cheap proposals to a
         batch when their asks cost more than the evaluations
-        (:class:`~admm_automl.solvers.base.OverheadBalance`); None (default): on
+        (:class:`~admm_automl.solvers.loop.OverheadBalance`); None (default): on
         under a time budget, where the history depends on the clock anyway, off otherwise, so
         that the same seed and evaluation budget give the same history.
     """

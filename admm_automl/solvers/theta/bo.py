@@ -93,7 +93,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
     the constant-liar value ``min(g)`` (scikit-optimize's ``cl_min``), hyperparameters fixed; a
     batch asked at once comes from one acquisition search (:meth:`ask_batch`).
     Discrete coordinates stay relaxed (θ-min works on the relaxation; no rounding). Cheap proposals
-    for an overhead-aware run (:class:`~admm_automl.solvers.base.OverheadBalance`) are told like
+    for an overhead-aware run (:class:`~admm_automl.solvers.loop.OverheadBalance`) are told like
     any other observation and so feed the GP.
 
     Bad observations: a failed trial already carries the metric's worst loss; a NaN or ±inf value
