@@ -72,6 +72,7 @@ def test_the_theta_step_returns_its_winner_as_the_current_observation(make_engin
     the engine says of that pipeline."""
     engine = make_engine()
     result = make_optimizer(engine=engine, max_evals=80).run()
+    assert len(result.states) > 1  # one per θ-step: the loop below checks something
     for state in result.states:
         assert state.current is not None
         assert state.current.loss == pytest.approx(synthetic_loss(SYNTHETIC.decode(
