@@ -55,34 +55,12 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
       a refit waits for at least half the workers' number of new observations, and a batch's
       later points are conditioned on by rank-one updates (:meth:`ask_batch`).
 
-    The prior mean. Optuna's GP sampler, scikit-learn's ``normalize_y`` and the previous ``bo``
-    centre the targets on their mean, so far from the data the model predicts an average value with
-    the full prior variance, and EI (plain or log) sends the search to the faces and corners of the
-    box, the points farthest from everything observed: on Hartmann-6 a quarter of ``bo``'s
-    model-based asks (200 of 800 over 20 seeds; Optuna's GP sampler 5.0.0: 251 of 800) had 4 or
-    more of the 6 coordinates on a face, and the runs that found a basin did not finish refining it
-    (seed 2 approached the local optimum, x6 = 0.04, along the face x6 = 0 and stopped at regret
-    0.18 instead of 0.12). With the worst observed value as the constant prior mean (De Ath,
-    Fieldsend and Everson, GECCO 2020: the best of eight mean functions for EI on synthetic
-    problems from 5 dimensions up) 9 of the 800 asks went to such points; 60 of 100 seeds reached
-    the global basin at 50 evaluations (regret < 0.01) against 47 of 100, and those runs end at
-    ~5e-5 instead of ~1e-3; Branin is unchanged. Optuna's GP sampler (5.0.0) reached it in 43 of
-    the same 100 seeds: Hartmann-6 is bimodal for both, so a median over 20 seeds falls in either
-    mode as one or two seeds change sides (``experiments/theta_solvers.py`` prints the count).
-
-    What we measured and kept (Hartmann-6, 50 evaluations, seeds 0–39, runs in the global basin
-    out of 40 under the mean-centred model; 20 of 40 as it stood): the acquisition search is
-    not what keeps a run in the local basin — 10 or 20 starts and 2 048–4 096 candidates (19,
-    20, 15), and Optuna's own search (2 048 Sobol' points, the best, 8 by roulette and the
-    incumbent, each polished by its own L-BFGS-B run: 16) did no better, so ``n_restarts`` and the
-    candidate count stay as they were; neither is the refit cadence (a refit at every ask, as
-    Optuna: 18), a second MAP start from the default hyperparameters (20), a fixed noise of 1e-6
-    (23), BoTorch's former Gamma(3, 6) length-scale prior (23) or length scales capped at 1 (23),
-    so Optuna's priors stay; a larger ``xi`` (0.01: 14) or initial design (20 points: 20; 5: 13)
-    and hyperparameters integrated out by slice sampling (Snoek, Larochelle and Adams, NeurIPS
-    2012; 10 of 20 seeds at 8× the ask time) did not help either. A Yeo-Johnson warping of the
-    targets (Cowen-Rivers et al., HEBO, JAIR 2022: 25) is as good as the prior mean but would
-    make the analytic penalty's closed-form EI impossible.
+    The prior mean. The GP's constant prior mean is the *worst* observed value (De Ath, Fieldsend
+    and Everson, GECCO 2020), not their mean (Optuna's GP sampler, scikit-learn's ``normalize_y``):
+    far from the data a mean-centred model predicts an average value with the full prior
+    variance, and EI sends the search to the faces and corners of the box. What this and the
+    other settings were measured against is on the documentation's page of Liu et al. (2020),
+    "The θ-solver ``bo``: what was measured".
 
     Asks, in order: ``problem.start`` if it is not in the history yet; then uniform random points
     (Optuna's initial design; a scrambled Sobol' design did no better) until ``n_initial_points``
@@ -125,9 +103,8 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         Observations the GP is refitted on at most (see above).
     prior_mean : {"max", "mean"}, default="max"
         The GP's constant prior mean: the worst observed value (see above) or their mean (the
-        former default, Optuna's and scikit-learn's). On the 95-dimensional joint box of Liu et
-        al.'s artificial objective the mean did better for JOPT(BO) (mean incumbent 0.612 against
-        1.049 at 1 000 evaluations), so a reproduction compares with both.
+        former default, Optuna's and scikit-learn's); a reproduction compares with both (see the
+        documentation's page of Liu et al. 2020).
 
     References
     ----------
