@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from ...exceptions import InvalidParameterError
-from ...space.encoding import all_pipelines
+from ...problem import all_pipelines
 from .defaults import DEFAULT_MAX_ENUMERATE, DEFAULT_N_CANDIDATES
 
 
