@@ -388,7 +388,7 @@ def test_bo_with_no_finite_value_asks_random_points():
 )
 def test_bo_bad_parameters(params):
     problem, _, _ = quadratic_problem()
-    with pytest.raises(InvalidParameterError, match="bo: "):
+    with pytest.raises(InvalidParameterError, match="parameter of bo must be"):
         make("bo", **params).setup(problem, np.random.default_rng(0))
 
 

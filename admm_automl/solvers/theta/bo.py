@@ -12,7 +12,8 @@ import warnings
 
 import numpy as np
 
-from ...exceptions import InvalidParameterError, SolverFallbackWarning
+from ...exceptions import SolverFallbackWarning
+from ..._validation import NON_NEGATIVE_NUMBER, NONE, int_at_least, options, validate_params
 from ..base import DUPLICATE_TOL, BaseThetaSolver
 from ..registry import THETA_SOLVERS
 from ..._numerics import gp as _gp
@@ -140,21 +141,15 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
 
     # ------------------------------------------------------------------ setup
     def _validate(self) -> None:
-        for name in ("n_initial_points", "n_candidates", "n_restarts", "max_points"):
-            value = getattr(self, name)
-            if name == "n_candidates" and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise InvalidParameterError(f"bo: {name} must be an integer >= 0, got {value!r}")
-        if self.prior_mean not in _gp.PRIOR_MEANS:
-            raise InvalidParameterError(
-                f"bo: prior_mean must be one of {_gp.PRIOR_MEANS}, got {self.prior_mean!r}")
-        if self.max_points < 2:
-            raise InvalidParameterError(f"bo: max_points must be >= 2, got {self.max_points!r}")
-        for name in ("xi", "refit_growth"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not value >= 0:
-                raise InvalidParameterError(f"bo: {name} must be a number >= 0, got {value!r}")
+        validate_params(self.name, vars(self), {
+            "n_initial_points": [int_at_least(0)],
+            "xi": [NON_NEGATIVE_NUMBER],
+            "n_candidates": [int_at_least(0), NONE],
+            "n_restarts": [int_at_least(0)],
+            "refit_growth": [NON_NEGATIVE_NUMBER],
+            "max_points": [int_at_least(2)],
+            "prior_mean": [options(*_gp.PRIOR_MEANS)],
+        })
 
     def _setup(self) -> None:
         self._validate()
