@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .evaluation.executors import refuse_nested_search
 from .exceptions import RunDirectoryWarning
-from .methods._driver import tell
+from .methods.driver import tell
 from .reporting import plots
 from .reporting.progress import watching
 from .reporting.report import leaderboard, write_report

@@ -8,9 +8,12 @@ valid when the duals change, and solvers can be warm-started with ``problem.hist
 A problem of an asynchronous run also has ``submit`` (one suggestion, answered later),
 ``collect`` (wait for answers) and ``free_workers`` (how many trials may start now): the solver
 hands a free worker its next suggestion at once instead of evaluating in batches
-(:meth:`admm_automl.solvers.base.BaseSolver.run`). With ``overlap`` the solver's run may end
+(:meth:`admm_automl.solvers.loop.RunLoop.run`). With ``overlap`` the solver's run may end
 while the last of its trials are still in flight, so that the optimiser's next step takes the
 idle workers; the optimiser records those trials when they end.
+
+The pipelines of a z-problem are enumerated here too (:func:`all_pipelines`, in the order of
+:func:`pipeline_index`), so that a z-solver needs nothing of the space.
 """
 
 from __future__ import annotations
@@ -162,3 +165,19 @@ class ZProblem:
     #: bracket's draws (``hyperband``), first in the bootstrap (``daub``), as the starts of the
     #: local searches (``blds``).
     warm_start: Callable[[], Sequence[tuple[int, ...]]] | None = None
+
+
+# ------------------------------------------------------------------ the pipelines of a z-problem
+def all_pipelines(n_choices: Sequence[int]) -> np.ndarray:
+    """Every choice vector, in lexicographic (pipeline-index) order, as an (L, m) int array."""
+    grids = np.meshgrid(*[np.arange(k) for k in n_choices], indexing="ij")
+    return np.stack([g.ravel() for g in grids], axis=1).astype(int)
+
+
+def pipeline_index(z: Sequence[int], n_choices: Sequence[int]) -> int:
+    """Lexicographic index of a pipeline.
+
+    Used to break ties deterministically (our choice where the paper is silent), so runs are
+    reproducible.
+    """
+    return int(np.ravel_multi_index(tuple(int(j) for j in z), tuple(n_choices)))

@@ -60,7 +60,7 @@ class Suggestion:
     fidelity: float | None = None
     iterations: int | None = None
     #: proposed by the overhead-aware loop's cheap rule (random or a local perturbation), not by
-    #: the solver's own model (:meth:`~admm_automl.solvers.base.BaseSolver.run`)
+    #: the solver's own model (:meth:`~admm_automl.solvers.loop.RunLoop.run`)
     cheap: bool = False
 
 

@@ -332,8 +332,8 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     from admm_automl.evaluation.prefix_cache import DEFAULT_CACHE_MB
     from admm_automl.evaluation.splits import resolve_cv
     from admm_automl.journal import observation_of
-    from admm_automl.methods._driver import Budget
-    from admm_automl.methods._lagrangian import Constraints
+    from admm_automl.methods.driver import Budget
+    from admm_automl.constraints.ranking import Constraints
     from admm_automl.run.deadline import Deadline, refit_reserve
     from admm_automl.run.library import PredictionLibrary
     from admm_automl.run.refit import deployable_refit

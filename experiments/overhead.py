@@ -143,7 +143,7 @@ def make_problem(name: str):
 
 
 def supports_overhead_aware() -> bool:
-    from admm_automl.methods._driver import RunOptions
+    from admm_automl.methods.driver import RunOptions
 
     return "overhead_aware" in {f.name for f in dataclasses.fields(RunOptions)}
 
@@ -152,7 +152,7 @@ def run_one(problem_name: str, executor: str, method: str, *, seed: int,
             max_evals: int | None = None, time_budget: float | None = None,
             overhead_aware: bool | None = None) -> dict[str, Any]:
     """One timed run; returns the snapshots, the losses and the run's summary numbers."""
-    from admm_automl.methods._driver import Budget, Schedule
+    from admm_automl.methods.driver import Budget, Schedule
     from admm_automl.benchmarks import peers
     from admm_automl.benchmarks.runner import open_run, parse_method
     from admm_automl.methods.registry import make_optimizer

@@ -136,7 +136,7 @@ def run_one(client: Any, workers: int, mode: str, seed: int, budget: float,
     driver's CPU share (with ``profile``, its cProfile listing)."""
     from admm_automl.evaluation import DaskExecutor, PipelineObjective
     from admm_automl.journal import Journal
-    from admm_automl.methods._driver import Schedule
+    from admm_automl.methods.driver import Schedule
     from admm_automl.methods.registry import make_optimizer
 
     task = SleepingArtificial(mean_cost)
@@ -311,7 +311,7 @@ def driver_run(workers: int, seed: int, budget: float, mean_cost: float,
     utilisation the workers would have if the driver were the only limit."""
     from admm_automl.evaluation import PipelineObjective
     from admm_automl.journal import Journal
-    from admm_automl.methods._driver import Schedule
+    from admm_automl.methods.driver import Schedule
     from admm_automl.methods.registry import make_optimizer
 
     task = SleepingArtificial(mean_cost)
@@ -319,7 +319,7 @@ def driver_run(workers: int, seed: int, budget: float, mean_cost: float,
     executor = SimulatedExecutor(workers, clock)
     objective = PipelineObjective(task, executor, Journal(), worst_loss=float("nan"),
                                   crash_marks=False)
-    from admm_automl.methods._driver import RunListener
+    from admm_automl.methods.driver import RunListener
 
     class Keep(RunListener):  # the run's recorder, for its measured waits
         def run_finished(self, recorder: Any, stop_reason: str) -> None:

@@ -114,7 +114,7 @@ def make_optimizer(make_engine):
     """``make_optimizer(method="admm", engine=None, space=SYNTHETIC, theta="random", z="random",
     **options)``: an optimiser over a toy engine (60 evaluations, 4 per sub-problem, seed 0 unless
     given)."""
-    from admm_automl.methods._driver import Schedule
+    from admm_automl.methods.driver import Schedule
     from admm_automl.methods.registry import make_optimizer as make
 
     def factory(method="admm", engine=None, space=SYNTHETIC, theta="random", z="random", **kw):

@@ -21,8 +21,8 @@ import tempfile
 import warnings
 from typing import Any, Callable
 
-from ..methods._lagrangian import Constraints
-from ..methods._driver import Budget, Recorder
+from ..constraints.ranking import Constraints
+from ..methods.driver import Budget, Recorder
 from ..exceptions import BudgetExhausted, InvalidParameterError, MissingDependencyError
 from ..space import PipelineSpace
 

@@ -21,8 +21,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..methods._lagrangian import Constraints
-from ..methods._driver import Budget, Recorder
+from ..constraints.ranking import Constraints
+from ..methods.driver import Budget, Recorder
 from ..exceptions import BudgetExhausted, InvalidParameterError, MissingDependencyError
 from ..space import Categorical, Float, Int, PipelineSpace
 from ..solvers.theta.smac import hpo_facade, import_smac

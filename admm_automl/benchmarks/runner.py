@@ -54,7 +54,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..methods._driver import Budget, Schedule
+from ..methods.driver import Budget, Schedule
 from ..exceptions import InvalidParameterError
 from ..space import PipelineSpace, load_space
 from ..run.results import prefix_cache_totals

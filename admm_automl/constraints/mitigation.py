@@ -525,7 +525,7 @@ def mitigated_starts(configs: list[dict], space: Any) -> list[dict]:
     (experiments/README.md, "Fairness with the groups beside X"). ADMM's first
     z-step takes them in that order until the evaluations show the plain learners far over the
     constraint: then the mitigated ones come first
-    (:meth:`~admm_automl.methods._lagrangian.Constraints.evidence_order`).
+    (:meth:`~admm_automl.constraints.ranking.Constraints.evidence_order`).
 
     Why: the portfolio was learned without constraints, so its pipelines are all unmitigated; a
     constraint no plain learner meets (labels that differ between the groups) then has no

@@ -7,7 +7,7 @@ Variables (all on the unit-box encoding of :class:`~admm_automl.space.Encoding`)
 * ``δ`` — the integer copy of the discrete coordinates (admissible grid values);
 * ``λ`` — the multiplier of the coupling θ̃^d = δ; ``ρ`` — the penalty;
 * ``μ``, ``u`` — the multipliers and slacks of the black-box constraints (Algorithm 2; the algebra
-  is in :mod:`admm_automl.methods._lagrangian`).
+  is in :mod:`admm_automl.methods.lagrangian`).
 
 One iteration t (:meth:`_ADMMRun.iterate`):
 
@@ -21,7 +21,7 @@ One iteration t (:meth:`_ADMMRun.iterate`):
 
 Sub-solvers run ``I_t`` new evaluations per call: fixed ``I`` or adaptive ``min(I0 + F·t, Imax)``
 (AdADMM-F, §5 of the paper), capped, when the schedule has a ``share``, at that share of the
-evaluations the budget has left (:meth:`~admm_automl.methods._driver.Schedule.capped`): Liu et
+evaluations the budget has left (:meth:`~admm_automl.methods.driver.Schedule.capped`): Liu et
 al. ran for an hour and more, and at 20-60 evaluations a first θ-step of 16 would come before any
 z-step. The incumbent is the best observation over *all* full-fidelity evaluations, not only the
 iterates.
@@ -34,7 +34,7 @@ evaluated at its own values after that z-step, before the first θ-step, and sta
 pipeline's θ-steps. Every full-data evaluation of a z-step joins its
 pipeline's θ-history, so a θ-step starts from the portfolio's observation of its pipeline. With
 constraints, the warm start's pipelines that the evaluations so far show far over a limit wait
-behind the others (:meth:`~admm_automl.methods._lagrangian.Constraints.evidence_order`), and a
+behind the others (:meth:`~admm_automl.constraints.ranking.Constraints.evidence_order`), and a
 pipeline that met every limit only on a subsample is confirmed on all rows while no full-data
 evaluation meets them (:meth:`_ADMMRun._confirm_feasible`).
 
@@ -49,7 +49,7 @@ starts from every result of the one before, and the δ-, z- and dual steps see t
 information as in a sequential run — at the price of the tail of each step, when fewer trials
 than workers are left. Asynchronously, up to as many trials as workers are in flight across the
 steps: a step ends once all its evaluations are submitted, a worker is idle and at most half of
-them are still running (:data:`~admm_automl.solvers.base.OVERLAP_TAIL`), and the next step takes
+them are still running (:data:`~admm_automl.solvers.loop.OVERLAP_TAIL`), and the next step takes
 the idle workers. So a step may start from all but the last (at most half) of the results of the
 one before: the θ-step's winner, the δ-, z- and dual steps use those that have come back. The
 rest are recorded when they end — a θ-step's in the history of its algorithm selection, which
@@ -62,10 +62,8 @@ The z-step scores every pipeline at θ^{t+1}: the θ-step winner for the algorit
 values earlier iterations left for the others (the initial θ for an algorithm never tuned). A
 tuned pipeline thus competes with untuned ones, and when no pull beats it z^{t+1} = z^t: the
 iterate can settle on one selection and spend every later θ-step re-tuning it, as block
-coordinate descent does; Algorithm 1 has no restart. On the artificial objective of Liu et al.'s
-Appendix 15 (:mod:`admm_automl.benchmarks.artificial`), AdADMM-F16(BO,Ba) settles on one
-selection within its first three iterations for 3 of 5 seeds, and half of a 1000-evaluation run
-goes into re-tuning that one pipeline.
+coordinate descent does; Algorithm 1 has no restart (how often it settles, measured, is on the
+documentation's page of Liu et al. 2020).
 """
 
 from __future__ import annotations
@@ -75,8 +73,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._lagrangian import Constraints, optimal_slack, update_multipliers
-from ._driver import Engine, Result, RunOptions, Schedule, metric_worst
+from ..constraints.ranking import Constraints
+from .lagrangian import constraint_value, optimal_slack, update_multipliers
+from .driver import Engine, Result, RunOptions, Schedule, metric_worst
 from ..exceptions import InvalidParameterError
 from ..problem import QuadraticPenalty, ThetaProblem, ZProblem
 from ..records import Observation, Suggestion
@@ -128,7 +127,7 @@ class ADMMOptimizer:
         where its method puts a start); one θ cannot hold beside another is the first point of
         its pipeline's θ-step.
     **options
-        The run's :class:`~admm_automl.methods._driver.RunOptions` (budgets, seed, schedule,
+        The run's :class:`~admm_automl.methods.driver.RunOptions` (budgets, seed, schedule,
         constraints — ``constraint_mode`` ``"admm"`` by default —, callback, batch size, clock).
     """
 
@@ -340,7 +339,7 @@ class _ADMMRun:
         penalty = QuadraticPenalty(rho, is_d, b[dpos[is_d]])
 
         def augment(x: np.ndarray, obs: Observation) -> float:
-            return obs.loss + penalty(x) + self.constraints.term(obs, s.mu, rho)
+            return obs.loss + penalty(x) + constraint_value(self.constraints, obs, s.mu, rho)
 
         def point(sug: Suggestion) -> tuple:
             full = theta.copy()
@@ -468,7 +467,7 @@ class _ADMMRun:
 
         def augment(zc: tuple[int, ...], obs: Observation) -> float:
             # with θ fixed the coupling penalty does not depend on z
-            return obs.loss + self.constraints.term(obs, mu, self.rho, u)
+            return obs.loss + constraint_value(self.constraints, obs, mu, self.rho, u)
 
         problem = ZProblem(
             n_choices=enc.n_choices, evaluate=evaluate, augment=augment,

@@ -20,8 +20,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._lagrangian import Constraints
-from ._driver import Engine, Recorder, Result, RunOptions, metric_worst
+from ..constraints.ranking import Constraints
+from .lagrangian import constraint_value
+from .driver import Engine, Recorder, Result, RunOptions, metric_worst
 from ..exceptions import InvalidParameterError
 from ..problem import ThetaProblem, ZProblem
 from ..records import Observation, Suggestion
@@ -58,7 +59,7 @@ def joint_problem(
     the space has iterative learners, each point's training length and the run's time left (for
     ``bapi``). From the run's ``options``: the batch size, the cheap proposals that a solver whose
     asks cost more than the evaluations may add, the help ADMM's sub-problems get under a time
-    budget (:attr:`~admm_automl.methods._driver.RunOptions.cheap_proposals`), and the
+    budget (:attr:`~admm_automl.methods.driver.RunOptions.cheap_proposals`), and the
     asynchronous evaluation hooks (:meth:`RunOptions.asynchronous_hooks`): every method of a run
     gets the same."""
     enc = joint.encoding
@@ -86,7 +87,7 @@ def joint_problem(
 class _SingleSolverMethod(abc.ABC):
     """Shared set-up of the two baselines: budget, recorder, the initial evaluation, one solver
     driven in chunks of ``schedule(t)`` new evaluations, one trace row per chunk. ``options`` are
-    the run's :class:`~admm_automl.methods._driver.RunOptions` (``constraint_mode`` ``"penalty"`` by
+    the run's :class:`~admm_automl.methods.driver.RunOptions` (``constraint_mode`` ``"penalty"`` by
     default; ``"admm"`` is refused)."""
 
     name = ""
@@ -99,7 +100,7 @@ class _SingleSolverMethod(abc.ABC):
 
     def _value(self, config: Any, obs: Observation) -> float:
         """The sub-problem value: the loss plus the constraint penalty (none in filter mode)."""
-        return obs.loss + self.constraints.term(obs)
+        return obs.loss + constraint_value(self.constraints, obs)
 
     @abc.abstractmethod
     def _solver(self, recorder: Recorder, first: Observation) -> Any:
@@ -176,7 +177,7 @@ class SelectionOptimizer(_SingleSolverMethod):
     initial : {"default", "random"}, default="default"
         The initial pipeline: the encoding's (Gaussian naive Bayes with no preprocessing in the
         built-in spaces, after Liu et al., AAAI 2020), or one choice per module drawn uniformly
-        from the run's start stream (:meth:`~._driver.RunOptions.start_seed`), which depends on
+        from the run's start stream (:meth:`~.driver.RunOptions.start_seed`), which depends on
         the seed only: every method and z-solver run with one seed starts from the same
         pipeline, drawn at random as FINDINITIALPIPELINE of Kishimoto et al. (2021) draws it.
     initial_fidelity : float, optional

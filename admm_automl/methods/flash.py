@@ -17,7 +17,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ._driver import Engine, Result, RunOptions
+from .driver import Engine, Result, RunOptions
+from .lagrangian import constraint_value
 from ..space.joint import JointSpace
 from .baselines import joint_problem, split_free_constraints
 from ..exceptions import InvalidParameterError
@@ -258,7 +259,7 @@ class FlashOptimizer:
     settings : FlashSettings or mapping, optional
         FLASH's parameters.
     **options
-        The run's :class:`~admm_automl.methods._driver.RunOptions`. Without the split there are no
+        The run's :class:`~admm_automl.methods.driver.RunOptions`. Without the split there are no
         multipliers: constraints are a fixed-weight penalty (``constraint_mode="penalty"``, the
         default) or ignored during the search (``"filter"``); ``"admm"`` is refused.
 
@@ -341,7 +342,7 @@ class FlashOptimizer:
 
     def _value(self, config: Any, obs: Observation) -> float:
         """The value FLASH minimises: the loss plus the constraint penalty (none in filter mode)."""
-        return obs.loss + self.constraints.term(obs)
+        return obs.loss + constraint_value(self.constraints, obs)
 
     def run(self) -> Result:
         run = _FlashRun(self)

@@ -1,6 +1,6 @@
 """What a person watches during ``fit``: a live progress display (rich) and the log lines.
 
-:class:`ProgressDisplay` is a :class:`~admm_automl.methods._driver.RunListener`: the recorder feeds it
+:class:`ProgressDisplay` is a :class:`~admm_automl.methods.driver.RunListener`: the recorder feeds it
 every batch and every iteration of any method (ADMM, JOPT, selection, ...), and it shows the budget
 used (evaluations and/or time), the evaluations done and failed, the best score so far (and, with
 constraints, the best *feasible* one) and the pipeline being evaluated. rich redraws it four times a
@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 from ..evaluation.metrics import shown
 from ..exceptions import MissingDependencyError
-from ..methods._driver import Evaluated, Point, Recorder, RunListener
+from ..methods.driver import Evaluated, Point, Recorder, RunListener
 
 logger = logging.getLogger("admm_automl")
 

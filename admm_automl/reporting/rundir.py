@@ -304,7 +304,7 @@ def read_run(directory: "str | Path") -> RunData:
     import pandas as pd
     import yaml
 
-    from ..methods._lagrangian import Constraints
+    from ..constraints.ranking import Constraints
     from ..run.results import history_frame
 
     folder = Path(directory)

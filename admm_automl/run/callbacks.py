@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..exceptions import BudgetExhausted
-from ..methods._driver import Recorder, RunListener
+from ..methods.driver import Recorder, RunListener
 
 
 class CallbackListener(RunListener):

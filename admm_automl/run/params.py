@@ -184,7 +184,7 @@ def check(owner: str, params: Mapping[str, Any]) -> None:
     portfolio, solvers), before any work: a bad value fails here, with its name."""
     from ..constraints import make_constraints
     from ..exceptions import InvalidParameterError
-    from ..methods._driver import Schedule
+    from ..methods.driver import Schedule
     from ..methods.registry import check_training_length, method_spec
     from ..solvers import THETA_SOLVERS, Z_SOLVERS
     from ..space import load_space

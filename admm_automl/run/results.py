@@ -8,7 +8,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..methods._lagrangian import Constraints, optimal_slack
+from ..constraints.ranking import Constraints
+from ..methods.lagrangian import optimal_slack
 from ..exceptions import (ConstraintViolationWarning, EvaluationFailedWarning, SearchError,
                           SubsampleOnlyWarning)
 from ..evaluation.metrics import shown

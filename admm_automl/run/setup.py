@@ -39,7 +39,7 @@ from ..evaluation.splits import make_splits, resolve_cv, resolve_repeats
 from ..evaluation.trial import TrialContext
 from ..exceptions import DataError, InvalidParameterError, ResumeError, RunDirectoryWarning
 from ..journal import Journal
-from ..methods._driver import Result, Schedule, tell
+from ..methods.driver import Result, Schedule, tell
 from ..methods.registry import get_method, make_optimizer
 from .deadline import Deadline, check_time_budget, refit_reserve
 from .executor import make_executor
@@ -386,7 +386,7 @@ def run_search(
     the caller so that it covers what came before (default: from now), and drives the time policy
     of :mod:`.deadline`: the folds (:func:`resolve_cv`), the reserve for the refit, the trials'
     timeouts and probes. ``listeners`` are the run's
-    :class:`~admm_automl.methods._driver.RunListener` (e.g. a progress display; the settings'
+    :class:`~admm_automl.methods.driver.RunListener` (e.g. a progress display; the settings'
     ``callbacks`` are one more, :mod:`.callbacks`). ADMM evaluates
     the warm-start portfolio first; with ``ensemble_size`` the best evaluations' validation
     predictions are kept in ``outcome.predictions`` (:mod:`.library`)."""
@@ -442,7 +442,7 @@ def run_search(
 def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadline: Any,
             listeners: Sequence[Any], warm_start: Any, seed: Any) -> SearchOutcome:
     """The search of :func:`run_search` once its task and executor are set up."""
-    from ..methods._lagrangian import Constraints
+    from ..constraints.ranking import Constraints
 
     ctx = prepared.context
     models_dir = ctx.models_dir

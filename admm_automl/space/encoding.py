@@ -145,18 +145,3 @@ class Encoding:
                 f"theta must have shape ({self.theta_dim},), got {theta.shape}"
             )
         return theta
-
-
-def all_pipelines(n_choices: Sequence[int]) -> np.ndarray:
-    """Every choice vector, in lexicographic (pipeline-index) order, as an (L, m) int array."""
-    grids = np.meshgrid(*[np.arange(k) for k in n_choices], indexing="ij")
-    return np.stack([g.ravel() for g in grids], axis=1).astype(int)
-
-
-def pipeline_index(z: Sequence[int], n_choices: Sequence[int]) -> int:
-    """Lexicographic index of a pipeline.
-
-    Used to break ties deterministically (our choice where the paper is silent), so runs are
-    reproducible.
-    """
-    return int(np.ravel_multi_index(tuple(int(j) for j in z), tuple(n_choices)))

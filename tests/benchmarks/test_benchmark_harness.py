@@ -339,7 +339,7 @@ def test_optuna_peer_given_constraints_steers_tpe_to_feasible_pipelines():
     from dataclasses import dataclass, replace
 
     from admm_automl.benchmarks.peers import run_optuna
-    from admm_automl.methods._driver import Budget
+    from admm_automl.methods.driver import Budget
     from admm_automl.testing import SYNTHETIC, ToyEngine, synthetic_loss
 
     @dataclass

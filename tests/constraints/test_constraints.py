@@ -12,13 +12,14 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.metrics import roc_auc_score
 
 from admm_automl import ADMM, ADMMClassifier
-from admm_automl.methods._lagrangian import (
-    Constraints,
+from admm_automl.constraints.ranking import Constraints
+from admm_automl.methods.lagrangian import (
     constraint_term,
+    constraint_value,
     optimal_slack,
     update_multipliers,
 )
-from admm_automl.methods._driver import Schedule
+from admm_automl.methods.driver import Schedule
 from admm_automl.methods.admm import ADMMOptimizer
 from admm_automl.constraints import (
     DisparateImpact,
@@ -93,7 +94,7 @@ def test_constraints_are_unit_free_and_ranked_feasible_first():
 def test_the_constraint_term_of_each_mode(mode, expected):
     algebra = Constraints([PredictionLatency(2e-5)], mode, weight=3.0)
     # g = 1.5; admm: optimal slack clip(1 - 1.5 - 0.2, 0, 1) = 0
-    assert algebra.term(_obs(latency=3e-5), np.array([0.4]), 2.0) == pytest.approx(expected)
+    assert constraint_value(algebra, _obs(latency=3e-5), np.array([0.4]), 2.0) == pytest.approx(expected)
 
 
 # ---------------------------------------------------------------------------- ADMM loop

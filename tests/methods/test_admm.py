@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from admm_automl.methods._driver import Schedule
+from admm_automl.methods.driver import Schedule
 from admm_automl.methods.admm import ADMMOptimizer
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.records import Observation, Status
@@ -72,6 +72,7 @@ def test_the_theta_step_returns_its_winner_as_the_current_observation(make_engin
     the engine says of that pipeline."""
     engine = make_engine()
     result = make_optimizer(engine=engine, max_evals=80).run()
+    assert len(result.states) > 1  # one per θ-step: the loop below checks something
     for state in result.states:
         assert state.current is not None
         assert state.current.loss == pytest.approx(synthetic_loss(SYNTHETIC.decode(
@@ -337,7 +338,8 @@ def test_invalid_settings_are_rejected(make_optimizer):
 
 
 @pytest.mark.parametrize("module", ["admm_automl.methods.admm", "admm_automl.methods.baselines",
-                                    "admm_automl.methods._driver", "admm_automl.methods._lagrangian"])
+                                    "admm_automl.methods.driver", "admm_automl.methods.lagrangian",
+                                    "admm_automl.constraints.ranking"])
 def test_the_optimisers_do_not_import_scikit_learn(module):
     code = f"import sys, {module}; print('sklearn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -11,7 +11,7 @@ import logging
 
 import numpy as np
 
-from admm_automl.methods._driver import InFlight, ProposalWaits, RunListener, Schedule
+from admm_automl.methods.driver import InFlight, ProposalWaits, RunListener, Schedule
 from admm_automl.records import Observation
 from admm_automl.testing import SYNTHETIC
 
@@ -274,7 +274,7 @@ def test_workers_waiting_for_proposals_are_measured_and_a_warning_logged(caplog)
     for delay, warned in ((0.3, True), (0.0, False)):
         caplog.clear()
         waits, now = ProposalWaits(workers=4), 0.0
-        with caplog.at_level(logging.WARNING, logger="admm_automl.methods._driver"):
+        with caplog.at_level(logging.WARNING, logger="admm_automl.methods.driver"):
             for ticket in range(40):
                 waits.answered(now, Observation(0.5, duration=1.0), ticket)
                 waits.submitted(now + delay, ticket + 100)

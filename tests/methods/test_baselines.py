@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from admm_automl.methods._driver import RunOptions
+from admm_automl.methods.driver import RunOptions
 from admm_automl.methods.baselines import JointOptimizer
 from admm_automl.space.joint import JointSpace
 from admm_automl.exceptions import InvalidParameterError

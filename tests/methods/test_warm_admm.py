@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from admm_automl.methods._driver import AUTO_SHARE, Schedule
-from admm_automl.methods._lagrangian import Constraints
+from admm_automl.methods.driver import AUTO_SHARE, Schedule
+from admm_automl.constraints.ranking import Constraints
 from admm_automl.records import Observation, Status
 from admm_automl.testing import wide_space, wide_loss
 
@@ -246,7 +246,7 @@ def test_a_pipeline_feasible_on_a_subsample_is_confirmed_on_all_rows(make_engine
 
 # ----------------------------------------------------------------------------- time-outs
 def test_a_trial_stopped_at_its_time_limit_is_counted_as_such_not_as_failed(make_engine):
-    from admm_automl.methods._driver import Budget, Recorder
+    from admm_automl.methods.driver import Budget, Recorder
     from admm_automl.reporting.rundir import evaluations_note
 
     engine = make_engine(SPACE, duration=lambda c: 50.0 if c["model"] == "m0" else 1.0,
@@ -297,7 +297,7 @@ def test_the_budget_left_is_measured_from_the_first_evaluation(make_engine, fake
     """Set-up before the first evaluation (data checks, worker start-up) is not an evaluation's
     cost: 30 s of it, then 2 s evaluations, leave 30 evaluations of a 120 s budget's 60 s left,
     not 60 / 16."""
-    from admm_automl.methods._driver import Budget, Recorder
+    from admm_automl.methods.driver import Budget, Recorder
 
     fake_clock.now = 30.0
     engine = make_engine(SPACE, duration=2.0, clock=fake_clock)

@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 from admm_automl import ADMM
-from admm_automl.methods._driver import RunListener
+from admm_automl.methods.driver import RunListener
 from admm_automl.methods.registry import METHODS
 from admm_automl.reporting.progress import ProgressDisplay, display_wanted, watching
 
@@ -198,7 +198,7 @@ def _fit(breast_cancer, **params):
 def test_verbose_2_logs_every_evaluation_and_1_every_iteration(breast_cancer, caplog):
     with caplog.at_level(logging.DEBUG, logger="admm_automl"):
         model = _fit(breast_cancer, verbose=2)
-    lines = [r.getMessage() for r in caplog.records if r.name == "admm_automl.methods._driver"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "admm_automl.methods.driver"]
     evaluations = [m for m in lines if m.startswith("evaluation ")]
     assert len(evaluations) == model.n_evals_ == 6
     for eval_id, message in enumerate(evaluations):

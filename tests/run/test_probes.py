@@ -15,7 +15,7 @@ from admm_automl import ADMM
 from admm_automl.evaluation.policy import PROBE_FIDELITY, TrialPolicy
 from admm_automl.exceptions import SubsampleOnlyWarning
 from admm_automl.journal import observation_of
-from admm_automl.methods._lagrangian import Constraints
+from admm_automl.constraints.ranking import Constraints
 from admm_automl.run import deadline
 from admm_automl.run.results import SUBSAMPLE_MARGIN, subsample_rival
 from admm_automl.testing import tiny_space

@@ -87,7 +87,7 @@ def test_the_ablation_has_no_monotonicity_and_parameters_are_checked():
     assert solver.curve_model_.monotone is False
     problem, _ = make_curve_problem(2)
     for bad, fragment in (({"h_max": 0}, "h_max"), ({"tau": 0.5}, "tau"),
-                          ({"cost": "money"}, "cost must be one of"),
+                          ({"cost": "money"}, "parameter of bapi must be one of"),
                           ({"monotone": "yes"}, "monotone")):
         with pytest.raises(InvalidParameterError, match=fragment):
             BAPIThetaSolver(**bad).setup(problem, np.random.default_rng(0))

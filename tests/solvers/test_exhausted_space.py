@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from admm_automl.methods._driver import Schedule
+from admm_automl.methods.driver import Schedule
 from admm_automl.space.loader import space_from_dict
 from admm_automl.testing import make_theta_problem, make_z_problem
 

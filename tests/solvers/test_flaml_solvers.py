@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from admm_automl.methods._driver import Schedule
+from admm_automl.methods.driver import Schedule
 from admm_automl.methods.admm import ADMMOptimizer
 from admm_automl.problem import ThetaProblem
 from admm_automl.records import Observation

@@ -14,7 +14,8 @@ from admm_automl.exceptions import SolverError
 from admm_automl.problem import ThetaProblem
 from admm_automl.records import Observation
 from admm_automl.solvers import THETA_SOLVERS
-from admm_automl.solvers.base import BaseThetaSolver, OverheadBalance
+from admm_automl.solvers.base import BaseThetaSolver
+from admm_automl.solvers.loop import OverheadBalance
 
 
 def test_balance_adds_as_many_cheap_proposals_as_an_ask_costs_evaluations():

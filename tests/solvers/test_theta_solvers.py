@@ -346,8 +346,10 @@ def test_bo_batch_with_points_pending_is_one_fit_and_one_search_and_repeats_none
 
 
 def test_bo_polish_starts_fall_as_the_pending_set_grows():
+    from admm_automl._numerics.gp.surrogate import n_starts
+
     solver = make("bo")
-    starts = [solver._starts(n) for n in (0, 8, 16, 63, 255)]
+    starts = [n_starts(solver.n_restarts, n) for n in (0, 8, 16, 63, 255)]
     assert starts[0] == solver.n_restarts and starts[-1] == 1
     assert starts == sorted(starts, reverse=True) and starts[2] < starts[0]
 
@@ -388,7 +390,7 @@ def test_bo_with_no_finite_value_asks_random_points():
 )
 def test_bo_bad_parameters(params):
     problem, _, _ = quadratic_problem()
-    with pytest.raises(InvalidParameterError, match="bo: "):
+    with pytest.raises(InvalidParameterError, match="parameter of bo must be"):
         make("bo", **params).setup(problem, np.random.default_rng(0))
 
 

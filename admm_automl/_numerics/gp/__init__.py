@@ -17,6 +17,8 @@ acquisition functions and their optimisation each in a module of its own.
   (central differences, for scikit-learn's GP).
 * :mod:`.optim`: candidates and :func:`maximize`, the L-BFGS-B polish of either acquisition
   (one run per start, or all starts in one vectorised run with ``batched=True``).
+* :mod:`.surrogate`: how the θ-solver ``bo`` feeds and sizes its GP (the rows a refit uses, the
+  refit cadence, the candidate and start counts of an acquisition search, growing arrays).
 * :mod:`.threads`: :func:`single_threaded_blas`.
 
 Nothing here knows about ADMM problems: the solver passes arrays and a penalty callable.

@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...exceptions import InvalidParameterError, SolverFallbackWarning
+from ..._validation import (BOOL, NON_NEGATIVE_NUMBER, POSITIVE_NUMBER, Rule, int_at_least, options,
+                            validate_params)
 from ...records import Observation, Suggestion
 from ..._numerics import gp as _gp
 from ..registry import THETA_SOLVERS
@@ -27,6 +29,9 @@ from .bo import GPBayesOptThetaSolver
 
 #: cost units: measured training seconds, or trained iterations (deterministic)
 COSTS = ("time", "iterations")
+#: τ (the horizon's growth) and the share of a training after which stopping is checked
+AT_LEAST_ONE = Rule(lambda v: NON_NEGATIVE_NUMBER.accepts(v) and v >= 1, "a number >= 1")
+UP_TO_ONE = Rule(lambda v: POSITIVE_NUMBER.accepts(v) and v <= 1, "a number in (0, 1]")
 
 
 class _Curve:
@@ -274,22 +279,16 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
     # ------------------------------------------------------------------ set-up
     def _validate(self) -> None:
         super()._validate()
-        defaults.check_int(self.h_max, "bapi: h_max", low=1)
-        defaults.check_int(self.pts_per_curve, "bapi: pts_per_curve", low=1)
-        defaults.check_int(self.gp_restarts, "bapi: gp_restarts", low=0)
-        if not (isinstance(self.epsilon, str) and self.epsilon == "auto"):
-            if isinstance(self.epsilon, (str, bool, np.bool_)):
-                raise InvalidParameterError(
-                    f"bapi: epsilon must be a number >= 0 or 'auto', got {self.epsilon!r}")
-            defaults.check_real(self.epsilon, "bapi: epsilon", low=0.0)
-        defaults.check_real(self.tau, "bapi: tau", low=1.0)
-        defaults.check_real(self.check_fraction, "bapi: check_fraction", low=0.0, high=1.0,
-                            low_open=True)
-        if not isinstance(self.monotone, (bool, np.bool_)):
-            raise InvalidParameterError(f"bapi: monotone must be True or False, got "
-                                        f"{self.monotone!r}")
-        if self.cost not in COSTS:
-            raise InvalidParameterError(f"bapi: cost must be one of {COSTS}, got {self.cost!r}")
+        validate_params(self.name, vars(self), {
+            "h_max": [int_at_least(1)],
+            "pts_per_curve": [int_at_least(1)],
+            "gp_restarts": [int_at_least(0)],
+            "epsilon": [NON_NEGATIVE_NUMBER, options("auto")],
+            "tau": [AT_LEAST_ONE],
+            "check_fraction": [UP_TO_ONE],
+            "monotone": [BOOL],
+            "cost": [options(*COSTS)],
+        })
 
     def _setup(self) -> None:
         super()._setup()

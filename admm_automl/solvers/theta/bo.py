@@ -1,21 +1,23 @@
 """``bo``: our Gaussian-process Bayesian optimisation for θ-min ("BO*" of Liu et al. 2020, App. 3).
 
 The numerics live in :mod:`admm_automl._numerics.gp` (the model in ``gp.model``, the acquisition
-in ``gp.acquisition``, its maximiser in ``gp.optim``); this module adapts them to the ask/tell
-protocol.
+in ``gp.acquisition``, its maximiser in ``gp.optim``, the rows a refit uses, its cadence, the
+candidate and start counts and the growing arrays in ``gp.surrogate``); this module adapts them
+to the ask/tell protocol.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
 
-from ...exceptions import InvalidParameterError, SolverFallbackWarning
+from ...exceptions import SolverFallbackWarning
+from ..._validation import NON_NEGATIVE_NUMBER, NONE, int_at_least, options, validate_params
 from ..base import DUPLICATE_TOL, BaseThetaSolver
 from ..registry import THETA_SOLVERS
 from ..._numerics import gp as _gp
+from ..._numerics.gp import surrogate
 
 
 @THETA_SOLVERS.register("bo")
@@ -48,41 +50,20 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
       fit by a block update of ``K⁻¹`` (O(n²) per point) and changed duals only re-read the targets
       (O(n²)). Beyond ``max_points`` observations the fit uses the best half of ``max_points`` and
       the most recent others (a subset approximation whose cost stops growing). The candidate set
-      is sized to the dimension and shrinks as the GP grows (:meth:`_candidates`), and all L-BFGS-B
-      starts are polished in one vectorised run (:func:`admm_automl._numerics.gp.optim.maximize`
-      with ``batched=True``). With many workers: the polish has fewer starts as the pending set
-      grows (:meth:`_starts`), at most ``max_points // 2`` pending points are lies in the GP,
-      a refit waits for at least half the workers' number of new observations, and a batch's
-      later points are conditioned on by rank-one updates (:meth:`ask_batch`).
+      is sized to the dimension and shrinks as the GP grows (``surrogate.n_candidates``), and all
+      L-BFGS-B starts are polished in one vectorised run
+      (:func:`admm_automl._numerics.gp.optim.maximize` with ``batched=True``). With many
+      workers: the polish has fewer starts as the pending set grows (``surrogate.n_starts``), at
+      most ``max_points // 2`` pending points are lies in the GP, a refit waits for at least
+      half the workers' number of new observations, and a batch's later points are conditioned
+      on by rank-one updates (:meth:`ask_batch`).
 
-    The prior mean. Optuna's GP sampler, scikit-learn's ``normalize_y`` and the previous ``bo``
-    centre the targets on their mean, so far from the data the model predicts an average value with
-    the full prior variance, and EI (plain or log) sends the search to the faces and corners of the
-    box, the points farthest from everything observed: on Hartmann-6 a quarter of ``bo``'s
-    model-based asks (200 of 800 over 20 seeds; Optuna's GP sampler 5.0.0: 251 of 800) had 4 or
-    more of the 6 coordinates on a face, and the runs that found a basin did not finish refining it
-    (seed 2 approached the local optimum, x6 = 0.04, along the face x6 = 0 and stopped at regret
-    0.18 instead of 0.12). With the worst observed value as the constant prior mean (De Ath,
-    Fieldsend and Everson, GECCO 2020: the best of eight mean functions for EI on synthetic
-    problems from 5 dimensions up) 9 of the 800 asks went to such points; 60 of 100 seeds reached
-    the global basin at 50 evaluations (regret < 0.01) against 47 of 100, and those runs end at
-    ~5e-5 instead of ~1e-3; Branin is unchanged. Optuna's GP sampler (5.0.0) reached it in 43 of
-    the same 100 seeds: Hartmann-6 is bimodal for both, so a median over 20 seeds falls in either
-    mode as one or two seeds change sides (``experiments/theta_solvers.py`` prints the count).
-
-    What we measured and kept (Hartmann-6, 50 evaluations, seeds 0–39, runs in the global basin
-    out of 40 under the mean-centred model; 20 of 40 as it stood): the acquisition search is
-    not what keeps a run in the local basin — 10 or 20 starts and 2 048–4 096 candidates (19,
-    20, 15), and Optuna's own search (2 048 Sobol' points, the best, 8 by roulette and the
-    incumbent, each polished by its own L-BFGS-B run: 16) did no better, so ``n_restarts`` and the
-    candidate count stay as they were; neither is the refit cadence (a refit at every ask, as
-    Optuna: 18), a second MAP start from the default hyperparameters (20), a fixed noise of 1e-6
-    (23), BoTorch's former Gamma(3, 6) length-scale prior (23) or length scales capped at 1 (23),
-    so Optuna's priors stay; a larger ``xi`` (0.01: 14) or initial design (20 points: 20; 5: 13)
-    and hyperparameters integrated out by slice sampling (Snoek, Larochelle and Adams, NeurIPS
-    2012; 10 of 20 seeds at 8× the ask time) did not help either. A Yeo-Johnson warping of the
-    targets (Cowen-Rivers et al., HEBO, JAIR 2022: 25) is as good as the prior mean but would
-    make the analytic penalty's closed-form EI impossible.
+    The prior mean. The GP's constant prior mean is the *worst* observed value (De Ath, Fieldsend
+    and Everson, GECCO 2020), not their mean (Optuna's GP sampler, scikit-learn's ``normalize_y``):
+    far from the data a mean-centred model predicts an average value with the full prior
+    variance, and EI sends the search to the faces and corners of the box. What this and the
+    other settings were measured against is on the documentation's page of Liu et al. (2020),
+    "The θ-solver ``bo``: what was measured".
 
     Asks, in order: ``problem.start`` if it is not in the history yet; then uniform random points
     (Optuna's initial design; a scrambled Sobol' design did no better) until ``n_initial_points``
@@ -93,7 +74,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
     the constant-liar value ``min(g)`` (scikit-optimize's ``cl_min``), hyperparameters fixed; a
     batch asked at once comes from one acquisition search (:meth:`ask_batch`).
     Discrete coordinates stay relaxed (θ-min works on the relaxation; no rounding). Cheap proposals
-    for an overhead-aware run (:class:`~admm_automl.solvers.base.OverheadBalance`) are told like
+    for an overhead-aware run (:class:`~admm_automl.solvers.loop.OverheadBalance`) are told like
     any other observation and so feed the GP.
 
     Bad observations: a failed trial already carries the metric's worst loss; a NaN or ±inf value
@@ -114,7 +95,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         of 1e-5 at 50 evaluations with ``xi=0.01``).
     n_candidates : int or None, default=None
         Candidates scored before the L-BFGS-B polish; None: 128 per dimension (512–1024), fewer
-        once the GP holds more than 64 points (see :meth:`_candidates`).
+        once the GP holds more than 64 points (see ``surrogate.n_candidates``).
     n_restarts : int, default=5
         Starts of the L-BFGS-B polish of the acquisition (Optuna: 10 separate runs; 5 in one
         batched run matched them on Hartmann-6 at a fraction of the time).
@@ -125,9 +106,8 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         Observations the GP is refitted on at most (see above).
     prior_mean : {"max", "mean"}, default="max"
         The GP's constant prior mean: the worst observed value (see above) or their mean (the
-        former default, Optuna's and scikit-learn's). On the 95-dimensional joint box of Liu et
-        al.'s artificial objective the mean did better for JOPT(BO) (mean incumbent 0.612 against
-        1.049 at 1 000 evaluations), so a reproduction compares with both.
+        former default, Optuna's and scikit-learn's); a reproduction compares with both (see the
+        documentation's page of Liu et al. 2020).
 
     References
     ----------
@@ -163,21 +143,15 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
 
     # ------------------------------------------------------------------ setup
     def _validate(self) -> None:
-        for name in ("n_initial_points", "n_candidates", "n_restarts", "max_points"):
-            value = getattr(self, name)
-            if name == "n_candidates" and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise InvalidParameterError(f"bo: {name} must be an integer >= 0, got {value!r}")
-        if self.prior_mean not in _gp.PRIOR_MEANS:
-            raise InvalidParameterError(
-                f"bo: prior_mean must be one of {_gp.PRIOR_MEANS}, got {self.prior_mean!r}")
-        if self.max_points < 2:
-            raise InvalidParameterError(f"bo: max_points must be >= 2, got {self.max_points!r}")
-        for name in ("xi", "refit_growth"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not value >= 0:
-                raise InvalidParameterError(f"bo: {name} must be a number >= 0, got {value!r}")
+        validate_params(self.name, vars(self), {
+            "n_initial_points": [int_at_least(0)],
+            "xi": [NON_NEGATIVE_NUMBER],
+            "n_candidates": [int_at_least(0), NONE],
+            "n_restarts": [int_at_least(0)],
+            "refit_growth": [NON_NEGATIVE_NUMBER],
+            "max_points": [int_at_least(2)],
+            "prior_mean": [options(*_gp.PRIOR_MEANS)],
+        })
 
     def _setup(self) -> None:
         self._validate()
@@ -198,11 +172,11 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         problem = self.problem_
         dim = int(problem.dim)
         X = np.array([np.asarray(x, dtype=float) for x, _ in pairs]).reshape(len(pairs), dim)
-        self.X_ = _Rows(X)
+        self.X_ = surrogate.Rows(X)
         pen = _gp.penalty_rows(problem.penalty, X) if len(X) else np.zeros(0)
         aug = np.array([problem.augment(x, o) for x, (_, o) in zip(X, pairs)], dtype=float)
-        self.pen_ = _Rows(pen)
-        self.g_ = _Rows(aug - pen)
+        self.pen_ = surrogate.Rows(pen)
+        self.g_ = surrogate.Rows(aug - pen)
         gp = getattr(self, "gp_", None)
         rows = getattr(self, "gp_rows_", np.zeros(0, dtype=int))
         if gp is None or not (len(rows) and rows[-1] < len(X) and np.array_equal(X[rows], gp.X)):
@@ -249,7 +223,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         GP and predicting them all again: the same constant liar up to the targets' scaling,
         which stays the search's, at O(m·n) a point instead of O(m·n²) (m points, n in the GP;
         a batch of 64 over a GP of 300 points paid ~8 ms a point for that re-scoring). With
-        the fewer polish starts and refits that many pending points bring (:meth:`_starts`,
+        the fewer polish starts and refits that many pending points bring (``surrogate.n_starts``,
         :meth:`_surrogate`), measured again on Hartmann-6 (10 seeds): batches of 8 over 96
         evaluations, mean regret 0.0358 as before at 11.6 against 17.0 ms a point; of 32
         over 256, 0.0657 against 0.0642 (5 of 10 seeds in the local basin either way) at 4.6
@@ -286,29 +260,15 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
             x = self.rng_.uniform(0.0, 1.0, size=self.problem_.dim)
         return x
 
-    def _model_rows(self, g: np.ndarray) -> np.ndarray:
-        """The observations the GP is refitted on: all of them, or beyond ``max_points`` the
-        best half of ``max_points`` by value and the most recent others up to ``max_points``."""
-        n, cap = len(g), int(self.max_points)
-        if n <= cap:
-            return np.arange(n)
-        best = np.argsort(g, kind="stable")[: cap // 2]
-        rest = np.setdiff1d(np.arange(n), best)[-(cap - len(best)):]
-        return np.sort(np.concatenate([best, rest]))
-
     def _surrogate(self, X: np.ndarray, g: np.ndarray) -> _gp.MaternGP:
         """The GP of the black-box part: refitted (hyperparameters by MAP) when the observations
         grew by ``refit_growth`` since the last fit, else the last fit with the new points
         appended and the targets re-read (the duals may have changed them)."""
         n = len(g)
-        # with W workers at least W/2 new observations between refits: the points of a round
-        # of W trials come from fits at most half a round old (new points enter the fit by the
-        # block update meanwhile); a MAP refit on 300 points cost 0.3 s, and at 64 workers
-        # refits every 5 % were a quarter of the driver's time (none of this with one worker)
-        floor = int(getattr(self.problem_, "batch_size", 1)) // 2
-        due = n - self.n_fit_ >= max(1, math.ceil(float(self.refit_growth) * self.n_fit_), floor)
+        due = surrogate.refit_due(n, self.n_fit_, self.refit_growth,
+                                  getattr(self.problem_, "batch_size", 1))
         if self.gp_ is None or due:
-            rows = self._model_rows(g)
+            rows = surrogate.model_rows(g, self.max_points)
             self.gp_ = _gp.MaternGP(X[rows], g[rows], self.params_, prior_mean=self.prior_mean)
             self.params_ = self.gp_.params
             self.gp_rows_, self.n_fit_ = rows, n
@@ -320,23 +280,6 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         if not np.array_equal(targets, self.gp_.y):
             self.gp_ = self.gp_.with_targets(targets)
         return self.gp_
-
-    def _candidates(self, n_model: int) -> int:
-        """Candidates scored before the polish: ``n_candidates``, or by default 128 per dimension
-        (512–1024), fewer as the GP grows so that scoring them stays O(1024·64²)."""
-        if self.n_candidates is not None:
-            return int(self.n_candidates)
-        base = int(np.clip(128 * int(self.problem_.dim), 512, 1024))
-        return max(128, min(base, int(base * (64.0 / max(n_model, 64)) ** 2)))
-
-    def _starts(self, n_pending: int) -> int:
-        """Starts of the acquisition's polish with ``n_pending`` suggestions pending:
-        ``n_restarts`` when none is, falling as ``8/(8 + n_pending)`` (5, 3, 2, 1 at 0, 8, 16,
-        63 pending), at least one. The polish is most of a search's cost (57 of 68 ms a point
-        at 64 workers) and each start is polished over the whole GP, lies included, so its cost
-        grows with the pending set while what it buys falls: a point asked with 63 others in
-        flight is one of 64 spread by the lies, not by the polish."""
-        return max(1, math.ceil(int(self.n_restarts) * 8 / (8 + max(0, int(n_pending)))))
 
     def _model_points(self):
         """Model-based proposals, one per ``next``, each made after the one before was issued:
@@ -361,7 +304,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         spread = float(np.std(g))
         spread = spread if spread > 0 else 1.0
         told: set[int] = set()
-        taken = _Rows(X)  # observed and pending points: a proposal must be new to both
+        taken = surrogate.Rows(X)  # observed and pending points: a proposal must be new to both
         ranked = order = fantasies = last = None
         max_lies = max(1, int(self.max_points) // 2)
         while True:
@@ -393,8 +336,9 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
                     centres = X[np.argsort(aug, kind="stable")[:5]]
                     ranked = _gp.maximize(
                         acquisition, dim, self.rng_, centres=centres,
-                        n_candidates=self._candidates(len(gp.X)),
-                        n_starts=self._starts(len(self.pending_)),
+                        n_candidates=(surrogate.n_candidates(dim, len(gp.X))
+                                      if self.n_candidates is None else int(self.n_candidates)),
+                        n_starts=surrogate.n_starts(self.n_restarts, len(self.pending_)),
                         batched=True, lengthscales=gp.params.inv_sq_lengthscales ** -0.5,
                     )
                     ranked_pen = _gp.penalty_rows(problem.penalty, ranked)
@@ -410,23 +354,3 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
                          if np.min(np.linalg.norm(taken.array - ranked[i], axis=1))
                          > DUPLICATE_TOL), None)
             yield None if last is None else np.clip(ranked[last], 0.0, 1.0)
-
-
-class _Rows:
-    """A growing array (amortised O(1) appends; ``array`` is a view of the filled part)."""
-
-    def __init__(self, data: np.ndarray) -> None:
-        self._data = np.array(data, dtype=float)
-        self._n = len(self._data)
-
-    def append(self, row) -> None:
-        if self._n == len(self._data):
-            grown = np.empty((max(16, 2 * self._n),) + self._data.shape[1:])
-            grown[: self._n] = self._data[: self._n]
-            self._data = grown
-        self._data[self._n] = row
-        self._n += 1
-
-    @property
-    def array(self) -> np.ndarray:
-        return self._data[: self._n]

@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...exceptions import InvalidParameterError, MissingDependencyError
+from ...exceptions import MissingDependencyError
+from ..._validation import BOOL, int_at_least, options, validate_params
 from ...records import Observation, Suggestion
 from ..base import BaseThetaSolver
 from ..registry import THETA_SOLVERS
@@ -160,16 +161,11 @@ class FlamlThetaSolver(BaseThetaSolver):
 
     # ------------------------------------------------------------------ set-up
     def _validate(self) -> None:
-        if not isinstance(self.low_cost, (bool, np.bool_)):
-            raise InvalidParameterError(f"{self.name}: low_cost must be True or False, got "
-                                        f"{self.low_cost!r}")
-        if self.cost not in COSTS:
-            raise InvalidParameterError(f"{self.name}: cost must be one of {COSTS!r}, got "
-                                        f"{self.cost!r}")
-        if isinstance(self.max_skips, bool) or not isinstance(self.max_skips, (int, np.integer)) \
-                or self.max_skips < 1:
-            raise InvalidParameterError(f"{self.name}: max_skips must be an integer >= 1, got "
-                                        f"{self.max_skips!r}")
+        validate_params(self.name, vars(self), {
+            "low_cost": [BOOL],
+            "cost": [options(*COSTS)],
+            "max_skips": [int_at_least(1)],
+        })
 
     def _setup(self) -> None:
         self._validate()

@@ -12,7 +12,7 @@ from ...exceptions import InvalidParameterError
 from ...records import Observation
 from ..registry import Z_SOLVERS
 from ..base import random_z
-from ...space.encoding import all_pipelines
+from ...problem import all_pipelines
 from ...problem import ZProblem
 from ._fidelity import Ladder, Program, ProgramZSolver, value_of
 

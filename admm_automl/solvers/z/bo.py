@@ -11,7 +11,7 @@ from ...records import Observation, Suggestion
 from ..._numerics import gp as _gp
 from ..base import BaseZSolver, random_z
 from ..registry import Z_SOLVERS
-from ...space.encoding import all_pipelines
+from ...problem import all_pipelines
 from ._fidelity import value_of
 
 

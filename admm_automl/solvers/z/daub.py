@@ -11,7 +11,7 @@ from ...exceptions import InvalidParameterError
 from ...records import Observation
 from ..registry import Z_SOLVERS
 from ..base import random_z
-from ...space.encoding import all_pipelines
+from ...problem import all_pipelines
 from ._fidelity import Program, ProgramZSolver, value_of
 
 

@@ -10,7 +10,7 @@ from ...exceptions import InvalidParameterError
 from ...records import Observation
 from ..registry import Z_SOLVERS
 from ..base import random_z
-from ...space.encoding import pipeline_index
+from ...problem import pipeline_index
 from ._fidelity import Program, ProgramZSolver, value_of
 
 

@@ -10,7 +10,7 @@
   from the recorder and :func:`drive` feeds without any code of its own.
 * :class:`Recorder` — evaluates ``(z, θ, fidelity)`` points through the engine within the budget and
   keeps every evaluation and the incumbent (the best observation by
-  :meth:`~admm_automl.methods._lagrangian.Constraints.rank` over *all* full-fidelity evaluations).
+  :meth:`~admm_automl.constraints.ranking.Constraints.rank` over *all* full-fidelity evaluations).
 * :func:`drive` — the outer loop: one iteration after another until the budget, a callback or an
   exhausted space stops it, one trace row per iteration.
 
@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._lagrangian import Constraints
+from ..constraints.ranking import Constraints
 from ..exceptions import BudgetExhausted, InvalidParameterError
 from ..records import NO_WORKER_LEFT, Observation, Request, Status
 from ..space.encoding import Encoding
@@ -195,7 +195,7 @@ class RunOptions:
         Black-box constraints (objects with ``key``, ``threshold``, ``sense``), measured by the
         engine into ``observation.constraints[key]``.
     constraint_mode : {"admm", "penalty", "filter"} or None
-        How the search treats them (:mod:`admm_automl.methods._lagrangian`); None is the method's default.
+        How the search treats them (:mod:`admm_automl.methods.lagrangian`); None is the method's default.
         ``penalty_weight`` is the weight of ``"penalty"``.
     max_idle_iterations : int
         Stop when this many consecutive iterations make no new evaluation (space exhausted).
@@ -215,7 +215,7 @@ class RunOptions:
     overhead_aware : bool or None
         Whether the solvers that can (``supports_cheap_proposals``) add cheap proposals to a
         batch when their asks cost more than the evaluations
-        (:class:`~admm_automl.solvers.base.OverheadBalance`); None (default): on
+        (:class:`~admm_automl.solvers.loop.OverheadBalance`); None (default): on
         under a time budget, where the history depends on the clock anyway, off otherwise, so
         that the same seed and evaluation budget give the same history.
     """

@@ -1,25 +1,18 @@
-"""The constraint algebra of the ADMM framework (Liu et al., AAAI 2020, Algorithm 2), numpy only.
-
-One place for what the optimisers and the result tables both need: how far an observation is from
-meeting the black-box constraints, how observations are ranked, and the slack / multiplier terms of
-the augmented Lagrangian.
+"""How far an observation is from meeting the black-box constraints, and how observations are
+ranked: what the methods, the result tables, the reports and the benchmarks share (numpy only).
 
 Each constraint ``value ≤ t`` (or ``≥ t``) is made unit-free, ``h = (value − t) / |t|``
-(``(t − value) / |t|`` for ``≥``; ``|t| = 1`` when t = 0), so that ρ weighs a latency in seconds and
-an AUROC gap alike, and written in the paper's form ``g ≤ ε`` with ``g = max(h + 1, 0)`` and
-``ε = 1``. (The paper is silent on scaling; without it a latency in seconds has no weight against
-the loss.) With slack ``u ∈ [0, ε]`` and multiplier μ:
+(``(t − value) / |t|`` for ``≥``; ``|t| = 1`` when t = 0), so that a latency in seconds and an
+AUROC gap weigh alike, and written in the form ``g ≤ ε`` of Liu et al. (AAAI 2020, Algorithm 2)
+with ``g = max(h + 1, 0)`` and ``ε = 1``. (The paper is silent on scaling; without it a latency in
+seconds has no weight against the loss.) A constraint whose value could not be measured (a failed
+pipeline, a NaN) counts as violated by 100 % (h = 1).
 
-* θ-min adds (ρ/2) Σ (g − ε + u + μ/ρ)² with, per evaluation, the optimal slack in closed form
-  ``u = clip(ε − g − μ/ρ, 0, ε)`` (the paper searches u with BO; the closed form is exact);
-* z-min adds the same term with u fixed at the θ-min winner's slack;
-* μ ← μ + ρ (g − ε + u) at the new iterate.
-
-A constraint whose value could not be measured (a failed pipeline, a NaN) counts as violated by
-100 % (h = 1). Modes: ``"admm"`` (the terms above), ``"penalty"`` (a fixed weight times the total
-violation Σ max(h, 0), for comparisons and for the methods without the split) and ``"filter"``
-(constraints ignored during the search, the paper's UCST baseline). In every mode the best
-observation is the best *feasible* one, or else the least violating one (:meth:`Constraints.rank`).
+The modes say how a search treats the constraints: ``"admm"`` (the augmented-Lagrangian terms of
+:mod:`admm_automl.methods.lagrangian`), ``"penalty"`` (a fixed weight times the total violation
+Σ max(h, 0), for comparisons and for the methods without the split) and ``"filter"`` (constraints
+ignored during the search, the paper's UCST baseline). In every mode the best observation is the
+best *feasible* one, or else the least violating one (:meth:`Constraints.rank`).
 """
 
 from __future__ import annotations
@@ -40,22 +33,6 @@ EVIDENCE_MARGIN = 0.5
 CONSTRAINT_MODES = ("admm", "penalty", "filter")
 
 
-def optimal_slack(g: np.ndarray, mu: np.ndarray, rho: float) -> np.ndarray:
-    """argmin over u ∈ [0, 1] of (g − 1 + u + μ/ρ)²: ``clip(1 − g − μ/ρ, 0, 1)``."""
-    return np.clip(1.0 - g - mu / rho, 0.0, 1.0)
-
-
-def constraint_term(g: np.ndarray, u: np.ndarray, mu: np.ndarray, rho: float) -> float:
-    """(ρ/2) Σ (g − 1 + u + μ/ρ)²."""
-    r = g - 1.0 + u + mu / rho
-    return 0.5 * rho * float(r @ r)
-
-
-def update_multipliers(mu: np.ndarray, g: np.ndarray, u: np.ndarray, rho: float) -> np.ndarray:
-    """μ + ρ (g − 1 + u)."""
-    return mu + rho * (g - 1.0 + u)
-
-
 def _as_float(value: Any) -> float:
     try:
         return float(value)
@@ -72,7 +49,8 @@ class Constraints:
         Objects with ``key`` (the name of the value in ``Observation.constraints``), ``threshold``
         and ``sense`` (``"<="`` or ``">="``), such as :class:`admm_automl.constraints.BaseConstraint`.
     mode : {"admm", "penalty", "filter"}
-        How :meth:`term` scores them (see the module docstring).
+        How a search treats them (see the module docstring;
+        :func:`admm_automl.methods.lagrangian.constraint_value` scores them in each mode).
     weight : float
         The weight of ``"penalty"`` mode.
     """
@@ -194,19 +172,3 @@ class Constraints:
             return max((least.get(key, 0.0) for key in enumerate(z)), default=0.0) > EVIDENCE_MARGIN
 
         return sorted(pipelines, key=over)
-
-    # -------------------------------------------------------------------- sub-problem terms
-    def term(
-        self, obs: Observation, mu: np.ndarray | None = None, rho: float = 1.0,
-        u: np.ndarray | None = None,
-    ) -> float:
-        """The constraint part of a sub-problem value in this mode; in ``"admm"`` mode with
-        multipliers ``mu`` and slack ``u`` (None: the optimal slack of this observation)."""
-        if not self.items or self.mode == "filter":
-            return 0.0
-        if self.mode == "penalty":
-            return self.weight * self.violation(obs)
-        g = self.g(obs)
-        mu = np.zeros(len(self.items)) if mu is None else mu
-        slack = optimal_slack(g, mu, rho) if u is None else u
-        return constraint_term(g, slack, mu, rho)
