@@ -373,8 +373,8 @@ def test_a_run_left_without_workers_is_not_said_to_have_used_up_its_time_budget(
     """Workers killed over and over leave trials never begun: the run ends for want of workers,
     which stop_reason_ says, not "time_budget" (with max_evals and no time budget at all)."""
     from admm_automl.exceptions import BudgetExhausted
-    from admm_automl.methods._driver import Budget, Recorder
-    from admm_automl.methods._lagrangian import Constraints
+    from admm_automl.methods.driver import Budget, Recorder
+    from admm_automl.constraints.ranking import Constraints
 
     def engine(requests, time_left=None, tags=None):
         ran = Observation(0.3, Status.OK, duration=1.0)
