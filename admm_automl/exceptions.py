@@ -120,5 +120,9 @@ class TimeBudgetWarning(ADMMAutoMLWarning):
     """The search overran its time budget (the serial executor cannot stop a running fit)."""
 
 
+class DriverBoundWarning(ADMMAutoMLWarning):
+    """The workers waited for proposals: the driver, not the trials, set the pace of the run."""
+
+
 class SolverFallbackWarning(ADMMAutoMLWarning):
     """A solver could not use its model (e.g. the GP fit failed) and fell back to a simpler step."""

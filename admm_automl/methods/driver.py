@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import warnings
 import weakref
 from collections import Counter, deque
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..constraints.ranking import Constraints
-from ..exceptions import BudgetExhausted, InvalidParameterError
+from ..exceptions import BudgetExhausted, DriverBoundWarning, InvalidParameterError
 from ..records import NO_WORKER_LEFT, Observation, Request, Status
 from ..space.encoding import Encoding
 
@@ -396,12 +397,14 @@ class ProposalWaits:
         share = waited / busy if busy > 0 else 0.0
         if share > WAIT_WARN_SHARE and share >= 2 * self._warned:
             self._warned = share
-            logger.warning(
-                "the workers waited for proposals: %.0f %% of the time they ran trials over the "
-                "last %d trials (%.1f ms per trial after a worker was freed); the driver, not "
-                "the trials, sets the pace of %d workers at this trial cost — fewer workers, "
-                "longer trials or a cheaper solver would keep them busy",
-                100 * share, trials, 1000 * waited / max(trials, 1), self.workers)
+            # a warning, not a log line: the package's logger has no handler unless the user
+            # sets one, and this is a finding about the run the user should see
+            warnings.warn(
+                f"the workers waited for proposals: {100 * share:.0f} % of the time they ran "
+                f"trials over the last {trials} trials ({1000 * waited / max(trials, 1):.1f} ms "
+                f"per trial after a worker was freed); the driver, not the trials, sets the pace "
+                f"of {self.workers} workers at this trial cost — fewer workers, longer trials or "
+                "a cheaper solver would keep them busy", DriverBoundWarning, stacklevel=2)
 
 
 class InFlight:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-import logging
 
 import numpy as np
 
@@ -267,14 +266,18 @@ def test_a_sub_problems_view_of_the_pending_set_follows_submits_and_answers():
         assert dict(view.identities(identity)) == want
 
 
-def test_workers_waiting_for_proposals_are_measured_and_a_warning_logged(caplog):
+def test_workers_waiting_for_proposals_are_measured_and_a_warning_given():
     """Answers of 1 s trials, each worker's next trial submitted 0.3 s after it was freed:
     the waits add up to 30 % of the trials' time, and a warning says so; submitted at once,
-    nothing is logged. A cache hit took no worker and counts for nothing."""
+    nothing is said. A cache hit took no worker and counts for nothing."""
+    import warnings
+
+    from admm_automl.exceptions import DriverBoundWarning
+
     for delay, warned in ((0.3, True), (0.0, False)):
-        caplog.clear()
         waits, now = ProposalWaits(workers=4), 0.0
-        with caplog.at_level(logging.WARNING, logger="admm_automl.methods.driver"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             for ticket in range(40):
                 waits.answered(now, Observation(0.5, duration=1.0), ticket)
                 waits.submitted(now + delay, ticket + 100)
@@ -283,7 +286,8 @@ def test_workers_waiting_for_proposals_are_measured_and_a_warning_logged(caplog)
                 now += 1.0
         assert waits.trials == 40 and waits.busy == 40.0
         assert waits.share == pytest.approx(delay)
-        assert any("waited for proposals" in r.getMessage() for r in caplog.records) == warned
+        assert any(issubclass(w.category, DriverBoundWarning)
+                   and "waited for proposals" in str(w.message) for w in caught) == warned
 
 
 @pytest.mark.parametrize("z", ["cmab", "random"])
