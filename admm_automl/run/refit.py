@@ -17,6 +17,10 @@ value times the growth a refit of the same steps showed would miss — and the f
 them refitted is returned; if none does, the least violating of those tried, with a
 :class:`~admm_automl.exceptions.ConstraintViolationWarning` and ``feasible_`` False. An ensemble
 that misses them refitted is dropped for the single pipeline.
+
+A best pipeline evaluated on a subsample only (a probe of large data whose full fit its trial
+could not afford) is refitted on as many rows as the time left affords, never fewer than it was
+evaluated on (:func:`affordable_rows`), with a warning: the time budget stays a limit.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import numpy as np
 from ..constraints.base import measure_all
 from ..evaluation.data import take_rows
 from ..evaluation.fold_models import read_models
-from ..exceptions import ConstraintViolationWarning
+from ..evaluation.splits import nested_order
+from ..exceptions import ConstraintViolationWarning, SubsampleOnlyWarning
 from ..journal import observation_of
 from ..records import Observation
 from .bagging import bag_of
@@ -48,17 +53,54 @@ DEPLOY_TRIES = 5
 
 
 def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
-          y: Any, iterations: int | None = None, rounds: int | None = None) -> tuple[Any, float]:
-    """The pipeline of ``(z, θ)`` fitted on all of (X, y) with the run's preprocessing and model
-    seed (by :func:`fit_on_labels`), and the seconds it took; trained for ``iterations`` when the
-    best evaluation had a training length, for ``rounds`` when its estimator stopped early; a
-    fairness mitigation that takes its groups beside X is given every row's
-    (:meth:`~admm_automl.evaluation.TrialContext.fit_params`)."""
+          y: Any, iterations: int | None = None, rounds: int | None = None,
+          rows: np.ndarray | None = None) -> tuple[Any, float]:
+    """The pipeline of ``(z, θ)`` fitted on all of (X, y) — on ``rows`` of them when given —
+    with the run's preprocessing and model seed (by :func:`fit_on_labels`), and the seconds it
+    took; trained for ``iterations`` when the best evaluation had a training length, for
+    ``rounds`` when its estimator stopped early; a fairness mitigation that takes its groups
+    beside X is given its rows' (:meth:`~admm_automl.evaluation.TrialContext.fit_params`)."""
     pipeline = context.pipeline(z, theta, iterations=iterations, rounds=rounds)
     start = time.perf_counter()
-    fit_on_labels(pipeline, X, y, context.y,
-                  **context.fit_params(pipeline, np.arange(len(context.y))))
+    if rows is None:
+        rows = np.arange(len(context.y))
+    else:
+        X, y = take_rows(X, rows), np.asarray(y)[rows]
+    fit_on_labels(pipeline, X, y, context.y[rows], **context.fit_params(pipeline, rows))
     return pipeline, time.perf_counter() - start
+
+
+def affordable_rows(ctx: Any, record: dict[str, Any], deadline: Any) -> np.ndarray | None:
+    """The rows the best evaluation's pipeline is refitted on when it was evaluated on a
+    subsample only (a probe, a low rung) and its estimated refit on all rows
+    (:func:`~.library.refit_seconds_estimate`) would not end within what is left of the time
+    budget, plus the overrun ``fit`` tolerates: a class-stratified subsample of the share the
+    time left affords, never less than the share it was evaluated on (about the probe's own fit
+    time); None — all rows — otherwise.
+
+    Its probe predicted a full fit too slow for a trial, so a refit on all rows can take many
+    times what the budget has left (on 200 000 rows under a 10 s budget, 86 s): the budget is
+    a limit the user relies on, and the subsample is what the search measured."""
+    fidelity = float(record["fidelity"])
+    left = deadline.left()
+    if fidelity >= 1.0 or left is None:
+        return None
+    n = len(ctx.y)
+    estimate = refit_seconds_estimate(record, n, len(ctx.splits))
+    share = max(fidelity, (max(left, 0.0) + overrun_tolerance(deadline.budget)) / max(estimate,
+                                                                                     1e-9))
+    if share >= 1.0:
+        return None
+    order = nested_order(ctx.y if ctx.labels is not None else None,
+                         np.random.default_rng(ctx.random_state))
+    rows = np.sort(order[:max(1, int(np.ceil(share * n)))])
+    warnings.warn(
+        f"The best pipeline ({record['pipeline']}) was evaluated on {fidelity:.0%} of the "
+        f"training rows only, and its refit on all {n} rows would take about {estimate:.3g} s "
+        f"where {max(left, 0.0):.3g} s of the time budget are left: best_pipeline_ is fitted on "
+        f"{len(rows)} of them ({len(rows) / n:.0%}, a class-stratified sample). A larger "
+        "time_budget refits it on all rows.", SubsampleOnlyWarning, stacklevel=5)
+    return rows
 
 
 def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
@@ -127,8 +169,11 @@ def deployable_refit(space: Any, ctx: Any, constraints: Any, records: Sequence[d
     feasible)`` of the pipeline returned (``best`` itself, infeasible refitted, when it is the
     least violating of those tried)."""
     z, theta, obs = best
+    record = next((r for r in records if r["eval_id"] == obs.eval_id), None)
     pipeline, seconds = refit(space, ctx, z, theta, X, y, iterations=obs.iterations,
-                              rounds=obs.refit_rounds)
+                              rounds=obs.refit_rounds,
+                              rows=None if record is None else affordable_rows(ctx, record,
+                                                                               deadline))
     deployed = measure_deployed(ctx, pipeline)
     if not deployed or not feasible or constraints.feasible(_as_deployed(obs, deployed)):
         return pipeline, seconds, deployed, None

@@ -136,7 +136,8 @@ def _best_subsample(outcome: Any, space: Any) -> tuple[tuple[int, ...], np.ndarr
         f"No pipeline was evaluated on all {n_train} training rows before the search ended: "
         f"{len(done)} evaluation(s) succeeded on subsamples (the probes of large data, or a "
         f"multi-fidelity solver's first rungs). Returning the best on the largest one "
-        f"({fidelity:.0%} of the rows), refitted on all rows; best_score_ is its score on that "
+        f"({fidelity:.0%} of the rows), refitted on all rows (on as many as the time budget "
+        "leaves, when their refit would overrun it); best_score_ is its score on that "
         "subsample. A larger time_budget lets the search fit pipelines on all rows.",
         SubsampleOnlyWarning, stacklevel=4)
     z, theta = space.encode(rec["config"])
@@ -189,8 +190,9 @@ def _better_subsample(outcome: Any, space: Any, best: tuple[Any, np.ndarray, Obs
         f"on {obs.fidelity:.0%} of the training rows, better by more than "
         f"{SUBSAMPLE_MARGIN:.0%} of the loss, and was never fitted on all of them (its probe "
         "predicted a fit past the trial's timeout, or the search ended first). Returning "
-        f"{record['pipeline']} refitted on all rows; best_score_ is its subsample score. A "
-        "larger time_budget (or trial_timeout) lets the search fit it on all rows.",
+        f"{record['pipeline']} refitted on all rows (on as many as the time budget leaves, "
+        "when their refit would overrun it); best_score_ is its subsample score. A larger "
+        "time_budget (or trial_timeout) lets the search fit it on all rows.",
         SubsampleOnlyWarning, stacklevel=4)
     z, theta = space.encode(record["config"])
     return z, space.encoding.project(theta), obs

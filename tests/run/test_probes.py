@@ -42,14 +42,18 @@ def test_a_run_of_probes_only_returns_the_best_probe_refitted_on_all_rows(monkey
 
 #: a chance-level learner that fits at once, and a good one too slow for all rows: its fit sleeps
 #: 0.2 s whatever the rows, so its probe predicts a full fit of 2 s, past a 1 s trial timeout
-PROBED_OR_FITTED = tiny_space({
-    "prior": {"class": "sklearn.dummy.DummyClassifier",
-              "hyperparameters": {"strategy": {"type": "fixed", "value": "prior"}}},
-    "slow_nb": {"class": "admm_automl.testing.SlowGaussianNB", "hyperparameters": {
-        "seconds": {"type": "fixed", "value": 0.2},
-        "var_smoothing": {"type": "float", "low": 1e-9, "high": 1e-1, "log": True,
-                          "default": 1e-9}}},
-})
+def _prior_or_slow_nb(seconds: float) -> dict:
+    return {
+        "prior": {"class": "sklearn.dummy.DummyClassifier",
+                  "hyperparameters": {"strategy": {"type": "fixed", "value": "prior"}}},
+        "slow_nb": {"class": "admm_automl.testing.SlowGaussianNB", "hyperparameters": {
+            "seconds": {"type": "fixed", "value": seconds},
+            "var_smoothing": {"type": "float", "low": 1e-9, "high": 1e-1, "log": True,
+                              "default": 1e-9}}},
+    }
+
+
+PROBED_OR_FITTED = tiny_space(_prior_or_slow_nb(0.2))
 
 
 def test_a_probed_pipeline_far_better_than_every_fully_fitted_one_is_returned_refitted():
@@ -105,3 +109,23 @@ def test_a_pipeline_whose_full_fit_ran_is_no_subsample_rival(full):
     # one whose full fit the end of the budget cancelled is
     cancelled = [*records[:2], _record(2, "good", 1.0, 1.0, "cancelled", budget_stop=True)]
     assert subsample_rival(cancelled, Constraints(), observation_of(records[0])) is cancelled[1]
+
+
+def test_a_probed_pipeline_whose_refit_would_overrun_the_budget_is_refitted_on_what_it_affords():
+    """The time budget stays a limit when the returned pipeline was only probed: its probe
+    predicts a refit on all 12 500 rows of 12.5 × 0.6 s (a fit past the 2 s trial timeout, so
+    never started), more than the 6 s budget and the 1 s overrun fit tolerates, so it is refitted on a class-stratified subsample — at least the
+    tenth it was evaluated on — with a warning that says so."""
+    X, y = make_classification(n_samples=12_500, n_features=2, n_informative=2, n_redundant=0,
+                               random_state=0)
+    with pytest.warns(SubsampleOnlyWarning, match=r"never fitted on all of them"), \
+            pytest.warns(SubsampleOnlyWarning, match=r"its refit on all 12500 rows would take "
+                         r"about [\d.]+ s where [\d.]+ s of the time budget are left: "
+                         r"best_pipeline_ is fitted on \d+ of them"):
+        model = ADMM(search_space=tiny_space(_prior_or_slow_nb(0.6)), theta_solver="random",
+                     z_solver="random", trial_timeout=2, time_budget=6, executor="process",
+                     n_jobs=1, cv=None, random_state=0).fit(X, y)
+    assert model.best_pipeline_[-1].__class__.__name__ == "SlowGaussianNB"  # the probed one
+    fitted_on = model.best_pipeline_[-1].class_count_.sum()
+    assert PROBE_FIDELITY * len(y) <= fitted_on < len(y)
+    assert roc_auc_score(y, model.predict_proba(X)[:, 1]) > 0.9

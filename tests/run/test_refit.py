@@ -11,6 +11,7 @@ from sklearn.datasets import make_moons
 from admm_automl import ADMMClassifier
 from admm_automl.constraints import ModelSize
 from admm_automl.exceptions import ConstraintViolationWarning
+from admm_automl.run import deadline
 from admm_automl.run.results import describe_constraints
 from admm_automl.testing import tiny_space
 
@@ -87,3 +88,20 @@ def test_constraints_on_predictions_are_not_measured_again():
                            **FAST).fit(X, Y)
     assert model.deployed_constraints_ == {}
     assert model.feasible_ == bool(np.asarray(model.history_["feasible"]).any())
+
+
+@pytest.mark.parametrize("runnable,threads", [(1, 2), (2, 1), (5, 1)])
+def test_the_refit_uses_no_more_threads_than_cores_other_programs_leave_free(
+        monkeypatch, tmp_path, runnable, threads):
+    """Two trial workers ran one thread each, but with another program busy on one of the two
+    cores an OpenMP team of two would spin at every barrier (59 s against 0.7 s for one
+    histogram gradient-boosting refit): the refit takes the cores free right now."""
+    from threadpoolctl import threadpool_info
+
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text(f"0.50 0.40 0.30 {runnable}/300 12345\n")  # this process is one of them
+    monkeypatch.setattr(deadline, "LOADAVG", str(loadavg))
+    monkeypatch.setattr(deadline.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert deadline.cores_free() == threads
+    with deadline.refit_threads(2):
+        assert {pool["num_threads"] for pool in threadpool_info()} == {threads}
