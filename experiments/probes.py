@@ -241,7 +241,9 @@ def _damaged_prediction(damage: str) -> str:
     elif damage == "fifo":
         os.mkfifo(path)
     again = fit(output_dir=out, max_evals=10)
-    return f"{summary(again)}; ensemble {again.ensemble_weights_}"
+    same = again.ensemble_weights_ == first.ensemble_weights_
+    return (f"{summary(again)}; ensemble {again.ensemble_weights_} "
+            f"({'the same as' if same else 'NOT the same as'} the uninterrupted run's)")
 
 
 def _damaged_record(edit: Callable[[dict], Any]) -> str:
@@ -649,11 +651,13 @@ PROBES: list[tuple[str, str, str, Callable[[], Any]]] = [
     ("rundir", "summary.json planted as a symbolic link to the user's file",
      "the link replaced, its target untouched", _planted_link),
     ("rundir", "a kept prediction file of the wrong shape, then resume",
-     "RunDirectoryWarning naming it; that member left out", lambda: _damaged_prediction("shape")),
+     "RunDirectoryWarning naming it; that member evaluated again, the same ensemble",
+     lambda: _damaged_prediction("shape")),
     ("rundir", "a FIFO where a kept prediction file was, then resume",
-     "RunDirectoryWarning; never opened (no hang)", lambda: _damaged_prediction("fifo")),
+     "RunDirectoryWarning; never opened (no hang); the same ensemble",
+     lambda: _damaged_prediction("fifo")),
     ("rundir", "a kept prediction file deleted, then resume",
-     "a warning naming it, or that member refitted", lambda: _damaged_prediction("deleted")),
+     "that member evaluated again, the same ensemble", lambda: _damaged_prediction("deleted")),
     ("rundir", "a journal record without its 'fidelity'", "ResumeError naming the line",
      lambda: _damaged_record(lambda r: r.pop("fidelity"))),
     ("rundir", "a journal record with eval_id '../../x'", "ResumeError naming the line",

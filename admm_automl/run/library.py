@@ -24,6 +24,7 @@ evaluations too, without predictions). :class:`PredictionLibrary` is the run's o
 from __future__ import annotations
 
 import io
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -121,9 +122,8 @@ class PredictionLibrary:
             return
         live = predictions is not None
         if not live:
-            predictions = self._read(eval_id)
-            if predictions is None and learner is not None and self.folder is not None \
-                    and not self._path(eval_id).exists():
+            predictions, lost = self._read(eval_id)
+            if lost and learner is not None:
                 self._absent[eval_id] = (learner, rank)
         if predictions is not None and learner is not None:
             self._keep(learner, eval_id, rank, predictions)
@@ -162,10 +162,10 @@ class PredictionLibrary:
             self._drop_models(worst)
 
     def missing(self) -> list[int]:
-        """The replayed evaluations whose kept predictions file was not there although the
-        library keeps them now (the best ``size``, or the best of their learner): a resumed run
-        never needs a file its earlier session removed (module docstring), so such a file was
-        deleted by something else, and the ensemble is chosen without that evaluation."""
+        """The replayed evaluations whose kept predictions file was not there, or damaged,
+        although the library keeps them now (the best ``size``, or the best of their learner): a
+        resumed run never needs a file its earlier session removed (module docstring), so such
+        a file was deleted or damaged by something else (:meth:`restore_lost`)."""
         spare = sorted(self._ranks[i] for i in self._ranks
                        if i not in set(self._best_of_learner.values()))
         out = []
@@ -175,6 +175,52 @@ class PredictionLibrary:
                     or rank < spare[-1]:
                 out.append(eval_id)
         return out
+
+    def restore_lost(self, records: dict[int, dict[str, Any]], space: Any, executor: Any,
+                     time_left: float | None) -> list[int]:
+        """Evaluate again, on ``executor``, the :meth:`missing` evaluations (``records`` by
+        eval_id), best first, while their measured durations fit in ``time_left`` (None: no
+        limit), and keep their predictions as if never lost: a trial is seeded, so its
+        predictions are the lost ones and the ensemble is an uninterrupted run's. Returns the
+        evaluations left out (not run, or not the same evaluation any more), each named in a
+        warning."""
+        left_out = []
+        for eval_id in sorted(self.missing(), key=lambda i: self._absent[i][1]):
+            record = records[eval_id]
+            duration = float(record.get("duration") or 0.0)
+            result = None
+            if time_left is None or duration <= time_left:
+                z, theta = space.encode(record["config"])
+                iterations = record.get("iterations")
+                job = (tuple(int(j) for j in z), theta, float(record["fidelity"])) + (
+                    () if iterations is None else (int(iterations),))
+                start = time.monotonic()
+                result = executor.run([job], [None if time_left is None else
+                                              max(2.0 * duration, 1.0)])[0]
+                if time_left is not None:
+                    time_left -= time.monotonic() - start
+            predictions = None if result is None else result.get("predictions")
+            if predictions is None or result.get("status") != "ok" or not np.isclose(
+                    float(result.get("loss", np.nan)), float(record["loss"])):
+                left_out.append(eval_id)
+                why = ("the time budget had no room to evaluate it again" if result is None
+                       else "evaluating it again did not give its recorded result")
+                warnings.warn(
+                    f"The kept validation predictions of evaluation {eval_id} "
+                    f"({self._path(eval_id)}) are missing from the run directory or damaged "
+                    f"(since its session wrote them), and {why}: it is left out of the "
+                    "ensemble, which can differ from an uninterrupted run's.",
+                    RunDirectoryWarning, stacklevel=3)
+                continue
+            learner, rank = self._absent.pop(eval_id)
+            if result.get("models"):
+                self.models[eval_id] = result["models"]
+            self._keep(learner, eval_id, rank, predictions)
+            if eval_id in self.predictions:
+                self._write(eval_id, predictions)
+            else:
+                self._drop_models(eval_id)
+        return left_out
 
     def _drop_models(self, eval_id: int) -> None:
         """Delete the fold models' file of ``eval_id``, if it has one."""
@@ -187,18 +233,18 @@ class PredictionLibrary:
         assert self.folder is not None
         return self.folder / f"{int(eval_id)}.npy"
 
-    def _read(self, eval_id: int) -> np.ndarray | None:
-        """The kept predictions of a replayed evaluation; None when it has none. A damaged file
-        (not an array, another shape, a link or a special file, which is never opened) is
-        treated as missing, with a warning naming it: the run goes on, its ensemble is chosen
-        without that evaluation."""
+    def _read(self, eval_id: int) -> tuple[np.ndarray | None, bool]:
+        """The kept predictions of a replayed evaluation (None when it has none), and whether
+        its file is lost: absent, or damaged (not an array, another shape, a link or a special
+        file, which is never opened), the latter with a warning naming it. The run goes on; a
+        lost file the ensemble needs is made again (:meth:`restore_lost`)."""
         if self.folder is None:
-            return None
+            return None, False
         path = self._path(eval_id)
         try:
             blob = read_file(path)
             if blob is None:
-                return None
+                return None, True
             array = np.load(io.BytesIO(blob), allow_pickle=False)
             if not isinstance(array, np.ndarray) or not np.issubdtype(array.dtype, np.floating):
                 raise ValueError(f"it holds {type(array).__name__} "
@@ -209,10 +255,10 @@ class PredictionLibrary:
         except (OSError, ValueError, EOFError) as err:
             what = (str(err) if isinstance(err, RunDirectoryError) else
                     f"The kept validation predictions {str(path)!r} cannot be used ({err}).")
-            warnings.warn(f"{what} Evaluation {eval_id} is left out of the ensemble.",
-                          RunDirectoryWarning, stacklevel=2)
-            return None
-        return array
+            warnings.warn(f"{what} It is treated as missing: evaluation {eval_id} is evaluated "
+                          "again if the ensemble needs it.", RunDirectoryWarning, stacklevel=2)
+            return None, True
+        return array, False
 
     def _write(self, eval_id: int, predictions: Any) -> None:
         """Write atomically (a temporary file renamed), so a killed process leaves either the

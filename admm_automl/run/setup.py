@@ -37,7 +37,7 @@ from ..evaluation.policy import TrialPolicy
 from ..evaluation.prefix_cache import DEFAULT_CACHE_MB
 from ..evaluation.splits import make_splits, resolve_cv, resolve_repeats
 from ..evaluation.trial import TrialContext
-from ..exceptions import DataError, InvalidParameterError, ResumeError, RunDirectoryWarning
+from ..exceptions import DataError, InvalidParameterError, ResumeError
 from ..journal import Journal
 from ..methods.driver import Result, Schedule, tell
 from ..methods.registry import get_method, make_optimizer
@@ -501,14 +501,11 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
             reserve=reserve, listeners=tuple(listeners), warm_start=warm_start,
         )
         result = optimizer.run()
+        left = None if s.time_budget is None else deadline.left() - reserve()
+        library.restore_lost({r["eval_id"]: r for r in objective.journal.records}, space,
+                             executor, left)
     finally:
         objective.close()
-    for eval_id in library.missing():
-        warnings.warn(
-            f"The kept validation predictions of evaluation {eval_id} "
-            f"({library.folder / f'{eval_id}.npy'}) are missing from the run directory (deleted "
-            "since its session wrote them): it is left out of the ensemble, which can differ "
-            "from an uninterrupted run's.", RunDirectoryWarning, stacklevel=3)
     if s.time_budget is not None:
         check_time_budget(s.time_budget, objective.journal.records, executor.name,
                           deadline.elapsed())

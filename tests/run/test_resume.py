@@ -156,25 +156,61 @@ def _records(path):
     return Journal.read(path) if path.exists() else []
 
 
+def _children(pid: int) -> list[int]:
+    """The process ids of ``pid``'s children (Linux's /proc; empty elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+def _wait_gone(pids: list[int], seconds: float = 30.0) -> None:
+    """Assert that the processes ``pids`` end within ``seconds`` (a worker whose driver died
+    must not linger, holding memory and a core)."""
+    end = time.monotonic() + seconds
+    alive = list(pids)
+    while alive and time.monotonic() < end:
+        alive = [p for p in alive if os.path.exists(f"/proc/{p}")
+                 and "zombie" not in _state(p)]
+        time.sleep(0.05)
+    assert not alive, f"worker processes {alive} outlived their killed run"
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            return next((line for line in f if line.startswith("State:")), "").lower()
+    except OSError:
+        return "zombie"
+
+
 @pytest.mark.slow
-def test_a_run_killed_mid_search_resumes_without_losing_or_repeating_work(tmp_path,
-                                                                          breast_cancer_full):
-    X, Y = breast_cancer_full
-    """SIGKILL during the search, then resume: every evaluation the killed run recorded is kept
-    (byte for byte), none is run again, and the finished history equals the journal and an
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+@pytest.mark.parametrize("signal_name,after", [("SIGKILL", 3), ("SIGKILL", 8), ("SIGTERM", 5)])
+def test_a_run_killed_mid_search_resumes_without_losing_or_repeating_work(
+        tmp_path, breast_cancer_full, signal_name, after):
+    """A run with its trials in worker processes killed during the search (SIGKILL or SIGTERM,
+    once ``after`` evaluations are journalled: between two trials or in one), then resumed:
+    every evaluation the killed run recorded is kept (byte for byte), none is run again, its
+    worker processes did not outlive it, and the finished history and predictions equal an
     uninterrupted run's."""
+    X, Y = breast_cancer_full
     n, out = 20, tmp_path / "run"
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     child = subprocess.Popen([sys.executable, str(script), str(out), str(n)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     journal, deadline = out / "journal.jsonl", time.monotonic() + 120
-    while len(_records(journal)) < 8 and child.poll() is None and time.monotonic() < deadline:
+    while len(_records(journal)) < after and child.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
-    os.kill(child.pid, signal.SIGKILL)
+    workers = _children(child.pid)
+    assert workers or not os.path.isdir("/proc")  # the trial worker processes, to watch
+    os.kill(child.pid, getattr(signal, signal_name))
     child.wait(timeout=30)
     killed = _records(journal)
-    assert 8 <= len(killed) < n, f"the child was not killed mid-search ({len(killed)} records)"
+    assert after <= len(killed) < n, f"the child was not killed mid-search ({len(killed)} records)"
+    _wait_gone(workers)
     kept_lines = journal.read_text().splitlines()
     resumed = ADMM(**FAST, max_evals=n, output_dir=out).fit(X, Y)
     final = Journal.read(journal)
@@ -356,46 +392,59 @@ def finished(tmp_path, breast_cancer_full):
     return tmp_path, first
 
 
-@pytest.mark.parametrize("damage", ["shape", "not numbers", "fifo"])
+@pytest.mark.parametrize("damage", ["shape", "not numbers", "fifo", "deleted"])
 @pytest.mark.timeout(60)
-def test_a_damaged_prediction_file_is_left_out_with_a_warning_naming_it(finished, damage,
-                                                                        breast_cancer_full):
-    """A kept prediction file of another shape, of something other than numbers, or a FIFO (which
-    is never opened: it would block) is treated as missing, with a warning naming it; the resumed
-    run goes on without that member (it used to end with a bare IndexError, or hang)."""
-    from admm_automl.exceptions import RunDirectoryWarning
-
+def test_a_lost_prediction_file_of_a_member_is_made_again_with_a_warning_naming_it(
+        finished, damage, breast_cancer_full):
+    """A kept prediction file of another shape, of something other than numbers, a FIFO (which
+    is never opened: it would block) or a file deleted since its session wrote it is named in a
+    warning (it used to end in a bare IndexError, or hang), and its evaluation is run again for
+    the ensemble: the resumed run returns the uninterrupted run's ensemble and predictions."""
     folder, first = finished
     member = min(first.ensemble_weights_)
     path = folder / "predictions" / f"{member}.npy"
     path.unlink()
     if damage == "fifo":
         os.mkfifo(path)
-    else:
+    elif damage != "deleted":
         np.save(path, np.zeros(5) if damage == "shape" else np.array(["a", "b"]))
     X, Y = breast_cancer_full
     expected = {"shape": r"its shape is \(5,\)", "not numbers": "not an array of numbers",
-                "fifo": "is a special file"}[damage]
-    with pytest.warns(RunDirectoryWarning, match=rf"{re.escape(str(path))}.*{expected}.*"
-                                                 rf"Evaluation {member} is left out"):
+                "fifo": "is a special file"}.get(damage)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         again = ADMM(**FAST, max_evals=10, output_dir=folder).fit(X, Y)
-    assert member not in (again.ensemble_weights_ or {})
-    assert again.n_evals_ == 10 and again.predict(X).shape == Y.shape
+    said = [str(w.message) for w in caught if issubclass(w.category, RunDirectoryWarning)]
+    if expected is None:  # nothing to read: a deleted file is simply made again
+        assert said == []
+    else:
+        assert len(said) == 1 and re.search(rf"{re.escape(str(path))}.*{expected}.*treated as "
+                                            rf"missing: evaluation {member} is evaluated again",
+                                            said[0]), said
+    assert again.ensemble_weights_ == first.ensemble_weights_
+    np.testing.assert_array_equal(again.predict_proba(X), first.predict_proba(X))
+    other = max(first.ensemble_weights_)
+    assert np.load(path).shape == np.load(folder / "predictions" / f"{other}.npy").shape
+    assert again.n_evals_ == 10 and len(Journal.read(folder / "journal.jsonl")) == 10
 
 
-def test_a_deleted_prediction_file_of_a_member_is_named_in_a_warning(finished,
-                                                                     breast_cancer_full):
-    """A kept file a resumed run needs and cannot find was deleted since its session wrote it
-    (a resumed run never needs one its earlier session removed): the ensemble differs, and a
-    warning says why; files the run itself removed are no cause for one."""
-    from admm_automl.exceptions import RunDirectoryWarning
+def test_a_lost_prediction_file_the_budget_has_no_room_to_make_again_is_named(
+        finished, breast_cancer_full, monkeypatch):
+    """When the time left cannot evaluate the member again, it is left out, and a warning
+    names its file and says why."""
+    from admm_automl.run.library import PredictionLibrary
 
     folder, first = finished
     member = min(first.ensemble_weights_)
     (folder / "predictions" / f"{member}.npy").unlink()
+    real = PredictionLibrary.restore_lost
+    monkeypatch.setattr(PredictionLibrary, "restore_lost",
+                        lambda self, records, space, executor, left: real(
+                            self, records, space, executor, 0.0))  # no time left
     X, Y = breast_cancer_full
     with pytest.warns(RunDirectoryWarning, match=rf"evaluation {member} \(.*{member}\.npy\) "
-                                                 r"are missing from the run directory"):
+                                                 r"are missing from the run directory or "
+                                                 r"damaged .* and the time budget had no room"):
         again = ADMM(**FAST, max_evals=10, output_dir=folder).fit(X, Y)
     assert member not in again.ensemble_weights_
 
