@@ -81,6 +81,7 @@ smoke: $(STAMP)
 	$(BIN)/python experiments/dask_cluster.py --smoke
 	$(BIN)/python experiments/overhead.py --smoke
 	$(BIN)/python experiments/time_budget.py --smoke
+	$(BIN)/python experiments/import_time.py --smoke
 	@if [ -d "$(DATA_DIR)" ]; then \
 		tmp=$$(mktemp -d) && \
 		$(BIN)/python experiments/reproduce/run.py --paper liu2020 --smoke --data-dir $(DATA_DIR) && \

@@ -3,45 +3,52 @@ about duplicate keys, and writing an estimator's parameters as a configuration."
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import IO, Any, Mapping
-
-import yaml
 
 from ._files import write_file
 from .exceptions import ConfigError
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """``SafeLoader`` that rejects a key repeated within one mapping (PyYAML keeps the last)."""
+@functools.cache
+def _strict_loader() -> type:
+    """The loader class, made on first use: PyYAML is imported by the first read or write, not by
+    ``import admm_automl``."""
+    import yaml
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise ConfigError(
-                    f"duplicate key {key!r} at line {key_node.start_mark.line + 1}"
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+    class _StrictLoader(yaml.SafeLoader):
+        """``SafeLoader`` that rejects a key repeated within one mapping (PyYAML keeps the last)."""
 
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise ConfigError(
+                        f"duplicate key {key!r} at line {key_node.start_mark.line + 1}"
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
 
-#: PyYAML follows YAML 1.1, whose floats need a dot: ``1e-12`` would be read as the text "1e-12",
-#: and a hyperparameter's bound written so would be refused as "not a real number". YAML 1.2 (and
-#: every other reader a user knows) takes it as a number, so the loader does too.
-_StrictLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
+    # PyYAML follows YAML 1.1, whose floats need a dot: ``1e-12`` would be read as the text
+    # "1e-12", and a hyperparameter's bound written so would be refused as "not a real number".
+    # YAML 1.2 (and every other reader a user knows) takes it as a number, so the loader does too.
+    _StrictLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"),
+    )
+    return _StrictLoader
 
 
 def read_yaml(stream: "str | IO[str]") -> Any:
     """Parse YAML text or a file object; syntax errors become :class:`ConfigError`."""
+    import yaml
+
     try:
-        return yaml.load(stream, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+        return yaml.load(stream, Loader=_strict_loader())  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as err:
         raise ConfigError(f"not valid YAML: {err}") from None
 
@@ -100,4 +107,6 @@ def write_config(estimator: Mapping[str, Any], data: Mapping[str, Any] | None,
             raise
         node, note = config_node(estimator, data, lenient=True), \
             f"# not loadable as a configuration: {err}\n"
+    import yaml
+
     write_file(path, note + yaml.safe_dump(node, sort_keys=False))

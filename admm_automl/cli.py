@@ -1,4 +1,5 @@
-"""Command line: ``admm-automl fit``, ``admm-automl report`` and ``admm-automl list``.
+"""Command line: ``admm-automl fit``, ``admm-automl predict``, ``admm-automl report`` and
+``admm-automl list``.
 
 Exit codes, as is conventional: 0 success; 1 a run error (every pipeline failed, workers that
 cannot start, a missing optional dependency, any unexpected error); 2 a usage error (a bad option,
@@ -81,6 +82,13 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (fit --output)")
     report.add_argument("--output", help="the HTML file to write (default RUN_DIR/report.html); "
                         "the Markdown twin goes beside it")
+    predict = sub.add_parser("predict", help="predict the rows of a CSV file with the model of a "
+                             "run directory (its model.pkl)")
+    predict.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (fit --output)")
+    predict.add_argument("data", metavar="DATA", help="a CSV file with the columns the model was "
+                         "fitted on (others, such as the target, are left out)")
+    predict.add_argument("--output", help="the CSV file to write, one column 'prediction' "
+                         "(default: standard output)")
     sub.add_parser("list", help="list methods, solvers, constraints, spaces and metrics")
     return parser
 
@@ -193,8 +201,9 @@ def _fit(args: argparse.Namespace) -> int:
             what = "the ensemble" if ensemble is not None else "the best pipeline"
             say(f"Saved model: {out / MODEL_FILE}, the fitted estimator that predicts with {what} "
                 "(the test score's model)")
-            say("  load it with joblib.load(path) or pickle.load(open(path, 'rb')), then call "
-                ".predict(X) (admm-automl installed)")
+            say(f"  predict with it: admm-automl predict {out} DATA.csv; or in Python "
+                "joblib.load(path) or pickle.load(open(path, 'rb')), then .predict(X) "
+                "(admm-automl installed)")
     return 0
 
 
@@ -237,6 +246,41 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _predict(args: argparse.Namespace) -> int:
+    """Predict ``args.data`` with the run directory's ``model.pkl``, the fitted estimator whose
+    predictions ``fit`` scored (the ensemble when there is one)."""
+    from pathlib import Path
+
+    import joblib
+    import pandas as pd
+
+    from .reporting.rundir import MODEL_FILE
+
+    path = Path(args.run_dir) / MODEL_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path} not found: `admm-automl fit --output {args.run_dir}` writes it "
+                          "when the fit ends")
+    try:
+        X = pd.read_csv(args.data)
+    except (OSError, ValueError) as err:
+        raise DataError(f"cannot read {args.data}: {err}") from None
+    model = joblib.load(path)
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:  # the fitted columns, in their order; the target and the like left out
+        missing = [str(name) for name in names if name not in X.columns]
+        if missing:
+            raise DataError(f"{args.data} lacks {len(missing)} of the columns the model was fitted "
+                            f"on: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}")
+        X = X[list(names)]
+    predictions = pd.DataFrame({"prediction": model.predict(X)})
+    if args.output:
+        predictions.to_csv(args.output, index=False)
+        print(f"Predictions: {args.output} ({len(predictions)} rows, by {path})")
+    else:
+        predictions.to_csv(sys.stdout, index=False)
+    return 0
+
+
 def _list() -> int:
     from .constraints import CONSTRAINTS
     from .evaluation import list_metrics
@@ -273,14 +317,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (argparse exits with 2 by itself on a bad
     option)."""
     args = _parser().parse_args(argv)
-    commands = {"fit": _fit, "report": _report, "list": lambda _: _list()}
+    commands = {"fit": _fit, "predict": _predict, "report": _report, "list": lambda _: _list()}
     try:
         return commands[args.command](args)
     except BrokenPipeError:  # `admm-automl list | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except KeyboardInterrupt:
-        resume = " (run the same command again to resume it)" if getattr(args, "output", None) else ""
+        resume = (" (run the same command again to resume it)"
+                  if args.command == "fit" and args.output_dir else "")
         print(f"admm-automl: interrupted{resume}", file=sys.stderr)
         return 130
     except Exception as err:  # one line, not a traceback: the user reads the message

@@ -146,6 +146,48 @@ def test_report_command(fitted, tmp_path):
     assert target.is_file() and (tmp_path / "again_files" / "convergence.png").is_file()
 
 
+@pytest.mark.slow
+def test_predict_command_predicts_with_the_saved_model(fitted, tmp_path, capsys):
+    """`admm-automl predict RUN_DIR DATA.csv` gives what the run directory's model.pkl predicts:
+    the columns it was fitted on are picked from the file (the target, an extra column and
+    another order left out), to a file or to standard output."""
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer
+
+    _, _, _, out = fitted
+    data = load_breast_cancer(as_frame=True).frame.head(25)
+    data["row_id"] = range(len(data))
+    csv = tmp_path / "new.csv"
+    data[list(data.columns[::-1])].to_csv(csv, index=False)
+    with open(out / "model.pkl", "rb") as fh:
+        expected = pickle.load(fh).predict(data.drop(columns=["target", "row_id"]))
+    target = tmp_path / "predictions.csv"
+    assert main(["predict", str(out), str(csv), "--output", str(target)]) == 0
+    assert capsys.readouterr().out == (f"Predictions: {target} (25 rows, by "
+                                       f"{out / 'model.pkl'})\n")
+    written = pd.read_csv(target)
+    assert list(written.columns) == ["prediction"]
+    np.testing.assert_array_equal(written["prediction"], expected)
+    assert main(["predict", str(out), str(csv)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["prediction"] + [str(v) for v in expected]
+
+
+@pytest.mark.slow
+def test_predict_command_errors_name_what_is_missing(fitted, tmp_path, capsys):
+    _, _, _, out = fitted
+    csv = tmp_path / "few.csv"
+    csv.write_text("mean radius,mean texture\n1,2\n", encoding="utf-8")
+    assert main(["predict", str(out), str(csv)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"admm-automl: error: {csv} lacks 28 of the columns the model was "
+                          "fitted on: mean perimeter, ") and "\n" == err[-1]
+    assert main(["predict", str(tmp_path), str(csv)]) == 2
+    assert f"{tmp_path / 'model.pkl'} not found" in capsys.readouterr().err
+    assert main(["predict", str(out), str(tmp_path / "none.csv")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
 def test_report_of_a_directory_that_is_not_a_run(capsys, tmp_path):
     err = _error(capsys, ["report", tmp_path])
     assert err == f"admm-automl: error: {str(tmp_path)!r} is not a run directory: it has no " \

@@ -50,3 +50,27 @@ def test_the_core_works_without_the_extras():
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0 and "core ok" in done.stdout, done.stderr[-3000:]
+
+
+#: Optional or heavy packages that ``from admm_automl import ADMM`` must not import: each is
+#: needed only by the feature that uses it (a solver, a learner, the plots, the fairness
+#: mitigations, a Dask executor), which imports it when asked. Checked by name in a fresh process,
+#: not by timing, so the test holds on a loaded machine.
+NOT_ON_IMPORT = ("skopt", "rbfopt", "pyomo", "fairlearn", "flaml", "optuna", "smac",
+                 "ConfigSpace", "dask", "distributed", "matplotlib", "lightgbm", "xgboost",
+                 "catboost", "torch", "sklearn.gaussian_process")
+
+
+def test_importing_the_estimator_leaves_the_optional_packages_unloaded():
+    code = textwrap.dedent(f"""
+        import sys
+        import admm_automl
+        from admm_automl import ADMM, ADMMClassifier, ADMMRegressor
+        ADMM(time_budget=10, constraints=["demographic_parity_difference <= 0.1"]).get_params()
+        import admm_automl.cli  # the command line's start too
+        print(sorted(m for m in {NOT_ON_IMPORT!r} if m in sys.modules))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]", f"imported by `from admm_automl import ADMM`: {done.stdout}"

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
 from . import plots
 from .._files import make_folder, write_file
 from ..records import POINT
@@ -319,6 +317,8 @@ def _blocks(run: RunData, n_best: int) -> list[_Block]:
 
 def _setting_blocks(run: RunData) -> list[_Block]:
     """The report's closing sections: the configuration, the run header and the machine."""
+    import yaml
+
     blocks = [_Block("h2", "Configuration"),
                _Block("pre", yaml.safe_dump(run.config, sort_keys=False).strip()
                       if run.config else "(no config.resolved.yaml)")]

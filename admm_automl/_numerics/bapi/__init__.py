@@ -22,22 +22,50 @@ opposite sign).
 * :mod:`.defaults`: the paper's constants and ours.
 """
 
+from __future__ import annotations
+
+import importlib
+
 from . import defaults
-from .acquisition import normal_base_samples, q_expected_improvement
-from .cost_gp import CostGP, full_training_cost
-from .curve_gp import LearningCurveGP, Marginals
-from .curve_points import curve_dataset, running_best, select_curve_points
-from .design import initial_design
-from .horizon import Horizon, plan_horizon, select_member
-from .stopping import (
-    Termination,
-    automatic_epsilon,
-    check_termination,
-    conservative_stopping,
-    first_length,
-    next_length,
-    stopping_lengths,
-)
+
+# The models and functions load on first use (PEP 562), not with the package: the bapi θ-solver
+# is registered by every import of the solvers, and its GP pulls in scikit-learn's Gaussian
+# processes, which a search with another solver never needs.
+_LAZY = {
+    "normal_base_samples": "acquisition",
+    "q_expected_improvement": "acquisition",
+    "CostGP": "cost_gp",
+    "full_training_cost": "cost_gp",
+    "LearningCurveGP": "curve_gp",
+    "Marginals": "curve_gp",
+    "curve_dataset": "curve_points",
+    "running_best": "curve_points",
+    "select_curve_points": "curve_points",
+    "initial_design": "design",
+    "Horizon": "horizon",
+    "plan_horizon": "horizon",
+    "select_member": "horizon",
+    "Termination": "stopping",
+    "automatic_epsilon": "stopping",
+    "check_termination": "stopping",
+    "conservative_stopping": "stopping",
+    "first_length": "stopping",
+    "next_length": "stopping",
+    "stopping_lengths": "stopping",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__
+
 
 __all__ = [
     "CostGP",
