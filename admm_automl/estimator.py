@@ -17,7 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .evaluation.executors import refuse_nested_search
-from .exceptions import RunDirectoryWarning
+from .exceptions import ModelVersionWarning, RunDirectoryWarning
 from .methods.driver import tell
 from .reporting import plots
 from .reporting.progress import watching
@@ -494,6 +494,28 @@ class ADMM(BaseEstimator):
     plot_constraints = as_method(plots.plot_constraints)
     plot_multipliers = as_method(plots.plot_multipliers)
     plot_residuals = as_method(plots.plot_residuals)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The pickled state, with the package version that fitted it (scikit-learn records
+        its own the same way), so that loading it elsewhere can say when versions differ."""
+        from . import __version__
+
+        return {**super().__getstate__(), "_admm_automl_version": __version__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled estimator, with a :class:`ModelVersionWarning` when another
+        version of the package pickled it (one without the record: before 0.1.0)."""
+        from . import __version__
+
+        state = dict(state)
+        pickled = state.pop("_admm_automl_version", "unknown (before 0.1.0)")
+        if pickled != __version__:
+            warnings.warn(
+                f"This {type(self).__name__} was fitted and saved by admm-automl {pickled} and "
+                f"is loaded by {__version__}: it may predict differently or fail. Fit it again "
+                f"with {__version__}, or load it with {pickled}.", ModelVersionWarning,
+                stacklevel=2)
+        super().__setstate__(state)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -88,6 +88,13 @@ class RunDirectoryWarning(ADMMAutoMLWarning):
     or a file a resumed run reads back is damaged (it is treated as missing)."""
 
 
+class ModelVersionWarning(ADMMAutoMLWarning):
+    """A fitted estimator was loaded (unpickled) by another version of admm-automl than the one
+    that fitted it: it may predict differently or fail; fit it again with this version, or load
+    it with the version it names (scikit-learn's ``InconsistentVersionWarning`` says the same of
+    scikit-learn's own objects)."""
+
+
 class SubsampleOnlyWarning(ADMMAutoMLWarning):
     """The returned pipeline was evaluated on a subsample only, and chosen by its score there: no
     pipeline was evaluated on all training rows before the search ended, or it beat every one

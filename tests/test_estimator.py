@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 
 import numpy as np
@@ -87,6 +88,26 @@ def test_best_pipeline_is_plain_scikit_learn(fitted):
     restored = pickle.loads(pickle.dumps(fitted.best_pipeline_))
     assert all(not type(step).__module__.startswith("admm_automl") for _, step in restored.steps)
     np.testing.assert_array_equal(restored.predict(X), fitted.predict(X))
+
+
+def test_a_fitted_estimator_loaded_by_another_version_says_so(fitted, monkeypatch):
+    """A pickled fitted estimator records the package version that fitted it; loading it under
+    the same version is silent and predicts identically, under another one warns, naming both."""
+    import pickle
+
+    import admm_automl
+    from admm_automl.exceptions import ModelVersionWarning
+
+    blob = pickle.dumps(fitted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ModelVersionWarning)
+        restored = pickle.loads(blob)
+    np.testing.assert_array_equal(restored.predict_proba(X), fitted.predict_proba(X))
+    saved = re.escape(admm_automl.__version__)
+    monkeypatch.setattr(admm_automl, "__version__", "9.9.9")
+    with pytest.warns(ModelVersionWarning, match=rf"fitted and saved by admm-automl {saved} and "
+                                                 r"is loaded by 9\.9\.9"):
+        pickle.loads(blob)
 
 
 @pytest.mark.slow
