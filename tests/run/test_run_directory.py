@@ -200,6 +200,28 @@ def test_the_run_directorys_model_predicts_what_the_estimator_predicts(tmp_path,
     np.testing.assert_allclose(loaded.predict_proba(X), model.predict_proba(X))
 
 
+def test_the_run_directorys_model_predicts_the_same_in_a_fresh_process(tmp_path, breast_cancer):
+    """What a deployment does: another Python process, which never ran the search, loads
+    ``model.pkl`` and predicts the same probabilities (nothing it needs lives only in the
+    fitting process, such as a class made at run time or a space registered in memory)."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from admm_automl.testing.spaces import diverse_space
+
+    X, y = breast_cancer
+    model = ADMM(**{**FAST, "max_evals": 10, "inner_iter": 2, "search_space": diverse_space()},
+                 output_dir=tmp_path / "run").fit(X, y)
+    np.save(tmp_path / "X.npy", np.asarray(X))
+    script = ("import sys, joblib, numpy as np; model = joblib.load(sys.argv[1]); "
+              "np.save(sys.argv[3], model.predict_proba(np.load(sys.argv[2])))")
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "run" / "model.pkl"),
+                    str(tmp_path / "X.npy"), str(tmp_path / "p.npy")], check=True, timeout=120)
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), model.predict_proba(X))
+
+
 @pytest.mark.skipif(os.name != "posix", reason="flock")
 def test_a_file_system_without_locks_is_named_instead_of_a_bare_os_error(tmp_path, monkeypatch):
     """NFS without its lock service answers flock with ENOLCK."""
