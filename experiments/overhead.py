@@ -404,9 +404,12 @@ def pending_solvers() -> tuple[str, ...]:
 class ArtificialSetting:
     """The one problem every proposer of the pending mode faces: the artificial objective of
     Liu et al. (2020, App. 15) over ``paper_large`` (function seed 0). ``bo`` searches its joint
-    box (JOPT's: a relaxed categorical per module and every hyperparameter, 95 coordinates), the
-    z-solvers its pipelines at the default hyperparameters (ADMM's z-step with θ at the
-    defaults), Optuna the same space define-by-run (the benchmark peer's ``_optuna_point``)."""
+    box (JOPT's: a relaxed categorical per module and every hyperparameter, 95 coordinates) or
+    ADMM's θ-step of the pipeline with the most hyperparameters (18 active coordinates, the
+    largest θ-step of the space; the others at their defaults, the quadratic penalty at ρ = 1
+    centred on the defaults), the z-solvers its pipelines at the default hyperparameters
+    (ADMM's z-step with θ at the defaults), Optuna the same space define-by-run (the benchmark
+    peer's ``_optuna_point``)."""
 
     def __init__(self) -> None:
         from admm_automl.benchmarks.artificial import ArtificialObjective
@@ -418,6 +421,11 @@ class ArtificialSetting:
         self.function = ArtificialObjective(self.space, seed=0)
         self.joint = JointSpace(self.encoding)
         self.theta0 = self.encoding.project(self.encoding.initial_theta)
+        from admm_automl.problem import all_pipelines
+
+        pipelines = [tuple(int(j) for j in p) for p in all_pipelines(self.encoding.n_choices)]
+        self.step_z = max(pipelines, key=lambda z: len(self.encoding.active(z)))
+        self.step_active = self.encoding.active(self.step_z)
 
     def joint_value(self, x: np.ndarray) -> float:
         return self.function.value(*self.joint.decode(x))
@@ -425,9 +433,20 @@ class ArtificialSetting:
     def z_value(self, z: Any) -> float:
         return self.function.value(tuple(int(j) for j in z), self.theta0)
 
+    def step_value(self, x: np.ndarray) -> float:
+        theta = self.theta0.copy()
+        theta[self.step_active] = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
+        return self.function.value(self.step_z, theta)
+
+    def theta_dim(self, box: str) -> int:
+        return self.joint.dim if box == "joint" else len(self.step_active)
+
+    def theta_value(self, box: str) -> Callable[[np.ndarray], float]:
+        return self.joint_value if box == "joint" else self.step_value
+
 
 def package_problem(setting: ArtificialSetting, kind: str, width: int,
-                    history: list) -> Any:
+                    history: list, box: str = "joint") -> Any:
     """The sub-problem a package solver is set up on: ``batch_size`` the number of workers, as
     an asynchronous run of ``width`` workers passes it. Nothing is evaluated through it here
     (the loop below asks and tells), so ``evaluate`` only answers a stray call."""
@@ -435,16 +454,26 @@ def package_problem(setting: ArtificialSetting, kind: str, width: int,
     from admm_automl.records import Observation
 
     if kind == "theta":
-        joint = setting.joint
+        value = setting.theta_value(box)
 
         def evaluate(suggestions: Any) -> list:
-            return [Observation(loss=setting.joint_value(s.config)) for s in suggestions]
+            return [Observation(loss=value(s.config)) for s in suggestions]
 
-        # an ADMM θ-problem's penalty (vectorised), at ρ = 0: JOPT has none
-        penalty = QuadraticPenalty(0.0, np.zeros(joint.dim, dtype=bool), np.zeros(0))
-        return ThetaProblem(dim=joint.dim, evaluate=evaluate, augment=lambda x, o: o.loss,
-                            penalty=penalty, discrete=joint.discrete, names=joint.names,
-                            history=history, batch_size=width, grids=joint.grids)
+        if box == "joint":
+            joint = setting.joint
+            # an ADMM θ-problem's penalty (vectorised), at ρ = 0: JOPT has none
+            penalty = QuadraticPenalty(0.0, np.zeros(joint.dim, dtype=bool), np.zeros(0))
+            return ThetaProblem(dim=joint.dim, evaluate=evaluate, augment=lambda x, o: o.loss,
+                                penalty=penalty, discrete=joint.discrete, names=joint.names,
+                                history=history, batch_size=width, grids=joint.grids)
+        enc, active = setting.encoding, setting.step_active
+        is_d = np.asarray(enc.discrete)[active]
+        penalty = QuadraticPenalty(1.0, is_d, setting.theta0[active][is_d])
+        return ThetaProblem(dim=len(active), evaluate=evaluate,
+                            augment=lambda x, o: o.loss + penalty(x), penalty=penalty,
+                            discrete=is_d, names=tuple(enc.theta_names[i] for i in active),
+                            history=history, start=setting.theta0[active].copy(),
+                            batch_size=width, grids=tuple(enc.grids[i] for i in active))
 
     def evaluate_z(suggestions: Any) -> list:
         return [Observation(loss=setting.z_value(s.config)) for s in suggestions]
@@ -456,11 +485,11 @@ def package_problem(setting: ArtificialSetting, kind: str, width: int,
 
 
 def steady_asks(setting: ArtificialSetting, solver_name: str, n_observed: int, width: int,
-                n_proposals: int, ask: int, seed: int) -> dict[str, Any]:
+                n_proposals: int, ask: int, seed: int, box: str = "joint") -> dict[str, Any]:
     """CPU milliseconds per proposal of a package solver with ``width − 1`` trials pending.
 
     ``n_observed`` observations first: ``bo`` gets them as its problem's history (uniform
-    points of the joint box: how ADMM hands a θ-solver the earlier iterations' points; the GP
+    points of its box, ``box`` "joint" or "step" (:class:`ArtificialSetting`): how ADMM hands a θ-solver the earlier iterations' points; the GP
     is fitted on them at the first ask); a z-solver makes them itself, ask then tell one at a
     time (``cmab`` keeps no statistics of a history). Then every worker is handed a proposal at
     once (``ask_batch(width)``, the asynchronous loop's first ask; not timed), and the steady
@@ -477,17 +506,17 @@ def steady_asks(setting: ArtificialSetting, solver_name: str, n_observed: int, w
 
     rng = np.random.default_rng(seed)
     kind = "theta" if solver_name in THETA_SOLVERS else "z"
-    value = setting.joint_value if kind == "theta" else setting.z_value
+    value = setting.theta_value(box) if kind == "theta" else setting.z_value
     history: list = []
     if kind == "theta":
-        for x in rng.uniform(0.0, 1.0, size=(n_observed, setting.joint.dim)):
+        for x in rng.uniform(0.0, 1.0, size=(n_observed, setting.theta_dim(box))):
             history.append((x, Observation(loss=value(x))))
     params = {"loss_bound": 5.0} if solver_name == "cmab" else {}  # scale.py's (App. 15 scale)
     registry = THETA_SOLVERS if kind == "theta" else Z_SOLVERS
     solver = registry.get(solver_name)(**params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        solver.setup(package_problem(setting, kind, width, history),
+        solver.setup(package_problem(setting, kind, width, history, box),
                      np.random.default_rng(seed))
         if kind == "z":
             for _ in range(n_observed):
@@ -565,14 +594,24 @@ def torch_missing() -> bool:
     return importlib.util.find_spec("torch") is None
 
 
+def problem_label(setting: ArtificialSetting, name: str, box: str | None) -> str:
+    if name in PENDING_PEERS:
+        return "space, define-by-run"
+    if box is None:
+        return f"{int(np.prod(setting.encoding.n_choices))} pipelines"
+    return f"{'joint box' if box == 'joint' else 'θ-step'}, {setting.theta_dim(box)} coordinates"
+
+
 def measure_pending(args: argparse.Namespace) -> dict[str, Any]:
     setting = ArtificialSetting()
     rows = []
     for n in args.observed:
         for name in args.solvers:
             asks = [1] if name in PENDING_PEERS else args.ask
-            for ask in asks:
-                row: dict[str, Any] = {"solver": name, "observed": n, "ask": ask}
+            boxes = args.theta_box if name in PENDING_THETA else [None]
+            for box, ask in ((b, a) for b in boxes for a in asks):
+                row: dict[str, Any] = {"solver": name, "observed": n, "ask": ask,
+                                       "problem": problem_label(setting, name, box)}
                 start = time.perf_counter()
                 if name == "Optuna(GP)" and torch_missing():
                     row["skipped"] = "torch is not installed"
@@ -583,11 +622,11 @@ def measure_pending(args: argparse.Namespace) -> dict[str, Any]:
                                                   args.proposals, args.seed))
                 else:
                     row.update(steady_asks(setting, name, n, args.pending + 1, args.proposals,
-                                           ask, args.seed))
+                                           ask, args.seed, box))
                 row["seconds"] = time.perf_counter() - start
                 rows.append(row)
-                print(f"  {name} N={n} ask={ask}: {row.get('skipped') or '%.1f s' % row['seconds']}",
-                      file=sys.stderr)
+                print(f"  {name} {row['problem']} N={n} ask={ask}: "
+                      f"{row.get('skipped') or '%.1f s' % row['seconds']}", file=sys.stderr)
     return {"rows": rows, "machine": machine(), "pending": args.pending}
 
 
@@ -598,20 +637,21 @@ def pending_table(res: dict[str, Any]) -> str:
            if r["solver"] == "Optuna(TPE)" and r.get("samples")}
     lines = [f"CPU ms per proposal with {res['pending']} trials pending (time.process_time, "
              "single-threaded BLAS)", "",
-             "| solver | observations N | asked per search | proposals | median ms | p90 ms "
-             "| mean ms | median ÷ Optuna(TPE) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| solver | problem | observations N | asked per search | proposals | median ms "
+             "| p90 ms | mean ms | median ÷ Optuna(TPE) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in res["rows"]:
         label = r["solver"] + (", constant liar" if r["solver"] == "Optuna(TPE)" else "")
         if r.get("skipped"):
-            lines.append(f"| {label} | {r['observed']} | — | — | not run: {r['skipped']} "
-                         "| — | — | — |")
+            lines.append(f"| {label} | {r.get('problem', '')} | {r['observed']} | — | — | "
+                         f"not run: {r['skipped']} | — | — | — |")
             continue
         s = np.asarray(r["samples"], dtype=float)
         med = float(np.median(s))
         ref = tpe.get(r["observed"])
         ratio = fmt(med / ref) if ref else "—"
-        lines.append(f"| {label} | {r['observed']} | {r['ask']} | {r['proposals']} | "
+        lines.append(f"| {label} | {r.get('problem', '')} | {r['observed']} | {r['ask']} "
+                     f"| {r['proposals']} | "
                      f"{fmt(med)} | {fmt(float(np.percentile(s, 90)))} | {fmt(float(s.mean()))} "
                      f"| {ratio} |")
     return "\n".join(lines)
@@ -636,6 +676,10 @@ def parse_pending(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--solvers", default=None,
                         help="comma-separated; default: bo, every z-solver that declares "
                              "pending asks, Optuna(TPE), Optuna(GP)")
+    parser.add_argument("--theta-box", nargs="+", default=["step", "joint"],
+                        choices=["step", "joint"],
+                        help="bo's problem: ADMM's largest θ-step (18 coordinates) and/or the "
+                             "joint box (95)")
     parser.add_argument("--gp-max-observed", type=int, default=200,
                         help="largest N for Optuna's GP sampler (its ask grows as N³)")
     parser.add_argument("--seed", type=int, default=0)
