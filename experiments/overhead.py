@@ -617,17 +617,22 @@ def measure_pending(args: argparse.Namespace) -> dict[str, Any]:
                     row["skipped"] = "torch is not installed"
                 elif name == "Optuna(GP)" and n > args.gp_max_observed:
                     row["skipped"] = f"beyond --gp-max-observed {args.gp_max_observed}"
-                elif name in PENDING_PEERS:
-                    row.update(steady_optuna_asks(setting, name, n, args.pending + 1,
-                                                  args.proposals, args.seed))
                 else:
-                    row.update(steady_asks(setting, name, n, args.pending + 1, args.proposals,
-                                           ask, args.seed, box))
+                    runs = [steady_optuna_asks(setting, name, n, args.pending + 1,
+                                               args.proposals, seed)
+                            if name in PENDING_PEERS else
+                            steady_asks(setting, name, n, args.pending + 1, args.proposals,
+                                        ask, seed, box)
+                            for seed in args.seeds]
+                    # the seeds' samples pooled; each seed's median beside them
+                    row.update(samples=[v for r in runs for v in r["samples"]],
+                               proposals=sum(r["proposals"] for r in runs),
+                               seed_medians=[float(np.median(r["samples"])) for r in runs])
                 row["seconds"] = time.perf_counter() - start
                 rows.append(row)
                 print(f"  {name} {row['problem']} N={n} ask={ask}: "
                       f"{row.get('skipped') or '%.1f s' % row['seconds']}", file=sys.stderr)
-    return {"rows": rows, "machine": machine(), "pending": args.pending}
+    return {"rows": rows, "machine": machine(), "pending": args.pending, "seeds": args.seeds}
 
 
 def pending_table(res: dict[str, Any]) -> str:
@@ -638,13 +643,13 @@ def pending_table(res: dict[str, Any]) -> str:
     lines = [f"CPU ms per proposal with {res['pending']} trials pending (time.process_time, "
              "single-threaded BLAS)", "",
              "| solver | problem | observations N | asked per search | proposals | median ms "
-             "| p90 ms | mean ms | median ÷ Optuna(TPE) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| p90 ms | mean ms | median ÷ Optuna(TPE) | median per seed |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in res["rows"]:
         label = r["solver"] + (", constant liar" if r["solver"] == "Optuna(TPE)" else "")
         if r.get("skipped"):
             lines.append(f"| {label} | {r.get('problem', '')} | {r['observed']} | — | — | "
-                         f"not run: {r['skipped']} | — | — | — |")
+                         f"not run: {r['skipped']} | — | — | — | — |")
             continue
         s = np.asarray(r["samples"], dtype=float)
         med = float(np.median(s))
@@ -653,7 +658,7 @@ def pending_table(res: dict[str, Any]) -> str:
         lines.append(f"| {label} | {r.get('problem', '')} | {r['observed']} | {r['ask']} "
                      f"| {r['proposals']} | "
                      f"{fmt(med)} | {fmt(float(np.percentile(s, 90)))} | {fmt(float(s.mean()))} "
-                     f"| {ratio} |")
+                     f"| {ratio} | {', '.join(fmt(v) for v in r.get('seed_medians', []))} |")
     return "\n".join(lines)
 
 
@@ -682,10 +687,12 @@ def parse_pending(argv: list[str]) -> argparse.Namespace:
                              "joint box (95)")
     parser.add_argument("--gp-max-observed", type=int, default=200,
                         help="largest N for Optuna's GP sampler (its ask grows as N³)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                        help="seeds of the history and the solvers; their samples are pooled")
     parser.add_argument("--json", help="write the measurements to this file")
     args = parser.parse_args(argv)
     if args.smoke:
+        args.seeds = [0]
         args.pending, args.observed, args.proposals = 7, [20], 4
         args.gp_max_observed = 20
     allowed = pending_solvers() + PENDING_PEERS
@@ -703,8 +710,9 @@ def pending_main(argv: list[str]) -> int:
     res["wall_minutes"] = (time.perf_counter() - start) / 60
     if args.json:
         Path(args.json).write_text(json.dumps(res, default=float))
-    print(f"One proposal with {args.pending} trials pending: seed {args.seed}, "
-          f"{args.proposals} steady-state proposals per row; {res['machine']}; "
+    print(f"One proposal with {args.pending} trials pending: seeds "
+          f"{' '.join(map(str, args.seeds))}, {args.proposals} steady-state proposals per seed "
+          f"and row (pooled); {res['machine']}; "
           f"{res['wall_minutes']:.1f} min")
     print()
     print(pending_table(res))
