@@ -414,6 +414,7 @@ class ArtificialSetting:
     def __init__(self) -> None:
         from admm_automl.benchmarks.artificial import ArtificialObjective
         from admm_automl.benchmarks.runner import artificial_problem
+        from admm_automl.problem import all_pipelines
         from admm_automl.space.joint import JointSpace
 
         self.space = artificial_problem().space
@@ -421,8 +422,6 @@ class ArtificialSetting:
         self.function = ArtificialObjective(self.space, seed=0)
         self.joint = JointSpace(self.encoding)
         self.theta0 = self.encoding.project(self.encoding.initial_theta)
-        from admm_automl.problem import all_pipelines
-
         pipelines = [tuple(int(j) for j in p) for p in all_pipelines(self.encoding.n_choices)]
         self.step_z = max(pipelines, key=lambda z: len(self.encoding.active(z)))
         self.step_active = self.encoding.active(self.step_z)
@@ -489,8 +488,9 @@ def steady_asks(setting: ArtificialSetting, solver_name: str, n_observed: int, w
     """CPU milliseconds per proposal of a package solver with ``width − 1`` trials pending.
 
     ``n_observed`` observations first: ``bo`` gets them as its problem's history (uniform
-    points of its box, ``box`` "joint" or "step" (:class:`ArtificialSetting`): how ADMM hands a θ-solver the earlier iterations' points; the GP
-    is fitted on them at the first ask); a z-solver makes them itself, ask then tell one at a
+    points of its box, ``box`` "joint" or "step" (:class:`ArtificialSetting`): how ADMM hands a
+    θ-solver the earlier iterations' points; the GP is fitted on them at the first ask); a
+    z-solver makes them itself, ask then tell one at a
     time (``cmab`` keeps no statistics of a history). Then every worker is handed a proposal at
     once (``ask_batch(width)``, the asynchronous loop's first ask; not timed), and the steady
     state: the oldest trial ends and is told, leaving ``width − 1`` pending, and the freed
