@@ -80,6 +80,7 @@ smoke: $(STAMP)
 	$(BIN)/python experiments/scale.py --smoke
 	$(BIN)/python experiments/dask_cluster.py --smoke
 	$(BIN)/python experiments/overhead.py --smoke
+	$(BIN)/python experiments/overhead.py pending --smoke
 	$(BIN)/python experiments/time_budget.py --smoke
 	$(BIN)/python experiments/import_time.py --smoke
 	@if [ -d "$(DATA_DIR)" ]; then \

@@ -29,6 +29,15 @@ default ADMM with an evaluation budget of 1000 (no time budget, so no cheap prop
 quality at equal evaluation counts: evaluations made, the best loss, the best loss after 50, 200
 and 1000 evaluations, and how many of ADMM's sub-solver proposals were cheap ones.
 
+``overhead.py pending`` measures one thing more closely: the CPU time (``time.process_time``)
+of ONE proposal with ``--pending`` trials pending (63: a search with 64 workers), after ``N``
+observations, in the steady state of an asynchronous run (a trial ends and is told, its worker
+gets the next proposal); for ``bo`` and every z-solver that declares asking with pending points,
+asked as the package's asynchronous loop asks them, and for Optuna's TPE (constant liar) and GP
+samplers asked as a user with 64 workers asks them (``study.ask()`` with 63 trials RUNNING). The
+median, 90th percentile and mean per N, and the ratio to Optuna's TPE (see :func:`steady_asks`,
+:func:`steady_optuna_asks`).
+
 ``--before PATH`` runs the same measurements on another checkout (e.g. main before this change,
 ``PYTHONPATH=PATH``) in a subprocess first and prints its tables next to this one's, with ratios.
 
@@ -36,6 +45,8 @@ Usage::
 
     .venv/bin/python experiments/overhead.py --smoke                 # seconds (make smoke)
     .venv/bin/python experiments/overhead.py --before ../main        # the full tables
+    .venv/bin/python experiments/overhead.py pending --smoke         # seconds (make smoke)
+    nice .venv/bin/python experiments/overhead.py pending --ask 1 5  # 63 pending, N 50/200/1000
 
 Only the public hooks are used, so the script runs against older checkouts too (a feature they
 lack — the Optuna GP peer, overhead-awareness — is left out there and shown as "—").
@@ -371,6 +382,343 @@ def headline_table(res: dict[str, Any], label: str) -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------- pending mode
+# ``overhead.py pending``: the CPU time of ONE proposal with W − 1 trials pending, as a search
+# with W workers asks it in its steady state (a trial ends, is told, and its worker gets the
+# next proposal while the other W − 1 are still running), for the package's solvers that
+# declare asking with pending points and for Optuna's samplers asked the same way.
+PENDING_THETA = ("bo",)
+#: Optuna's samplers of the pending mode (the GP sampler needs torch)
+PENDING_PEERS = ("Optuna(TPE)", "Optuna(GP)")
+
+
+def pending_solvers() -> tuple[str, ...]:
+    """``bo`` and every registered z-solver that declares asking with pending points
+    (``supports_batch``): the bandit ``cmab``, ``flash``'s model and uniform ``random``."""
+    from admm_automl.solvers.registry import Z_SOLVERS
+
+    return PENDING_THETA + tuple(n for n in Z_SOLVERS.names()
+                                 if Z_SOLVERS.get(n).supports_batch)
+
+
+class ArtificialSetting:
+    """The one problem every proposer of the pending mode faces: the artificial objective of
+    Liu et al. (2020, App. 15) over ``paper_large`` (function seed 0). ``bo`` searches its joint
+    box (JOPT's: a relaxed categorical per module and every hyperparameter, 95 coordinates) or
+    ADMM's θ-step of the pipeline with the most hyperparameters (18 active coordinates, the
+    largest θ-step of the space; the others at their defaults, the quadratic penalty at ρ = 1
+    centred on the defaults), the z-solvers its pipelines at the default hyperparameters
+    (ADMM's z-step with θ at the defaults), Optuna the same space define-by-run (the benchmark
+    peer's ``_optuna_point``)."""
+
+    def __init__(self) -> None:
+        from admm_automl.benchmarks.artificial import ArtificialObjective
+        from admm_automl.benchmarks.runner import artificial_problem
+        from admm_automl.problem import all_pipelines
+        from admm_automl.space.joint import JointSpace
+
+        self.space = artificial_problem().space
+        self.encoding = self.space.encoding
+        self.function = ArtificialObjective(self.space, seed=0)
+        self.joint = JointSpace(self.encoding)
+        self.theta0 = self.encoding.project(self.encoding.initial_theta)
+        pipelines = [tuple(int(j) for j in p) for p in all_pipelines(self.encoding.n_choices)]
+        self.step_z = max(pipelines, key=lambda z: len(self.encoding.active(z)))
+        self.step_active = self.encoding.active(self.step_z)
+
+    def joint_value(self, x: np.ndarray) -> float:
+        return self.function.value(*self.joint.decode(x))
+
+    def z_value(self, z: Any) -> float:
+        return self.function.value(tuple(int(j) for j in z), self.theta0)
+
+    def step_value(self, x: np.ndarray) -> float:
+        theta = self.theta0.copy()
+        theta[self.step_active] = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
+        return self.function.value(self.step_z, theta)
+
+    def theta_dim(self, box: str) -> int:
+        return self.joint.dim if box == "joint" else len(self.step_active)
+
+    def theta_value(self, box: str) -> Callable[[np.ndarray], float]:
+        return self.joint_value if box == "joint" else self.step_value
+
+
+def package_problem(setting: ArtificialSetting, kind: str, width: int,
+                    history: list, box: str = "joint") -> Any:
+    """The sub-problem a package solver is set up on: ``batch_size`` the number of workers, as
+    an asynchronous run of ``width`` workers passes it. Nothing is evaluated through it here
+    (the loop below asks and tells), so ``evaluate`` only answers a stray call."""
+    from admm_automl.problem import QuadraticPenalty, ThetaProblem, ZProblem
+    from admm_automl.records import Observation
+
+    if kind == "theta":
+        value = setting.theta_value(box)
+
+        def evaluate(suggestions: Any) -> list:
+            return [Observation(loss=value(s.config)) for s in suggestions]
+
+        if box == "joint":
+            joint = setting.joint
+            # an ADMM θ-problem's penalty (vectorised), at ρ = 0: JOPT has none
+            penalty = QuadraticPenalty(0.0, np.zeros(joint.dim, dtype=bool), np.zeros(0))
+            return ThetaProblem(dim=joint.dim, evaluate=evaluate, augment=lambda x, o: o.loss,
+                                penalty=penalty, discrete=joint.discrete, names=joint.names,
+                                history=history, batch_size=width, grids=joint.grids)
+        enc, active = setting.encoding, setting.step_active
+        is_d = np.asarray(enc.discrete)[active]
+        penalty = QuadraticPenalty(1.0, is_d, setting.theta0[active][is_d])
+        return ThetaProblem(dim=len(active), evaluate=evaluate,
+                            augment=lambda x, o: o.loss + penalty(x), penalty=penalty,
+                            discrete=is_d, names=tuple(enc.theta_names[i] for i in active),
+                            history=history, start=setting.theta0[active].copy(),
+                            batch_size=width, grids=tuple(enc.grids[i] for i in active))
+
+    def evaluate_z(suggestions: Any) -> list:
+        return [Observation(loss=setting.z_value(s.config)) for s in suggestions]
+
+    enc = setting.encoding
+    return ZProblem(n_choices=enc.n_choices, evaluate=evaluate_z, augment=lambda z, o: o.loss,
+                    module_names=enc.module_names, choice_names=enc.choice_names,
+                    history=history, batch_size=width)
+
+
+def steady_asks(setting: ArtificialSetting, solver_name: str, n_observed: int, width: int,
+                n_proposals: int, ask: int, seed: int, box: str = "joint") -> dict[str, Any]:
+    """CPU milliseconds per proposal of a package solver with ``width − 1`` trials pending.
+
+    ``n_observed`` observations first: ``bo`` gets them as its problem's history (uniform
+    points of its box, ``box`` "joint" or "step" (:class:`ArtificialSetting`): how ADMM hands a
+    θ-solver the earlier iterations' points; the GP is fitted on them at the first ask); a
+    z-solver makes them itself, ask then tell one at a
+    time (``cmab`` keeps no statistics of a history). Then every worker is handed a proposal at
+    once (``ask_batch(width)``, the asynchronous loop's first ask; not timed), and the steady
+    state: the oldest trial ends and is told, leaving ``width − 1`` pending, and the freed
+    worker's proposal is asked — ``ask_batch(1)``, as :meth:`RunLoop._run_async` asks when
+    one worker frees with the rest of the width in flight; with ``ask > 1``, ``ask_batch(ask)``
+    when the queue is empty and the queued ones handed to the next workers to free, as it asks
+    ahead when other steps hold workers (the queued suggestions are pending meanwhile). Each
+    sample is one ``ask_batch`` call's ``time.process_time`` over the proposals it made."""
+    from collections import deque
+
+    from admm_automl.records import Observation
+    from admm_automl.solvers.registry import THETA_SOLVERS, Z_SOLVERS
+
+    rng = np.random.default_rng(seed)
+    kind = "theta" if solver_name in THETA_SOLVERS else "z"
+    value = setting.theta_value(box) if kind == "theta" else setting.z_value
+    history: list = []
+    if kind == "theta":
+        for x in rng.uniform(0.0, 1.0, size=(n_observed, setting.theta_dim(box))):
+            history.append((x, Observation(loss=value(x))))
+    params = {"loss_bound": 5.0} if solver_name == "cmab" else {}  # scale.py's (App. 15 scale)
+    registry = THETA_SOLVERS if kind == "theta" else Z_SOLVERS
+    solver = registry.get(solver_name)(**params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        solver.setup(package_problem(setting, kind, width, history, box),
+                     np.random.default_rng(seed))
+        if kind == "z":
+            for _ in range(n_observed):
+                s = solver.ask()
+                solver.tell(s, Observation(loss=value(s.config)))
+        flying = deque(solver.ask_batch(width))
+        queue: deque = deque()
+        samples: list[float] = []
+        made = 0
+        while made < n_proposals:
+            done = flying.popleft()
+            solver.tell(done, Observation(loss=value(done.config)))
+            if not queue:
+                start = time.process_time()
+                batch = solver.ask_batch(ask)
+                spent = time.process_time() - start
+                samples.append(spent * 1e3 / len(batch))
+                made += len(batch)
+                queue.extend(batch)
+            flying.append(queue.popleft())
+    return {"samples": samples, "proposals": made, "pending": width - 1}
+
+
+def steady_optuna_asks(setting: ArtificialSetting, sampler: str, n_observed: int, width: int,
+                       n_proposals: int, seed: int) -> dict[str, Any]:
+    """CPU milliseconds per proposal of Optuna's sampler asked as a user with ``width`` workers
+    asks it: ``n_observed`` completed trials (uniform ones, made by Optuna's RandomSampler and
+    added to the study), ``width`` trials asked (RUNNING; not timed), then the steady state —
+    the oldest is told, and one ``study.ask()`` with its define-by-run suggestions (the
+    benchmark peer's space; TPE samples at each ``suggest_*``) is timed with ``width − 1``
+    trials running. TPE with ``constant_liar=True`` (Optuna's advice for parallel runs: the
+    running trials count as bad ones); the GP sampler with its defaults (Optuna 3.6+; torch)."""
+    from collections import deque
+
+    import optuna
+    from admm_automl.benchmarks.peers import _optuna_point
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = setting.space
+
+    def objective(trial: Any) -> float:
+        return setting.function.value(*_optuna_point(trial, space))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ExperimentalWarning: constant_liar, GPSampler
+        if sampler == "Optuna(GP)":
+            chosen = optuna.samplers.GPSampler(seed=seed)
+        else:
+            chosen = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+        made = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+        made.optimize(objective, n_trials=n_observed)
+        study = optuna.create_study(direction="minimize", sampler=chosen)
+        study.add_trials(made.trials)
+
+        def propose() -> tuple[Any, tuple, float]:
+            start = time.process_time()
+            trial = study.ask()
+            point = _optuna_point(trial, space)
+            return trial, point, (time.process_time() - start) * 1e3
+
+        running = deque(propose()[:2] for _ in range(width))
+        samples: list[float] = []
+        while len(samples) < n_proposals:
+            trial, point = running.popleft()
+            study.tell(trial, setting.function.value(*point))
+            trial, point, ms = propose()
+            samples.append(ms)
+            running.append((trial, point))
+    return {"samples": samples, "proposals": len(samples), "pending": width - 1}
+
+
+def torch_missing() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is None
+
+
+def problem_label(setting: ArtificialSetting, name: str, box: str | None) -> str:
+    if name in PENDING_PEERS:
+        return "space, define-by-run"
+    if box is None:
+        return f"{int(np.prod(setting.encoding.n_choices))} pipelines"
+    return f"{'joint box' if box == 'joint' else 'θ-step'}, {setting.theta_dim(box)} coordinates"
+
+
+def measure_pending(args: argparse.Namespace) -> dict[str, Any]:
+    setting = ArtificialSetting()
+    rows = []
+    for n in args.observed:
+        for name in args.solvers:
+            asks = [1] if name in PENDING_PEERS else args.ask
+            boxes = args.theta_box if name in PENDING_THETA else [None]
+            for box, ask in ((b, a) for b in boxes for a in asks):
+                row: dict[str, Any] = {"solver": name, "observed": n, "ask": ask,
+                                       "problem": problem_label(setting, name, box)}
+                start = time.perf_counter()
+                if name == "Optuna(GP)" and torch_missing():
+                    row["skipped"] = "torch is not installed"
+                elif name == "Optuna(GP)" and n > args.gp_max_observed:
+                    row["skipped"] = f"beyond --gp-max-observed {args.gp_max_observed}"
+                else:
+                    runs = [steady_optuna_asks(setting, name, n, args.pending + 1,
+                                               args.proposals, seed)
+                            if name in PENDING_PEERS else
+                            steady_asks(setting, name, n, args.pending + 1, args.proposals,
+                                        ask, seed, box)
+                            for seed in args.seeds]
+                    # the seeds' samples pooled; each seed's median beside them
+                    row.update(samples=[v for r in runs for v in r["samples"]],
+                               proposals=sum(r["proposals"] for r in runs),
+                               seed_medians=[float(np.median(r["samples"])) for r in runs])
+                row["seconds"] = time.perf_counter() - start
+                rows.append(row)
+                print(f"  {name} {row['problem']} N={n} ask={ask}: "
+                      f"{row.get('skipped') or '%.1f s' % row['seconds']}", file=sys.stderr)
+    return {"rows": rows, "machine": machine(), "pending": args.pending, "seeds": args.seeds}
+
+
+def pending_table(res: dict[str, Any]) -> str:
+    """Median, 90th percentile and mean CPU ms per proposal, and the median's ratio to Optuna's
+    TPE at the same number of observations."""
+    tpe = {r["observed"]: float(np.median(r["samples"])) for r in res["rows"]
+           if r["solver"] == "Optuna(TPE)" and r.get("samples")}
+    lines = [f"CPU ms per proposal with {res['pending']} trials pending (time.process_time, "
+             "single-threaded BLAS)", "",
+             "| solver | problem | observations N | asked per search | proposals | median ms "
+             "| p90 ms | mean ms | median ÷ Optuna(TPE) | median per seed |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in res["rows"]:
+        label = r["solver"] + (", constant liar" if r["solver"] == "Optuna(TPE)" else "")
+        if r.get("skipped"):
+            lines.append(f"| {label} | {r.get('problem', '')} | {r['observed']} | — | — | "
+                         f"not run: {r['skipped']} | — | — | — | — |")
+            continue
+        s = np.asarray(r["samples"], dtype=float)
+        med = float(np.median(s))
+        ref = tpe.get(r["observed"])
+        ratio = fmt(med / ref) if ref else "—"
+        lines.append(f"| {label} | {r.get('problem', '')} | {r['observed']} | {r['ask']} "
+                     f"| {r['proposals']} | "
+                     f"{fmt(med)} | {fmt(float(np.percentile(s, 90)))} | {fmt(float(s.mean()))} "
+                     f"| {ratio} | {', '.join(fmt(v) for v in r.get('seed_medians', []))} |")
+    return "\n".join(lines)
+
+
+def parse_pending(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="overhead.py pending",
+        description="CPU time of one proposal with trials pending, the package's solvers "
+                    "beside Optuna's samplers asked the same way")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes (seconds)")
+    parser.add_argument("--pending", type=int, default=63,
+                        help="trials pending at each timed proposal (workers − 1)")
+    parser.add_argument("--observed", type=int, nargs="+", default=[50, 200, 1000],
+                        help="observations N before the pending trials")
+    parser.add_argument("--proposals", type=int, default=50,
+                        help="steady-state proposals timed per solver and N")
+    parser.add_argument("--ask", type=int, nargs="+", default=[1],
+                        help="proposals per ask_batch of a package solver: 1 (one worker "
+                             "freed, the rest in flight), or the asynchronous loop's ask-ahead "
+                             "(1 + workers // 16 = 5 at 64 workers)")
+    parser.add_argument("--solvers", default=None,
+                        help="comma-separated; default: bo, every z-solver that declares "
+                             "pending asks, Optuna(TPE), Optuna(GP)")
+    parser.add_argument("--theta-box", nargs="+", default=["step", "joint"],
+                        choices=["step", "joint"],
+                        help="bo's problem: ADMM's largest θ-step (18 coordinates) and/or the "
+                             "joint box (95)")
+    parser.add_argument("--gp-max-observed", type=int, default=200,
+                        help="largest N for Optuna's GP sampler (its ask grows as N³)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                        help="seeds of the history and the solvers; their samples are pooled")
+    parser.add_argument("--json", help="write the measurements to this file")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.seeds = [0]
+        args.pending, args.observed, args.proposals = 7, [20], 4
+        args.gp_max_observed = 20
+    allowed = pending_solvers() + PENDING_PEERS
+    args.solvers = [s for s in (args.solvers or ",".join(allowed)).split(",") if s]
+    for s in args.solvers:
+        if s not in allowed:
+            parser.error(f"unknown solver {s!r}; choose from {', '.join(allowed)}")
+    return args
+
+
+def pending_main(argv: list[str]) -> int:
+    args = parse_pending(argv)
+    start = time.perf_counter()
+    res = measure_pending(args)
+    res["wall_minutes"] = (time.perf_counter() - start) / 60
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, default=float))
+    print(f"One proposal with {args.pending} trials pending: seeds "
+          f"{' '.join(map(str, args.seeds))}, {args.proposals} steady-state proposals per seed "
+          f"and row (pooled); {res['machine']}; "
+          f"{res['wall_minutes']:.1f} min")
+    print()
+    print(pending_table(res))
+    return 0
+
+
 # ----------------------------------------------------------------------------- main
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -422,6 +770,8 @@ def without_options(argv: list[str], names: tuple[str, ...]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "pending":
+        return pending_main(argv[1:])
     args = parse(argv)
     before = None
     if args.before:
