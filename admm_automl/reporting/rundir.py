@@ -40,7 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._files import read_file, write_file
 from ..exceptions import InvalidParameterError
 from .._yaml import config_node, estimator_params, write_config
-from ..journal import Journal
+from ..journal import Journal, observation_of
 
 #: packages whose versions a summary records (those installed; xgboost-cpu is the boost
 #: extra's XGBoost on Linux)
@@ -316,7 +316,10 @@ def read_run(directory: "str | Path") -> RunData:
     summary = json.loads(read_file(folder / "summary.json") or b"{}")
     specs = [SimpleNamespace(**c) for c in summary.get("constraints") or []]
     constraints = Constraints(specs, summary.get("constraint_mode") or "filter")
-    history = history_frame(Journal.read(journal), constraints, float(summary.get("rho") or 1.0))
+    records = Journal.read(journal)
+    # the violations need the records' observations (only a run with constraints has them)
+    observations = [observation_of(r) for r in records] if len(constraints) else []
+    history = history_frame(records, observations, constraints, float(summary.get("rho") or 1.0))
     trace_csv = read_file(folder / "trace.csv")
     trace = pd.read_csv(io.BytesIO(trace_csv)) if trace_csv is not None else pd.DataFrame()
     config = yaml.safe_load(read_file(folder / "config.resolved.yaml") or b"") or {}

@@ -288,7 +288,7 @@ def ensemble_candidates(monkeypatch):
         outcome = seen["outcome"]
         seen["members"] = [i for i, p in outcome.predictions.items()
                            if any(p is q for q in predictions)]
-        seen["configs"] = {i: outcome.by_eval_id[i]["config"] for i in outcome.predictions}
+        seen["configs"] = {i: outcome.by_eval_id[i].config for i in outcome.predictions}
         return real_select(predictions, *args, **kwargs)
 
     monkeypatch.setattr(refit, "build_ensemble", build)

@@ -129,8 +129,8 @@ def test_bags_need_no_refit_so_they_fit_where_no_time_is_left(time_left, breast_
 
     real = refit.build_ensemble
     monkeypatch.setattr(refit, "build_ensemble",
-                        lambda outcome, space, size, best, _, **kw:
-                        real(outcome, space, size, best, time_left, **kw))
+                        lambda outcome, size, best, _, **kw:
+                        real(outcome, size, best, time_left, **kw))
     X, y = breast_cancer
     built = {}
     for bagging in (True, False):
