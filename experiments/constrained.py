@@ -334,9 +334,9 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     from admm_automl.methods.driver import Budget
     from admm_automl.constraints.ranking import Constraints
     from admm_automl.run.deadline import Deadline, refit_reserve
-    from admm_automl.run.library import PredictionLibrary
-    from admm_automl.run.outcome import evaluations_of
-    from admm_automl.run.refit import deployable_refit
+    from admm_automl.final.library import PredictionLibrary
+    from admm_automl.final.outcome import evaluations_of
+    from admm_automl.final.refit import deployable_refit
     from admm_automl.run.setup import (derive_seeds, open_objective, prepare_task,
                                        single_threaded_executor, task_space)
 

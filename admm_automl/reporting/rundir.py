@@ -122,7 +122,7 @@ def machine_info() -> dict[str, Any]:
 def run_summary(model: Any) -> dict[str, Any]:
     """The result of a fitted estimator as JSON-ready data (see the module docstring)."""
     from ..evaluation.metrics import get_metric
-    from ..run.results import describe_constraints
+    from ..final.results import describe_constraints
 
     history, trace = model.history_, model.admm_trace_
     best = history.loc[history["eval_id"] == model.best_eval_id_].iloc[0]
@@ -193,7 +193,7 @@ def ensemble_summary(model: Any) -> dict[str, Any] | None:
 
 def _is_bag(ensemble: Any, eval_id: int) -> bool:
     """Whether the ensemble's member of ``eval_id`` is the bag of its fold models."""
-    from ..run.bagging import BaggedClassifier, BaggedRegressor
+    from ..final.bagging import BaggedClassifier, BaggedRegressor
 
     member = dict(ensemble.named_estimators_).get(f"eval{eval_id}")
     return isinstance(getattr(member, "estimator", member), (BaggedClassifier, BaggedRegressor))
@@ -305,7 +305,7 @@ def read_run(directory: "str | Path") -> RunData:
     import yaml
 
     from ..constraints.ranking import Constraints
-    from ..run.results import history_frame
+    from ..final.results import history_frame
 
     folder = Path(directory)
     journal = folder / "journal.jsonl"

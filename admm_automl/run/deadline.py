@@ -27,13 +27,14 @@ live here.
 
 from __future__ import annotations
 
-import contextlib
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from ..evaluation.policy import TrialPolicy
+# the refit's own time rules live with the refit; named here too, beside the rest of the policy
+from ..final.refit import overrun_tolerance, refit_threads
 from ..exceptions import SearchError, TimeBudgetWarning
 
 __all__ = ["AUTO_MIN_TIMEOUT_FRACTION", "AUTO_TIMEOUT_FRACTION", "Deadline",
@@ -95,20 +96,6 @@ def refit_reserve(library: Any, time_budget: float, ensemble: bool) -> float:
     return best + min(others, ENSEMBLE_RESERVE_MAX_FRACTION * time_budget)
 
 
-@contextlib.contextmanager
-def refit_threads(threads: int | None) -> Iterator[None]:
-    """BLAS and OpenMP limited to ``threads`` threads inside the block (None: no limit). The
-    refit runs under the limit its trials ran under (one thread a worker, times the workers), so
-    that a refit on a loaded machine takes about what the search predicted from its trials."""
-    if threads is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=max(1, int(threads))):
-        yield
-
-
 def check_time_budget(budget: float, records: list[dict[str, Any]], executor: str,
                       elapsed: float) -> None:
     """After a search with a time budget: an error when the budget ended before any evaluation
@@ -132,11 +119,6 @@ def check_time_budget(budget: float, records: list[dict[str, Any]], executor: st
             f"time_budget={budget:g} s ended before any pipeline evaluation finished: {what}. "
             "Give a larger time_budget, or max_evals alone (evaluations without a time limit)."
         )
-
-
-def overrun_tolerance(budget: float) -> float:
-    """Seconds past ``time_budget`` that ``fit`` may take without a warning: max(1 s, 2 %)."""
-    return max(1.0, 0.02 * budget)
 
 
 def warn_overrun(budget: float | None, executor: str, search_end: float, end: float,

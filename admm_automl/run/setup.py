@@ -44,9 +44,9 @@ from ..methods.registry import get_method, make_optimizer
 from ..space.space import PipelineSpace
 from .deadline import Deadline, check_time_budget, refit_reserve
 from .executor import make_executor
-from .library import ENSEMBLE_POOL, PredictionLibrary
+from ..final.library import ENSEMBLE_POOL, PredictionLibrary
 from .lock import run_directory
-from .outcome import Point, SearchOutcome, Task, evaluations_of
+from ..final.outcome import Point, SearchOutcome, Task, evaluations_of
 from .params import SearchSettings
 
 @dataclass(frozen=True)

@@ -275,7 +275,7 @@ def test_a_constraint_no_plain_learner_meets_is_met_through_a_mitigation():
 def ensemble_candidates(monkeypatch):
     """Spies on the ensemble's greedy selection: the eval ids of the pipelines it was offered
     (``members``, None if it never ran) and their configurations (``configs``)."""
-    from admm_automl.run import ensemble, refit
+    from admm_automl.final import ensemble, refit
 
     seen = {"members": None, "configs": {}}
     real_build, real_select = ensemble.build_ensemble, ensemble.ensemble_selection

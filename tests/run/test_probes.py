@@ -16,8 +16,8 @@ from admm_automl.evaluation.policy import PROBE_FIDELITY, TrialPolicy
 from admm_automl.exceptions import SubsampleOnlyWarning
 from admm_automl.constraints.ranking import Constraints
 from admm_automl.run import deadline
-from admm_automl.run.outcome import evaluations_of
-from admm_automl.run.results import SUBSAMPLE_MARGIN, subsample_rival
+from admm_automl.final.outcome import evaluations_of
+from admm_automl.final.results import SUBSAMPLE_MARGIN, subsample_rival
 from admm_automl.testing import tiny_space
 
 

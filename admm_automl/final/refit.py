@@ -21,9 +21,10 @@ that misses them refitted is dropped for the single pipeline.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -36,11 +37,39 @@ from ..evaluation.trial import TrialContext
 from ..records import Observation
 from ..space.space import PipelineSpace
 from .bagging import bag_of
-from .deadline import Deadline, overrun_tolerance, refit_threads
 from .ensemble import build_ensemble, fit_ensemble
-from .inputs import fit_on_labels
+from .labels import fit_on_labels
 from .outcome import Evaluation, SearchOutcome
 from .results import Pick, best_attributes
+
+
+@contextlib.contextmanager
+def refit_threads(threads: int | None) -> Iterator[None]:
+    """BLAS and OpenMP limited to ``threads`` threads inside the block (None: no limit). The
+    refit runs under the limit its trials ran under (one thread a worker, times the workers), so
+    that a refit on a loaded machine takes about what the search predicted from its trials."""
+    if threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=max(1, int(threads))):
+        yield
+
+
+def overrun_tolerance(budget: float) -> float:
+    """Seconds past ``time_budget`` that ``fit`` may take without a warning: max(1 s, 2 %)."""
+    return max(1.0, 0.02 * budget)
+
+
+class Clock(Protocol):
+    """What the refit reads of the run's clock (:class:`admm_automl.run.deadline.Deadline`): the
+    time budget (None: none) and the seconds left of it."""
+
+    budget: float | None
+
+    def left(self) -> float | None: ...
+
 
 #: how many other pipelines that met every constraint in the search are refitted, best first,
 #: when the refitted best misses a constraint measured on the model itself: each try costs a refit,
@@ -68,7 +97,7 @@ def refit(space: PipelineSpace, context: TrialContext, z: Sequence[int], theta: 
 
 
 def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.ndarray,
-                 fitted: dict[str, Any], ensemble_size: int, deadline: Deadline,
+                 fitted: dict[str, Any], ensemble_size: int, deadline: Clock,
                  stacking: bool = True) -> dict[str, Any]:
     """``best_pipeline_`` (and ``refit_time_``, ``deployed_constraints_``, and the ``best_*``
     attributes and ``feasible_`` when the refit check of the module docstring returns another
@@ -127,7 +156,7 @@ def _as_deployed(obs: Observation, deployed: dict[str, float]) -> Observation:
 
 def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Constraints,
                      evaluations: Sequence[Evaluation], best: Pick, X: Any, y: np.ndarray,
-                     deadline: Deadline, feasible: bool
+                     deadline: Clock, feasible: bool
                      ) -> tuple[Any, float, dict[str, float], Deployable | None]:
     """The refit check of the module docstring: ``best`` (``(z, θ, observation)`` of the run's
     best evaluation among ``evaluations``; ``feasible``: whether it met every constraint) refitted

@@ -35,7 +35,7 @@ evaluations fitted (:mod:`.bagging`), kept from the search, rather than refits o
 
 Under a time budget the members must also be refitted in what is left of it: each candidate's
 refit time is estimated from its measured fit time
-(:func:`~admm_automl.run.library.refit_seconds_estimate`; with constraints, plus the fits that measure
+(:func:`~admm_automl.final.library.refit_seconds_estimate`; with constraints, plus the fits that measure
 the ensemble), and a step may add a new member only while the estimated refits of all members fit
 in the time left (``time_left``); choosing a member again costs nothing.
 
@@ -61,7 +61,7 @@ from ..constraints.mitigation import is_mitigated
 from ..evaluation.data import take_rows
 from ..evaluation.trial import TrialContext
 from ..records import Observation
-from .inputs import fit_on_labels
+from .labels import fit_on_labels
 from .library import ENSEMBLE_POOL
 from .outcome import Evaluation, SearchOutcome
 from .stacking import StackedClassifier, StackedRegressor, final_layer, meta_features, \

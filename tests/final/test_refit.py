@@ -11,7 +11,7 @@ from sklearn.datasets import make_moons
 from admm_automl import ADMMClassifier
 from admm_automl.constraints import ModelSize
 from admm_automl.exceptions import ConstraintViolationWarning
-from admm_automl.run.results import describe_constraints
+from admm_automl.final.results import describe_constraints
 from admm_automl.testing import tiny_space
 
 X, Y = make_moons(n_samples=300, noise=0.3, random_state=0)

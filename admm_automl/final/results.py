@@ -290,7 +290,7 @@ def metric_score(model: Any, X: Any, y: Any, *, scoring: Any, task: str,
     """The search metric of ``model`` on (X, y) as a score, ``offset − loss``; ``on_indices``:
     the model was fitted on the label indices in ``classes``."""
     from ..evaluation.metrics import get_metric
-    from .inputs import label_indices
+    from .labels import label_indices
 
     labels = classes
     if on_indices:
