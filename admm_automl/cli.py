@@ -183,7 +183,7 @@ def _fit(args: argparse.Namespace) -> int:
         say(f"Prefix cache: {cache['hit_rate']:.0%} of lookups hit, {cache['fits_saved']} step fits "
             f"and {cache['seconds_saved']:.1f} s saved")
     if getattr(model, "constraints", None):
-        from .run.results import describe_constraints
+        from .final.results import describe_constraints
 
         verdict = ("NOT met (least violating pipeline)" if not model.feasible_
                    else "met by the ensemble" if model.ensemble_ is not None else "met")

@@ -27,8 +27,8 @@ from .run import params
 from .run.deadline import Deadline, warn_overrun
 from .run.inputs import check_sensitive_features, check_target, check_X
 from .run.lock import run_lock
-from .run.refit import refit_models
-from .run.results import fitted_attributes, metric_score
+from .final.refit import refit_models
+from .final.results import fitted_attributes, metric_score
 from .run.setup import display_metric, run_search, space_has, task_space
 
 
@@ -206,14 +206,14 @@ class ADMM(BaseEstimator):
         a regression) fitted on the out-of-fold predictions the search kept of the ensemble's
         members and of each other learner's best (stacked generalisation, Wolpert 1992;
         AutoGluon's second layer), used instead of the weighted average when its own
-        out-of-fold loss is lower (:mod:`admm_automl.run.stacking`). Its members are refitted
+        out-of-fold loss is lower (:mod:`admm_automl.final.stacking`). Its members are refitted
         (or bagged) like the ensemble's, within the time budget.
     bagging : bool, default=True
         With cross-validation and no constraints, the ensemble's members are bags: the fold
         models their evaluation fitted, kept from the search and averaged (AutoGluon's bagged
         models), which needs no refit and predicts as the ensemble was chosen on; False (or a
         member whose fold models were not kept, such as one from an earlier session of a
-        resumed run) refits the member on all rows (:mod:`admm_automl.run.bagging`).
+        resumed run) refits the member on all rows (:mod:`admm_automl.final.bagging`).
         ``best_pipeline_`` is always refitted.
     callbacks : list of callable, default=None
         Called in this process after each new evaluation, as ``callback(record, best)``: the
@@ -229,7 +229,7 @@ class ADMM(BaseEstimator):
     ensemble_, ensemble_weights_, ensemble_loss_ : estimator, dict, float
         The refitted ensemble ``predict`` uses (None if none): a ``VotingClassifier`` /
         ``VotingRegressor`` of weighted members, or a ``StackedClassifier`` /
-        ``StackedRegressor`` (:mod:`admm_automl.run.stacking`) whose second layer combines its
+        ``StackedRegressor`` (:mod:`admm_automl.final.stacking`) whose second layer combines its
         members; the members' weights by ``eval_id`` (1 each in a stack: its second layer's
         coefficients, ``ensemble_.final_estimator_``, combine them); its validation loss (of a
         stack, its second layer's out-of-fold loss).
@@ -271,7 +271,7 @@ class ADMM(BaseEstimator):
         without such constraints. A refit can differ from the fold models the search measured
         (a quantile transformer grows with the rows): when the best pipeline misses one
         refitted, the next pipelines that met every constraint in the search are refitted
-        until one meets them (:mod:`admm_automl.run.refit`), so ``best_*`` then describe that
+        until one meets them (:mod:`admm_automl.final.refit`), so ``best_*`` then describe that
         one.
     constraint_mode_ : str
         How the search treated the constraints (``"auto"`` resolved).

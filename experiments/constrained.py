@@ -331,12 +331,12 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     from admm_automl.evaluation.kept import kept_budget_mb
     from admm_automl.evaluation.prefix_cache import DEFAULT_CACHE_MB
     from admm_automl.evaluation.splits import resolve_cv
-    from admm_automl.journal import observation_of
     from admm_automl.methods.driver import Budget
     from admm_automl.constraints.ranking import Constraints
     from admm_automl.run.deadline import Deadline, refit_reserve
-    from admm_automl.run.library import PredictionLibrary
-    from admm_automl.run.refit import deployable_refit
+    from admm_automl.final.library import PredictionLibrary
+    from admm_automl.final.outcome import evaluations_of
+    from admm_automl.final.refit import deployable_refit
     from admm_automl.run.setup import (derive_seeds, open_objective, prepare_task,
                                        single_threaded_executor, task_space)
 
@@ -366,24 +366,24 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
                if float(r["fidelity"]) >= 1.0 and not r.get("budget_stop")]
     if not any(r["status"] == "ok" for r in records):
         raise RuntimeError("Optuna-TPE: no pipeline finished within the budget")
-    observations = [observation_of(r) for r in records]
-    best, obs = min(zip(records, observations), key=lambda item: constraints.rank(item[1]))
-    z, theta = space.encode(best["config"])
+    evaluations = evaluations_of(records, space)
+    observations = [e.observation for e in evaluations]
+    best = min(evaluations, key=lambda e: constraints.rank(e.observation))
+    obs = best.observation
     feasible = constraints.feasible(obs)
     # the estimator's refit check (size and latency measured again on the refitted model; the
     # next feasible pipelines tried if it misses): the same help as the package's methods get
     pipeline, _, _, other = deployable_refit(
-        space, ctx, constraints, records, (z, space.encoding.project(theta), obs), X, y,
-        deadline, feasible)
+        space, ctx, constraints, evaluations, (best.z, best.theta, obs), X, y, deadline, feasible)
     if other is not None:
         obs, feasible = other[2], other[3]
-        best = next(r for r in records if r["eval_id"] == obs.eval_id)
+        best = next(e for e in evaluations if e.eval_id == obs.eval_id)
     t, found = first_feasible([r["time"] for r in records],
                               [constraints.feasible(o) for o in observations])
     return {"model": pipeline, "validation": {"roc_auc": 1.0 - obs.loss, **obs.constraints},
             "validation_feasible": feasible, "first_feasible_time": t,
             "found_feasible": found, "n_evals": int(n_evals),
-            "description": str(best["config"])}
+            "description": str(best.config)}
 
 
 class FlamlModel:

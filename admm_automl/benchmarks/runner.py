@@ -57,7 +57,7 @@ import numpy as np
 from ..methods.driver import Budget, Schedule
 from ..exceptions import InvalidParameterError
 from ..space import PipelineSpace, load_space
-from ..run.results import prefix_cache_totals
+from ..final.results import prefix_cache_totals
 from .analysis import is_score
 from .iterative_peers import FACADES as MULTIFIDELITY_FACADES, run_smac_multifidelity
 from .peers import FLAML_SEARCHERS, OPTUNA_SAMPLERS, SMAC_FACADES, run_flaml, run_optuna, run_smac

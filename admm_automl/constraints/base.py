@@ -31,7 +31,7 @@ class BaseConstraint(ParamsMixin):
     #: latency) rather than of its predictions on held-out rows. Such a value changes when the
     #: pipeline is refitted on all rows — a quantile transformer keeps one quantile per training
     #: row (up to ``n_quantiles``), a forest grows deeper with more rows — so the refitted model
-    #: is measured again before it is returned (:mod:`admm_automl.run.refit`)
+    #: is measured again before it is returned (:mod:`admm_automl.final.refit`)
     of_the_model: ClassVar[bool] = False
 
     threshold: float

@@ -498,7 +498,7 @@ def mitigation_module(constraint: Any, sensitive_features: bool = False) -> Any:
 def is_mitigated(config: dict) -> bool:
     """Whether the pipeline of ``config`` ends in a mitigation of :func:`mitigation_module`: it
     then predicts by random draws from its probabilities (module docstring), which an average of
-    its probabilities with other pipelines' does not keep (:mod:`admm_automl.run.ensemble`)."""
+    its probabilities with other pipelines' does not keep (:mod:`admm_automl.final.ensemble`)."""
     return config.get("mitigation", "none") != "none"
 
 

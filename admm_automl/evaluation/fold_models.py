@@ -1,5 +1,5 @@
 """The fold models of a trial, kept on disk for the bags of the ensemble
-(:mod:`admm_automl.run.bagging`, which says why and when).
+(:mod:`admm_automl.final.bagging`, which says why and when).
 
 A trial writes them, pickled, to one new file in the run's private temporary folder and reports
 the file's name; nothing else writes there, which is why reading them back with pickle is safe

@@ -9,7 +9,7 @@ A resumed journal's evaluations are *replayed*: the first request for one of the
 the journal as if it had just been evaluated (it counts for the budget, so the same seed and
 evaluation budget retrace the same search and continue it), without running or recording it again.
 
-Observers (such as the run's library of kept predictions, :mod:`admm_automl.run.library`) are
+Observers (such as the run's library of kept predictions, :mod:`admm_automl.final.library`) are
 told of every evaluation just before it is recorded, with its validation predictions when the
 trial returned them, and of the replayed ones (with the index of their learner, without
 predictions) at the start.

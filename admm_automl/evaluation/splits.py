@@ -70,7 +70,7 @@ def resolve_repeats(cv: "int | str | None", n_rows: int, n_features: int = 1,
     overfits its folds (pc4's best single pipeline: test AUROC 0.943 after 60 s, 0.906 after
     300 s). Repeating the folds on new shuffles averages that luck out for the price of as many
     fits, which small data and a long budget can afford; the fold models of every repeat are then
-    the members' bags (:mod:`admm_automl.run.bagging`). AutoGluon's ``best_quality`` repeats its
+    the members' bags (:mod:`admm_automl.final.bagging`). AutoGluon's ``best_quality`` repeats its
     bagging folds likewise on small data while its time limit allows (``num_bag_sets``); the
     rate is a fifth of the one at which cross-validation itself pays (:data:`CV_CELLS_PER_SECOND`).
     """

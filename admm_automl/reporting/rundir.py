@@ -40,7 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._files import read_file, write_file
 from ..exceptions import InvalidParameterError
 from .._yaml import config_node, estimator_params, write_config
-from ..journal import Journal
+from ..journal import Journal, observation_of
 
 #: packages whose versions a summary records (those installed; xgboost-cpu is the boost
 #: extra's XGBoost on Linux)
@@ -122,7 +122,7 @@ def machine_info() -> dict[str, Any]:
 def run_summary(model: Any) -> dict[str, Any]:
     """The result of a fitted estimator as JSON-ready data (see the module docstring)."""
     from ..evaluation.metrics import get_metric
-    from ..run.results import describe_constraints
+    from ..final.results import describe_constraints
 
     history, trace = model.history_, model.admm_trace_
     best = history.loc[history["eval_id"] == model.best_eval_id_].iloc[0]
@@ -193,7 +193,7 @@ def ensemble_summary(model: Any) -> dict[str, Any] | None:
 
 def _is_bag(ensemble: Any, eval_id: int) -> bool:
     """Whether the ensemble's member of ``eval_id`` is the bag of its fold models."""
-    from ..run.bagging import BaggedClassifier, BaggedRegressor
+    from ..final.bagging import BaggedClassifier, BaggedRegressor
 
     member = dict(ensemble.named_estimators_).get(f"eval{eval_id}")
     return isinstance(getattr(member, "estimator", member), (BaggedClassifier, BaggedRegressor))
@@ -305,7 +305,7 @@ def read_run(directory: "str | Path") -> RunData:
     import yaml
 
     from ..constraints.ranking import Constraints
-    from ..run.results import history_frame
+    from ..final.results import history_frame
 
     folder = Path(directory)
     journal = folder / "journal.jsonl"
@@ -316,7 +316,10 @@ def read_run(directory: "str | Path") -> RunData:
     summary = json.loads(read_file(folder / "summary.json") or b"{}")
     specs = [SimpleNamespace(**c) for c in summary.get("constraints") or []]
     constraints = Constraints(specs, summary.get("constraint_mode") or "filter")
-    history = history_frame(Journal.read(journal), constraints, float(summary.get("rho") or 1.0))
+    records = Journal.read(journal)
+    # the violations need the records' observations (only a run with constraints has them)
+    observations = [observation_of(r) for r in records] if len(constraints) else []
+    history = history_frame(records, observations, constraints, float(summary.get("rho") or 1.0))
     trace_csv = read_file(folder / "trace.csv")
     trace = pd.read_csv(io.BytesIO(trace_csv)) if trace_csv is not None else pd.DataFrame()
     config = yaml.safe_load(read_file(folder / "config.resolved.yaml") or b"") or {}

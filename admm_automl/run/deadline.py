@@ -27,19 +27,19 @@ live here.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from ..evaluation.policy import TrialPolicy
+# the refit's own time rules live with the refit; named here too, beside the rest of the policy
+from ..final.refit import overrun_tolerance, refit_threads
 from ..exceptions import SearchError, TimeBudgetWarning
 
 __all__ = ["AUTO_MIN_TIMEOUT_FRACTION", "AUTO_TIMEOUT_FRACTION", "Deadline",
            "ENSEMBLE_RESERVE_MAX_FRACTION", "ENSEMBLE_RESERVE_MEMBERS", "PROBE_MIN_ROWS",
-           "check_time_budget", "cores_free", "refit_reserve", "refit_threads", "warn_overrun"]
+           "check_time_budget", "refit_reserve", "refit_threads", "warn_overrun"]
 
 #: a trial may take at most this fraction of the time left: with a quarter, at least three more
 #: trials as slow as the slowest allowed one still fit after it, so no single pipeline can take a
@@ -96,49 +96,6 @@ def refit_reserve(library: Any, time_budget: float, ensemble: bool) -> float:
     return best + min(others, ENSEMBLE_RESERVE_MAX_FRACTION * time_budget)
 
 
-#: where Linux says how many tasks are runnable right now (the fourth field, "running/total")
-LOADAVG = "/proc/loadavg"
-
-
-def cores_free() -> int:
-    """The cores this process may use (its CPU affinity) less the tasks that other programs keep
-    runnable right now, at least 1: the most of three reads of :data:`LOADAVG` 10 ms apart (a
-    task between two time slices is briefly not runnable); where that file is missing, the
-    one-minute load average, which also counts this run's own workers of the last minute."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    try:
-        running = 0
-        for i in range(3):
-            if i:
-                time.sleep(0.01)
-            with open(LOADAVG, encoding="ascii") as f:
-                running = max(running, int(f.read().split()[3].split("/")[0]) - 1)  # not us
-    except (OSError, IndexError, ValueError):
-        running = round(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
-    return max(1, cores - running)
-
-
-@contextlib.contextmanager
-def refit_threads(threads: int | None) -> Iterator[None]:
-    """BLAS and OpenMP limited to ``threads`` threads inside the block, and to the cores free of
-    other programs' work right now (:func:`cores_free`); None: no limit. The refit runs under the
-    limit its trials ran under (one thread a worker, times the workers), so that a refit on a
-    loaded machine takes about what the search predicted from its trials. Never more threads than
-    free cores: an OpenMP team waits for its slowest thread at every barrier, spinning, so a
-    histogram gradient-boosting refit with 2 threads on a 2-core machine whose other core was
-    busy took 59 s where 1 thread took 0.7 s (28 000 rows, 64 iterations)."""
-    if threads is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=max(1, min(int(threads), cores_free()))):
-        yield
-
-
 def check_time_budget(budget: float, records: list[dict[str, Any]], executor: str,
                       elapsed: float) -> None:
     """After a search with a time budget: an error when the budget ended before any evaluation
@@ -162,11 +119,6 @@ def check_time_budget(budget: float, records: list[dict[str, Any]], executor: st
             f"time_budget={budget:g} s ended before any pipeline evaluation finished: {what}. "
             "Give a larger time_budget, or max_evals alone (evaluations without a time limit)."
         )
-
-
-def overrun_tolerance(budget: float) -> float:
-    """Seconds past ``time_budget`` that ``fit`` may take without a warning: max(1 s, 2 %)."""
-    return max(1.0, 0.02 * budget)
 
 
 def warn_overrun(budget: float | None, executor: str, search_end: float, end: float,

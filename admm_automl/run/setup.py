@@ -11,19 +11,19 @@ optimiser, shared by the estimator, the benchmark runner and the experiment scri
 * :func:`open_objective` — executor + journal + cached objective.
 * :func:`task_space`, :func:`space_has`, :func:`display_metric` — what the estimator asks of the
   space and the metric before a search.
-* :func:`run_search` — all of the above for one search, as the estimator runs it.
+* :func:`run_search` — all of the above for one search, as the estimator runs it; its
+  :class:`~.outcome.SearchOutcome` carries the evaluations typed.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import numbers
 import shutil
 import tempfile
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -31,7 +31,7 @@ import numpy as np
 from ..evaluation.data import fingerprint, make_preprocessor, take_rows
 from ..evaluation.executors import refuse_nested_search
 from ..evaluation.kept import kept_budget_mb
-from ..evaluation.metrics import Metric, get_metric
+from ..evaluation.metrics import get_metric
 from ..evaluation.objective import PipelineObjective
 from ..evaluation.policy import TrialPolicy
 from ..evaluation.prefix_cache import DEFAULT_CACHE_MB
@@ -39,12 +39,15 @@ from ..evaluation.splits import make_splits, resolve_cv, resolve_repeats
 from ..evaluation.trial import TrialContext
 from ..exceptions import DataError, InvalidParameterError, ResumeError
 from ..journal import Journal
-from ..methods.driver import Result, Schedule, tell
+from ..methods.driver import RunListener, Schedule, tell
 from ..methods.registry import get_method, make_optimizer
+from ..space.space import PipelineSpace
 from .deadline import Deadline, check_time_budget, refit_reserve
 from .executor import make_executor
-from .library import ENSEMBLE_POOL, PredictionLibrary
+from ..final.library import ENSEMBLE_POOL, PredictionLibrary
 from .lock import run_directory
+from ..final.outcome import Point, SearchOutcome, Task, evaluations_of
+from .params import SearchSettings
 
 @dataclass(frozen=True)
 class Seeds:
@@ -103,19 +106,6 @@ def function_header(name: str, space: Any, **settings: Any) -> dict[str, Any]:
 
     return {"package_version": __version__, "function": {"name": name, **settings},
             "space": {"name": space.name, "fingerprint": _digest(space.modules)}}
-
-
-@dataclass
-class Task:
-    """What :func:`prepare_task` builds: the trial context, the metric, the constraints bound to
-    the data, and the loss given to failed pipelines."""
-
-    kind: str  # "classification" or "regression"
-    context: TrialContext
-    metric: Metric
-    constraints: list[Any]
-    worst_loss: float
-    split_seed: int
 
 
 def prepare_task(
@@ -277,48 +267,13 @@ def open_objective(
                              crash_marks=crash_marks)
 
 
-@dataclass
-class SearchOutcome:
-    """A finished search: its task, optimiser result, journal records, constraints algebra, ρ,
-    the validation predictions kept for the ensemble (eval_id -> array), the thread limit the
-    trials ran under, which the refit keeps (None: none), and the executor's name."""
-
-    task: Task
-    result: Result
-    records: list[dict[str, Any]]
-    n_failed: int
-    constraints: Any
-    rho: float
-    predictions: dict[int, Any] = field(default_factory=dict)
-    refit_threads: int | None = None
-    executor: str = "serial"
-    #: the folder of the kept fold models (:mod:`.bagging`) and eval_id -> file in it; the
-    #: caller removes the folder (:meth:`close`) once the ensemble is built
-    models_dir: str | None = None
-    models: dict[int, str] = field(default_factory=dict)
-    #: evaluations stopped at their own time limit (not counted in ``n_failed``)
-    n_timeouts: int = 0
-    #: seconds spent in each of the user's callbacks (by name), within the search's time
-    callback_seconds: dict[str, float] = field(default_factory=dict)
-
-    @functools.cached_property
-    def by_eval_id(self) -> dict[int, dict[str, Any]]:
-        """The journal records by eval_id."""
-        return {r["eval_id"]: r for r in self.records}
-
-    def close(self) -> None:
-        """Remove the folder of kept fold models (nothing if there is none)."""
-        if self.models_dir is not None:
-            shutil.rmtree(self.models_dir, ignore_errors=True)
-
-
 #: with neither max_evals nor time_budget, this many evaluations
 DEFAULT_MAX_EVALS = 100
 
 
 def task_space(search_space: Any, task: str, n_rows: int, constraints: Any = None,
                fairness_mitigation: Any = False, theta_solver: Any = None,
-               sensitive_features: bool = False) -> Any:
+               sensitive_features: bool = False) -> PipelineSpace:
     """The space a search of ``task`` on ``n_rows`` rows searches: ``search_space`` (a name, a
     file or a space) without the algorithms of the other task or too slow for that many rows,
     and with fairlearn's mitigations for the first group-fairness constraint they apply to
@@ -378,8 +333,9 @@ def display_metric(scoring: Any, task: str, target_type: str) -> tuple[str, floa
 
 
 def run_search(
-    X: Any, y: np.ndarray, settings: Any, *, space: Any, task: str, target_type: str,
-    sensitive_features: Any = None, deadline: Deadline | None = None, listeners: Any = (),
+    X: Any, y: np.ndarray, settings: SearchSettings, *, space: PipelineSpace, task: str,
+    target_type: str, sensitive_features: Any = None, deadline: Deadline | None = None,
+    listeners: Sequence[RunListener] = (),
 ) -> SearchOutcome:
     """One search as the estimator runs it, with ``settings`` (a
     :data:`~admm_automl.run.params.SearchSettings`). The time budget is ``deadline``'s clock, started by
@@ -439,8 +395,9 @@ def run_search(
         raise
 
 
-def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadline: Any,
-            listeners: Sequence[Any], warm_start: Any, seed: Any) -> SearchOutcome:
+def _search(s: SearchSettings, prepared: Task, space: PipelineSpace, executor: Any,
+            header: dict[str, Any], deadline: Deadline, listeners: Sequence[RunListener],
+            warm_start: list[Point], seed: np.random.SeedSequence) -> SearchOutcome:
     """The search of :func:`run_search` once its task and executor are set up."""
     from ..constraints.ranking import Constraints
 
@@ -509,8 +466,9 @@ def _search(s: Any, prepared: Any, space: Any, executor: Any, header: Any, deadl
     if s.time_budget is not None:
         check_time_budget(s.time_budget, objective.journal.records, executor.name,
                           deadline.elapsed())
-    return SearchOutcome(prepared, result, objective.journal.records, objective.n_failed,
-                         optimizer.constraints, s.rho, library.predictions,
+    records = objective.journal.records
+    return SearchOutcome(prepared, result, records, evaluations_of(records, space),
+                         objective.n_failed, optimizer.constraints, s.rho, library.predictions,
                          _trial_threads(executor), executor.name, models_dir, library.models,
                          objective.n_timeouts,
                          callback_listener.seconds if s.callbacks else {})

@@ -183,7 +183,7 @@ def test_a_bounded_constraint_reports_its_point_value_beside_the_bound():
     """With ``confidence`` the search constrains the bound, and the run keeps the point value on
     the validation rows too: measure_point gives both, history_ has both columns, and the
     per-constraint line of the returned model shows both."""
-    from admm_automl.run.results import describe_constraints
+    from admm_automl.final.results import describe_constraints
 
     X, y = data()
     model = fitted(X, y)

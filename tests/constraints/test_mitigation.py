@@ -275,7 +275,7 @@ def test_a_constraint_no_plain_learner_meets_is_met_through_a_mitigation():
 def ensemble_candidates(monkeypatch):
     """Spies on the ensemble's greedy selection: the eval ids of the pipelines it was offered
     (``members``, None if it never ran) and their configurations (``configs``)."""
-    from admm_automl.run import ensemble, refit
+    from admm_automl.final import ensemble, refit
 
     seen = {"members": None, "configs": {}}
     real_build, real_select = ensemble.build_ensemble, ensemble.ensemble_selection
@@ -288,7 +288,7 @@ def ensemble_candidates(monkeypatch):
         outcome = seen["outcome"]
         seen["members"] = [i for i, p in outcome.predictions.items()
                            if any(p is q for q in predictions)]
-        seen["configs"] = {i: outcome.by_eval_id[i]["config"] for i in outcome.predictions}
+        seen["configs"] = {i: outcome.by_eval_id[i].config for i in outcome.predictions}
         return real_select(predictions, *args, **kwargs)
 
     monkeypatch.setattr(refit, "build_ensemble", build)

@@ -66,7 +66,7 @@ def test_each_learner_gets_the_encoding_its_choice_declares_in_trials_refit_and_
     own fold models that the bagged members are."""
     from sklearn.frozen import FrozenEstimator
 
-    from admm_automl.run.bagging import BaggedClassifier
+    from admm_automl.final.bagging import BaggedClassifier
 
     X, y = _data()
     only = space_from_dict({"name": learner, "modules": [{"name": "estimator", "choices": [

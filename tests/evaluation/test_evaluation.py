@@ -23,7 +23,7 @@ from admm_automl.evaluation.policy import PROBE_FIDELITY, TrialPolicy
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.run.executor import make_executor
 from admm_automl.journal import Journal
-from admm_automl.run.results import records_to_frame
+from admm_automl.final.results import records_to_frame
 from admm_automl.testing import tiny_space
 from admm_automl.records import Request, Status
 

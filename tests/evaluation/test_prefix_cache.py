@@ -224,7 +224,7 @@ def test_what_a_worker_reports_of_its_cache_reaches_the_journal_and_history():
     from admm_automl.evaluation import PipelineObjective, SerialExecutor
     from admm_automl.journal import Journal
     from admm_automl.records import Request
-    from admm_automl.run.results import records_to_frame
+    from admm_automl.final.results import records_to_frame
 
     class Task:
         space = SPACE

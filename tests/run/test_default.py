@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification
 from admm_automl import ADMM, ADMMClassifier
 from admm_automl.constraints.bounds import ModelSize
 from admm_automl.constraints.latency import PredictionLatency
-from admm_automl.run.ensemble import ensemble_selection, prediction_loss
+from admm_automl.final.ensemble import ensemble_selection, prediction_loss
 from admm_automl.evaluation.splits import CV_MAX_ROWS, resolve_cv, resolve_repeats
 from admm_automl.exceptions import EvaluationFailedWarning, InvalidParameterError
 from admm_automl.space import load_space
@@ -265,7 +265,7 @@ def test_ensemble_selection_adds_members_only_while_their_costs_fit():
 def test_the_ensemble_library_keeps_the_best_evaluation_of_every_learner(breast_cancer):
     from admm_automl.run.executor import make_executor
     from admm_automl.records import Request
-    from admm_automl.run.library import PredictionLibrary
+    from admm_automl.final.library import PredictionLibrary
     from admm_automl.run.setup import open_objective, prepare_task
 
     X, y = breast_cancer
@@ -299,7 +299,7 @@ def test_the_ensemble_library_keeps_the_best_evaluation_of_every_learner(breast_
 
 
 def test_refit_estimate_scales_the_mean_fit_per_split_to_all_rows():
-    from admm_automl.run.library import refit_seconds_estimate
+    from admm_automl.final.library import refit_seconds_estimate
 
     # 5 folds of 800 training rows, 10 s of fits in all (2 s each): 2.5 s on 1000 rows
     assert refit_seconds_estimate({"fit_time": 10.0, "n_train": 800}, 1000, 5) == 2.5
@@ -417,7 +417,7 @@ def test_the_latency_of_the_ensemble_predict_uses_is_measured_and_reported(breas
     """With an ensemble, the latency reported (attribute, the per-constraint lines, summary.json)
     is a measurement of the voting ensemble itself, not of its best member."""
     from admm_automl.reporting.rundir import ensemble_summary
-    from admm_automl.run.results import describe_constraints
+    from admm_automl.final.results import describe_constraints
 
     X, y = breast_cancer
     RecordingLatency.seen.clear()

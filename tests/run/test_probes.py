@@ -14,10 +14,10 @@ from sklearn.metrics import roc_auc_score
 from admm_automl import ADMM
 from admm_automl.evaluation.policy import PROBE_FIDELITY, TrialPolicy
 from admm_automl.exceptions import SubsampleOnlyWarning
-from admm_automl.journal import observation_of
 from admm_automl.constraints.ranking import Constraints
 from admm_automl.run import deadline
-from admm_automl.run.results import SUBSAMPLE_MARGIN, subsample_rival
+from admm_automl.final.outcome import evaluations_of
+from admm_automl.final.results import SUBSAMPLE_MARGIN, subsample_rival
 from admm_automl.testing import tiny_space
 
 
@@ -86,15 +86,21 @@ def _record(eval_id, pipeline, fidelity, loss, status="ok", **extra):
             "loss": loss, "status": status, "pipeline": pipeline, **extra}
 
 
+def _evaluations(*records):
+    """The typed evaluations of journal records (their points, never asked for, need no space)."""
+    return evaluations_of(records, tiny_space())
+
+
 @pytest.mark.parametrize("probe_loss,rival", [
     (0.5 * (1 - SUBSAMPLE_MARGIN) - 1e-6, True),  # past the margin
     (0.5 * (1 - SUBSAMPLE_MARGIN) + 1e-6, False),  # better, within the margin: the refit measured
     (0.6, False),
 ])
 def test_a_probe_beats_the_full_data_best_only_by_more_than_the_margin(probe_loss, rival):
-    records = [_record(0, "weak", 1.0, 0.5), _record(1, "good", PROBE_FIDELITY, probe_loss)]
-    found = subsample_rival(records, Constraints(), observation_of(records[0]))
-    assert (found is records[1]) if rival else found is None
+    evaluations = _evaluations(_record(0, "weak", 1.0, 0.5),
+                               _record(1, "good", PROBE_FIDELITY, probe_loss))
+    found = subsample_rival(evaluations, Constraints(), evaluations[0].observation)
+    assert (found is evaluations[1]) if rival else found is None
 
 
 @pytest.mark.parametrize("full", [
@@ -105,17 +111,20 @@ def test_a_probe_beats_the_full_data_best_only_by_more_than_the_margin(probe_los
 def test_a_pipeline_whose_full_fit_ran_is_no_subsample_rival(full):
     records = [_record(0, "weak", 1.0, 0.5), _record(1, "good", PROBE_FIDELITY, 0.1),
                _record(2, "good", 1.0, **full)]
-    assert subsample_rival(records, Constraints(), observation_of(records[0])) is None
+    evaluations = _evaluations(*records)
+    assert subsample_rival(evaluations, Constraints(), evaluations[0].observation) is None
     # one whose full fit the end of the budget cancelled is
-    cancelled = [*records[:2], _record(2, "good", 1.0, 1.0, "cancelled", budget_stop=True)]
-    assert subsample_rival(cancelled, Constraints(), observation_of(records[0])) is cancelled[1]
+    cancelled = _evaluations(*records[:2],
+                             _record(2, "good", 1.0, 1.0, "cancelled", budget_stop=True))
+    assert subsample_rival(cancelled, Constraints(), cancelled[0].observation) is cancelled[1]
 
 
 def test_a_probed_pipeline_whose_refit_would_overrun_the_budget_is_refitted_on_what_it_affords():
     """The time budget stays a limit when the returned pipeline was only probed: its probe
     predicts a refit on all 12 500 rows of 12.5 × 0.6 s (a fit past the 2 s trial timeout, so
-    never started), more than the 6 s budget and the 1 s overrun fit tolerates, so it is refitted on a class-stratified subsample — at least the
-    tenth it was evaluated on — with a warning that says so."""
+    never started), more than the 6 s budget and the 1 s overrun fit tolerates, so it is
+    refitted on a class-stratified subsample — at least the tenth it was evaluated on — with a
+    warning that says so."""
     X, y = make_classification(n_samples=12_500, n_features=2, n_informative=2, n_redundant=0,
                                random_state=0)
     with pytest.warns(SubsampleOnlyWarning, match=r"never fitted on all of them"), \

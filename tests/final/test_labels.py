@@ -10,7 +10,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from admm_automl.run.inputs import LabelEncodedClassifier, fit_on_labels
+from admm_automl.final.labels import LabelEncodedClassifier, fit_on_labels
 
 
 class IndicesOnly(LogisticRegression):

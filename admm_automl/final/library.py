@@ -43,14 +43,22 @@ PREDICTIONS_DIR = "predictions"
 ENSEMBLE_POOL = 32
 
 
+def refit_seconds(fit_time: float, seconds_saved: float, n_train: int | None, n_rows: int,
+                  n_splits: int) -> float:
+    """The seconds a refit on all ``n_rows`` rows should take of a pipeline whose evaluation fitted
+    for ``fit_time`` seconds over ``n_splits`` validation splits of ``n_train`` training rows each
+    (None: all rows), the prefix cache saving it ``seconds_saved``: its mean fit time per split
+    (with what the cache saved added back) scaled linearly from the split's training rows to all
+    rows."""
+    per_split = (fit_time + seconds_saved) / max(n_splits, 1)
+    return per_split * n_rows / max(int(n_train or n_rows), 1)
+
+
 def refit_seconds_estimate(record: dict[str, Any], n_rows: int, n_splits: int) -> float:
-    """The seconds a refit of ``record``'s pipeline on all ``n_rows`` rows should take: its mean
-    fit time per validation split (with what the prefix cache saved it added back) scaled linearly
-    from the split's training rows to all rows."""
+    """:func:`refit_seconds` of the pipeline of the journal record ``record``."""
     saved = float((record.get("prefix_cache") or {}).get("seconds_saved") or 0.0)
-    per_split = (float(record.get("fit_time") or 0.0) + saved) / max(n_splits, 1)
-    n_train = record.get("n_train") or n_rows
-    return per_split * n_rows / max(int(n_train), 1)
+    return refit_seconds(float(record.get("fit_time") or 0.0), saved, record.get("n_train"),
+                         n_rows, n_splits)
 
 
 class PredictionLibrary:

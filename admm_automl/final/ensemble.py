@@ -35,7 +35,7 @@ evaluations fitted (:mod:`.bagging`), kept from the search, rather than refits o
 
 Under a time budget the members must also be refitted in what is left of it: each candidate's
 refit time is estimated from its measured fit time
-(:func:`~admm_automl.run.library.refit_seconds_estimate`; with constraints, plus the fits that measure
+(:func:`~admm_automl.final.library.refit_seconds_estimate`; with constraints, plus the fits that measure
 the ensemble), and a step may add a new member only while the estimated refits of all members fit
 in the time left (``time_left``); choosing a member again costs nothing.
 
@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
@@ -59,10 +59,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from ..constraints.base import combine_splits, measure_all
 from ..constraints.mitigation import is_mitigated
 from ..evaluation.data import take_rows
+from ..evaluation.trial import TrialContext
 from ..records import Observation
-from ..journal import observation_of
-from .inputs import fit_on_labels
-from .library import ENSEMBLE_POOL, refit_seconds_estimate
+from .labels import fit_on_labels
+from .library import ENSEMBLE_POOL
+from .outcome import Evaluation, SearchOutcome
 from .stacking import StackedClassifier, StackedRegressor, final_layer, meta_features, \
     stack_out_of_fold
 
@@ -147,18 +148,18 @@ class _FixedRegressor(RegressorMixin, _Fixed):
     pass
 
 
-def pooled_rows(ctx: Any) -> np.ndarray:
+def pooled_rows(ctx: TrialContext) -> np.ndarray:
     """The validation rows of every split, in split order: the rows of the kept (pooled
     out-of-fold) predictions."""
     return np.concatenate([split.valid for split in ctx.splits])
 
 
-def pooled_targets(ctx: Any) -> np.ndarray:
+def pooled_targets(ctx: TrialContext) -> np.ndarray:
     """The targets of :func:`pooled_rows`."""
     return ctx.y[pooled_rows(ctx)]
 
 
-def prediction_loss(ctx: Any) -> Callable[[np.ndarray], float]:
+def prediction_loss(ctx: TrialContext) -> Callable[[np.ndarray], float]:
     """Loss of pooled validation predictions (rows in split order) under the run's metric."""
     y = pooled_targets(ctx)
     if ctx.metric.name == "roc_auc" and ctx.labels is not None and len(ctx.labels) == 2:
@@ -211,7 +212,7 @@ class EnsembleChoice:
     kind: str = "weighted"
 
 
-def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
+def build_ensemble(outcome: SearchOutcome, size: int, best_eval_id: int,
                    time_left: float | None = None, stacking: bool = True
                    ) -> EnsembleChoice | None:
     """The ensemble of a finished search (module docstring), or None when there is none to build
@@ -223,15 +224,15 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
         return None
     if time_left is not None:  # a search that ran to the end of its budget leaves it below 0:
         time_left = max(time_left, 0.0)  # what costs nothing to fit (the bags) still fits
-    records = outcome.by_eval_id
-    observed = {i: observation_of(records[i]) for i in kept}
+    evaluations = outcome.by_eval_id
+    observed = {i: evaluations[i].observation for i in kept}
     candidates = sorted((i for i in kept if not len(constraints) or constraints.feasible(observed[i])),
                         key=lambda i: constraints.rank(observed[i]))
     if best_eval_id not in candidates:  # nothing met the constraints: the least violating stays
         return None
-    if is_mitigated(records[best_eval_id]["config"]):  # module docstring: never averaged
+    if is_mitigated(evaluations[best_eval_id].config):  # module docstring: never averaged
         return None
-    candidates = [i for i in candidates if not is_mitigated(records[i]["config"])]
+    candidates = [i for i in candidates if not is_mitigated(evaluations[i].config)]
     loss = prediction_loss(ctx)
     predictions = [kept[i] for i in candidates]
     costs = None
@@ -240,19 +241,18 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
         # with constraints, measuring the ensemble fits it once more per split
         measuring = (sum(len(split.train) for split in ctx.splits) / n_rows
                      if len(constraints) else 0.0)
-        refit = {i: refit_seconds_estimate(records[i], n_rows, len(ctx.splits))
-                 for i in candidates}
-        costs = [_fit_cost(outcome, records[i], refit[i], i == best_eval_id)
+        refit = {i: evaluations[i].refit_seconds(n_rows, len(ctx.splits)) for i in candidates}
+        costs = [_fit_cost(outcome, evaluations[i], refit[i], i == best_eval_id)
                  + measuring * refit[i] for i in candidates]
     counts, ens_loss = ensemble_selection(predictions, loss, size, costs, time_left)
     single_loss = loss(kept[best_eval_id])
     weights = {candidates[j]: int(c) for j, c in enumerate(counts) if c}
     options = []  # (validation loss, kind, member weights, unfitted model), the better first
     if len(weights) >= 2 and ens_loss < single_loss:
-        options.append((ens_loss, "weighted", weights, _voting(ctx, space, records, weights)))
+        options.append((ens_loss, "weighted", weights, _voting(ctx, evaluations, weights)))
     if stacking:
-        members = _stack_members(space, records, candidates, weights, costs, time_left)
-        stack = None if len(members) < 2 else _stack(ctx, space, records, members, kept, loss)
+        members = _stack_members(evaluations, candidates, weights, costs, time_left)
+        stack = None if len(members) < 2 else _stack(ctx, evaluations, members, kept, loss)
         if stack is not None and stack[0] < min(ens_loss, single_loss):
             options.insert(0, (stack[0], "stack", dict.fromkeys(members, 1), stack[1]))
     for option_loss, kind, members, model in options:
@@ -263,20 +263,19 @@ def build_ensemble(outcome: Any, space: Any, size: int, best_eval_id: int,
     return None
 
 
-def _fit_cost(outcome: Any, record: dict[str, Any], refit: float, best: bool) -> float:
+def _fit_cost(outcome: SearchOutcome, evaluation: Evaluation, refit: float, best: bool) -> float:
     """Seconds to get a member fitted on all rows (``refit``: its estimated refit): none for a
     bag the search kept (:mod:`.bagging`); where the run keeps bags but lost this one (an
     evaluation of an earlier session), its trial's fits again; else a refit, none for the best
     pipeline (refitted anyway, and reused)."""
-    if record["eval_id"] in outcome.models:
+    if evaluation.eval_id in outcome.models:
         return 0.0
     if outcome.models_dir is not None:
-        saved = float((record.get("prefix_cache") or {}).get("seconds_saved") or 0.0)
-        return float(record.get("fit_time") or 0.0) + saved
+        return evaluation.observation.fit_time + evaluation.seconds_saved
     return 0.0 if best else refit
 
 
-def _stack_members(space: Any, records: dict[int, Any], candidates: list[int],
+def _stack_members(evaluations: dict[int, Evaluation], candidates: list[int],
                    weights: dict[int, int], costs: list[float] | None,
                    allowance: float | None) -> list[int]:
     """The stack's members: the weighted ensemble's, then the best candidate of each learner
@@ -285,9 +284,9 @@ def _stack_members(space: Any, records: dict[int, Any], candidates: list[int],
     cost = dict(zip(candidates, costs)) if costs is not None else {}
     members = list(weights)
     spent = sum(cost.get(i, 0.0) for i in members)
-    learners = {space.encode(records[i]["config"])[0][-1] for i in members}
+    learners = {evaluations[i].z[-1] for i in members}
     for i in candidates:
-        learner = space.encode(records[i]["config"])[0][-1]
+        learner = evaluations[i].z[-1]
         if learner in learners or (allowance is not None and spent + cost.get(i, 0.0) > allowance):
             continue
         members.append(i)
@@ -311,29 +310,30 @@ def fit_ensemble(choice: EnsembleChoice, X: Any, y: Any, y_search: Any,
     return fit_on_labels(model, X, y, y_search)
 
 
-def _members(ctx: Any, space: Any, records: dict[int, Any], ids: Any) -> list[tuple[str, Any]]:
+def _members(ctx: TrialContext, evaluations: dict[int, Evaluation], ids: Iterable[int]
+             ) -> list[tuple[str, Any]]:
     """The unfitted pipelines of evaluations ``ids``, named ``eval<id>``, as the refit builds them."""
     members = []
     for eval_id in ids:
-        z, theta = space.encode(records[eval_id]["config"])
+        member = evaluations[eval_id]
         members.append((f"eval{eval_id}", ctx.pipeline(
-            z, space.encoding.project(theta),
-            rounds=observation_of(records[eval_id]).refit_rounds)))
+            member.z, member.theta, rounds=member.observation.refit_rounds)))
     return members
 
 
-def _voting(ctx: Any, space: Any, records: dict[int, Any], weights: dict[int, int]) -> Any:
+def _voting(ctx: TrialContext, evaluations: dict[int, Evaluation], weights: dict[int, int]
+            ) -> Any:
     """The unfitted VotingClassifier (soft) / VotingRegressor of the weighted member pipelines."""
     from sklearn.ensemble import VotingClassifier, VotingRegressor
 
-    members = _members(ctx, space, records, weights)
+    members = _members(ctx, evaluations, weights)
     w = [float(c) for c in weights.values()]
     if ctx.labels is not None:
         return VotingClassifier(members, voting="soft", weights=w)
     return VotingRegressor(members, weights=w)
 
 
-def _stack(ctx: Any, space: Any, records: dict[int, Any], members: list[int],
+def _stack(ctx: TrialContext, evaluations: dict[int, Evaluation], members: list[int],
            kept: dict[int, np.ndarray], loss: Callable[[np.ndarray], float]
            ) -> tuple[float, Any] | None:
     """The second layer's out-of-fold ``loss`` over the pooled validation rows and the stack of
@@ -356,10 +356,10 @@ def _stack(ctx: Any, space: Any, records: dict[int, Any], members: list[int],
     except ValueError:  # too few rows of a class to score it
         return None
     kind = StackedClassifier if classification else StackedRegressor
-    return loss(oof), kind(_members(ctx, space, records, members), FrozenEstimator(final))
+    return loss(oof), kind(_members(ctx, evaluations, members), FrozenEstimator(final))
 
 
-def _row_groups(ctx: Any) -> np.ndarray:
+def _row_groups(ctx: TrialContext) -> np.ndarray:
     """The group of each pooled validation row for scoring a second layer: the first split that
     validates its row — the split itself, unless the folds are repeated, whose copies of a row
     must fall in one group (a layer fitted on one copy would be scored on another)."""
@@ -369,7 +369,7 @@ def _row_groups(ctx: Any) -> np.ndarray:
     return first[pooled_rows(ctx)]
 
 
-def measure_constraints(ctx: Any, model: Any) -> dict[str, float]:
+def measure_constraints(ctx: TrialContext, model: Any) -> dict[str, float]:
     """Every constraint of ``ctx`` measured on ``model`` as a trial measures a pipeline: fitted on
     each split's training rows, measured on its validation rows, averaged over the splits."""
     measured: dict[str, list[float]] = {}

@@ -10,7 +10,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 
 from admm_automl import ADMMRegressor
-from admm_automl.run.stacking import (StackedClassifier, StackedRegressor, final_layer,
+from admm_automl.final.stacking import (StackedClassifier, StackedRegressor, final_layer,
                                       meta_features, stack_out_of_fold)
 from admm_automl.testing.spaces import tiny_space
 
@@ -141,7 +141,7 @@ def test_the_ensembles_auroc_shortcut_gives_the_scorers_loss():
     from types import SimpleNamespace
 
     from admm_automl.evaluation.metrics import get_metric
-    from admm_automl.run import ensemble
+    from admm_automl.final import ensemble
 
     rng = np.random.default_rng(3)
     y = rng.choice(["no", "yes"], 500)
@@ -165,7 +165,7 @@ def test_a_rows_copies_from_repeated_folds_are_scored_in_one_group():
     from types import SimpleNamespace
 
     from admm_automl.evaluation.splits import make_splits
-    from admm_automl.run.ensemble import _row_groups
+    from admm_automl.final.ensemble import _row_groups
 
     y = np.repeat([0, 1], [30, 20])
     for repeats in (1, 3):

@@ -1,5 +1,7 @@
 """What a finished search gives the estimator: ``history_``, ``cv_results_``, the best evaluation
-and the other fitted attributes, built from the journal records and the optimiser's result."""
+and the other fitted attributes, built from the search's typed evaluations
+(:class:`~.outcome.Evaluation`), its journal records (the tables that show them) and the
+optimiser's result."""
 
 from __future__ import annotations
 
@@ -12,9 +14,13 @@ from ..constraints.ranking import Constraints
 from ..methods.lagrangian import optimal_slack
 from ..exceptions import (ConstraintViolationWarning, EvaluationFailedWarning, SearchError,
                           SubsampleOnlyWarning)
-from ..evaluation.metrics import shown
-from ..journal import observation_of
+from ..evaluation.metrics import Metric, shown
 from ..records import POINT, Observation
+from ..space.space import PipelineSpace
+from .outcome import Evaluation, SearchOutcome
+
+#: ``(z, θ, observation)`` of an evaluation chosen for the refit (θ projected)
+Pick = tuple[tuple[int, ...], np.ndarray, Observation]
 
 #: a pipeline evaluated on a subsample only is returned, refitted on all rows, instead of the best
 #: full-data evaluation when its loss is lower by more than this fraction of the latter's
@@ -64,14 +70,15 @@ def prefix_cache_totals(records: Iterable[dict[str, Any]]) -> dict[str, float]:
     return {**totals, "hit_rate": totals["hits"] / looked if looked else 0.0}
 
 
-def history_frame(records: Sequence[dict[str, Any]], constraints: Constraints, rho: float):
+def history_frame(records: Sequence[dict[str, Any]], observations: Sequence[Observation],
+                  constraints: Constraints, rho: float):
     """:func:`records_to_frame` plus, with constraints, ``violation`` and ``feasible`` per
-    evaluation and (ADMM mode) the optimal slack ``slack:<key>`` under the multipliers ``mu:<key>``
-    in force when it was made."""
+    evaluation (``observations``: the records' own) and (ADMM mode) the optimal slack
+    ``slack:<key>`` under the multipliers ``mu:<key>`` in force when it was made."""
     frame = records_to_frame(records)
     if not len(constraints) or frame.empty:
         return frame
-    obs = [observation_of(r) for r in records]
+    obs = list(observations)
     frame["violation"] = [constraints.violation(o) if o.ok else np.nan for o in obs]
     frame["feasible"] = [constraints.feasible(o) for o in obs]
     mu_columns = [f"mu:{k}" for k in constraints.keys]
@@ -102,35 +109,34 @@ def cv_results(records: Sequence[dict[str, Any]], offset: float) -> dict[str, An
     }
 
 
-def _best(outcome: Any, space: Any) -> tuple[tuple[int, ...], np.ndarray, Observation]:
+def _best(outcome: SearchOutcome, space: PipelineSpace) -> Pick | None:
     """``(z, θ, observation)`` of the best full-fidelity evaluation of the run: the optimiser's
     incumbent, or a better one an earlier session recorded that this session never asked for."""
     rank = outcome.constraints.rank
     inc = outcome.result.incumbent
     best = (inc.z, space.encoding.project(inc.theta), inc.observation) if inc is not None else None
     seen = {e.observation.eval_id for e in outcome.result.evaluated}
-    for rec in outcome.records:
-        if rec["eval_id"] in seen or float(rec["fidelity"]) < 1.0 or rec.get("budget_stop"):
+    for ev in outcome.evaluations:
+        if ev.eval_id in seen or not ev.full:
             continue
-        obs = observation_of(rec)
-        if best is None or rank(obs) < rank(best[2]):
-            z, theta = space.encode(rec["config"])
-            best = (z, space.encoding.project(theta), obs)
+        if best is None or rank(ev.observation) < rank(best[2]):
+            best = (ev.z, ev.theta, ev.observation)
     return best
 
 
-def _best_subsample(outcome: Any, space: Any) -> tuple[tuple[int, ...], np.ndarray, Observation] | None:
+def _best_subsample(outcome: SearchOutcome) -> Pick | None:
     """``(z, θ, observation)`` of the best successful evaluation on a subsample (a probe or a
     multi-fidelity solver's low rung) at the largest training size any reached, or None; for a
     run in which no pipeline finished on all rows, with a warning that says so."""
     rank = outcome.constraints.rank
-    done = [(float(r["fidelity"]), observation_of(r), r) for r in outcome.records
-            if float(r["fidelity"]) < 1.0 and not r.get("budget_stop") and r.get("status") == "ok"]
+    done = [e for e in outcome.evaluations if e.observation.fidelity < 1.0
+            and not e.observation.budget_stop and e.succeeded]
     if not done:
         return None
-    top = max(f for f, _, _ in done)
-    fidelity, obs, rec = min(((f, o, r) for f, o, r in done if f == top),
-                             key=lambda item: rank(item[1]))
+    top = max(e.observation.fidelity for e in done)
+    best = min((e for e in done if e.observation.fidelity == top),
+               key=lambda e: rank(e.observation))
+    fidelity = best.observation.fidelity
     n_train = len(outcome.task.context.splits[0].train)
     warnings.warn(
         f"No pipeline was evaluated on all {n_train} training rows before the search ended: "
@@ -140,18 +146,17 @@ def _best_subsample(outcome: Any, space: Any) -> tuple[tuple[int, ...], np.ndarr
         "leaves, when their refit would overrun it); best_score_ is its score on that "
         "subsample. A larger time_budget lets the search fit pipelines on all rows.",
         SubsampleOnlyWarning, stacklevel=4)
-    z, theta = space.encode(rec["config"])
-    return z, space.encoding.project(theta), obs
+    return best.z, best.theta, best.observation
 
 
-def _pipeline_key(record: dict[str, Any]) -> str:
+def _pipeline_key(evaluation: Evaluation) -> str:
     """What names a pipeline across fidelities: its configuration."""
-    return repr(sorted(record["config"].items()))
+    return repr(sorted(evaluation.config.items()))
 
 
-def subsample_rival(records: Sequence[dict[str, Any]], constraints: Constraints,
-                    best: Observation) -> dict[str, Any] | None:
-    """The record of the best successful evaluation of a pipeline evaluated on subsamples only (a
+def subsample_rival(evaluations: Sequence[Evaluation], constraints: Constraints,
+                    best: Observation) -> Evaluation | None:
+    """The best successful evaluation of a pipeline evaluated on subsamples only (a
     probe whose full fit was never started or was cancelled at the end of the budget, a
     multi-fidelity solver's low rung) when its loss is below that of ``best``, the best
     full-data evaluation, by more than :data:`SUBSAMPLE_MARGIN` of it; else None. A pipeline
@@ -160,58 +165,55 @@ def subsample_rival(records: Sequence[dict[str, Any]], constraints: Constraints,
     (its size, its latency) says less of its refit than its loss does."""
     if not constraints.feasible(best):
         return None
-    fitted = {_pipeline_key(r) for r in records
-              if float(r["fidelity"]) >= 1.0 and not r.get("budget_stop")}
-    rivals = [(observation_of(r), r) for r in records
-              if float(r["fidelity"]) < 1.0 and r.get("status") == "ok" and not r.get("budget_stop")
-              and _pipeline_key(r) not in fitted]
-    rivals = [(obs, r) for obs, r in rivals if constraints.feasible(obs)]
+    fitted = {_pipeline_key(e) for e in evaluations if e.full}
+    rivals = [e for e in evaluations
+              if e.observation.fidelity < 1.0 and e.succeeded and not e.observation.budget_stop
+              and _pipeline_key(e) not in fitted and constraints.feasible(e.observation)]
     if not rivals:
         return None
-    obs, record = min(rivals, key=lambda item: constraints.rank(item[0]))
-    return record if obs.loss < best.loss - SUBSAMPLE_MARGIN * abs(best.loss) else None
+    rival = min(rivals, key=lambda e: constraints.rank(e.observation))
+    obs = rival.observation
+    return rival if obs.loss < best.loss - SUBSAMPLE_MARGIN * abs(best.loss) else None
 
 
-def _better_subsample(outcome: Any, space: Any, best: tuple[Any, np.ndarray, Observation]
-                      ) -> tuple[tuple[int, ...], np.ndarray, Observation] | None:
+def _better_subsample(outcome: SearchOutcome, best: Pick) -> Pick | None:
     """``(z, θ, observation)`` of the :func:`subsample_rival` of ``best`` (the best full-data
     evaluation), with a warning giving both scores; None when there is none."""
-    record = subsample_rival(outcome.records, outcome.constraints, best[2])
-    if record is None:
+    rival = subsample_rival(outcome.evaluations, outcome.constraints, best[2])
+    if rival is None:
         return None
-    obs, metric = observation_of(record), outcome.task.metric
+    obs, metric = rival.observation, outcome.task.metric
     label, full = shown(metric.name, metric.offset, best[2].loss)
     _, sub = shown(metric.name, metric.offset, obs.loss)
     n_train = len(outcome.task.context.splits[0].train)
     warnings.warn(
         f"The best pipeline evaluated on all {n_train} training rows "
-        f"({outcome.by_eval_id[best[2].eval_id]['pipeline']}) scored {label} "
-        f"{full:.4g} on the validation rows, while {record['pipeline']} scored {sub:.4g} fitted "
+        f"({outcome.by_eval_id[best[2].eval_id].pipeline}) scored {label} "
+        f"{full:.4g} on the validation rows, while {rival.pipeline} scored {sub:.4g} fitted "
         f"on {obs.fidelity:.0%} of the training rows, better by more than "
         f"{SUBSAMPLE_MARGIN:.0%} of the loss, and was never fitted on all of them (its probe "
         "predicted a fit past the trial's timeout, or the search ended first). Returning "
-        f"{record['pipeline']} refitted on all rows (on as many as the time budget leaves, "
+        f"{rival.pipeline} refitted on all rows (on as many as the time budget leaves, "
         "when their refit would overrun it); best_score_ is its subsample score. A larger "
         "time_budget (or trial_timeout) lets the search fit it on all rows.",
         SubsampleOnlyWarning, stacklevel=4)
-    z, theta = space.encode(record["config"])
-    return z, space.encoding.project(theta), obs
+    return rival.z, rival.theta, obs
 
 
-def _rows_note(records: Sequence[dict[str, Any]], n_evals: int) -> str:
+def _rows_note(evaluations: Sequence[Evaluation], n_evals: int) -> str:
     """Why ``history_`` (a row per trial) has another number of rows than ``n_evals_`` (a
     pipeline's evaluation counted once), when it has: what else its rows are."""
-    if len(records) == n_evals:
+    if len(evaluations) == n_evals:
         return ""
-    cut = sum(bool(r.get("budget_stop")) for r in records)
+    cut = sum(e.observation.budget_stop for e in evaluations)
     cut_text = (f"{cut} cut or never begun at the end of the time budget (status 'cancelled'), "
                 if cut else "")
-    return (f" (history_ has {len(records)} rows, a row per trial: {cut_text}subsample probes "
+    return (f" (history_ has {len(evaluations)} rows, a row per trial: {cut_text}subsample probes "
             "of pipelines then fitted on all rows, and an earlier session's trials this one did "
             "not ask for again are rows too, not evaluations of n_evals_)")
 
 
-def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
+def fitted_attributes(outcome: SearchOutcome, space: PipelineSpace) -> dict[str, Any]:
     """The estimator's fitted attributes of a finished search (except the refitted pipeline).
 
     Raises :class:`~admm_automl.exceptions.SearchError` when every evaluation failed; warns when
@@ -228,12 +230,13 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     metric = outcome.task.metric
     best = _best(outcome, space)
     if best is None or not best[2].ok:
-        best = _best_subsample(outcome, space) or best
+        best = _best_subsample(outcome) or best
     else:
-        best = _better_subsample(outcome, space, best) or best
-    evaluated = [r for r in records if not r.get("budget_stop")]  # cancelled trials are not
+        best = _better_subsample(outcome, best) or best
+    # cancelled trials are not evaluated
+    evaluated = [e for e in outcome.evaluations if not e.observation.budget_stop]
     if best is None or not best[2].ok:
-        errors = sorted({str(r.get("error")) for r in evaluated if r.get("status") != "ok"})
+        errors = sorted({str(e.observation.error) for e in evaluated if not e.succeeded})
         raise SearchError(f"All {len(evaluated)} evaluated pipelines failed, so there is nothing "
                            f"to refit. Errors: {errors[:5]!r}")
     if outcome.n_failed:
@@ -241,7 +244,7 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
                    "not a failure)" if outcome.n_timeouts else "")
         warnings.warn(f"{outcome.n_failed} of {result.n_evals} evaluated pipelines failed and "
                       f"were recorded with the worst loss{stopped}; see history_['error']"
-                      f"{_rows_note(records, result.n_evals)}.",
+                      f"{_rows_note(outcome.evaluations, result.n_evals)}.",
                       EvaluationFailedWarning, stacklevel=3)
     z, theta, obs = best
     feasible = constraints.feasible(obs)
@@ -251,7 +254,8 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
                       "least violating one, on the validation data: " + "; ".join(unmet) + ".",
                       ConstraintViolationWarning, stacklevel=3)
     return {
-        "history_": history_frame(records, constraints, outcome.rho),
+        "history_": history_frame(records, [e.observation for e in outcome.evaluations],
+                                  constraints, outcome.rho),
         "admm_trace_": pd.DataFrame(result.trace),
         "cv_results_": cv_results(records, metric.offset),
         "n_evals_": result.n_evals,
@@ -268,7 +272,7 @@ def fitted_attributes(outcome: Any, space: Any) -> dict[str, Any]:
     }
 
 
-def best_attributes(space: Any, metric: Any, z: Sequence[int], theta: np.ndarray,
+def best_attributes(space: PipelineSpace, metric: Metric, z: Sequence[int], theta: np.ndarray,
                     obs: Observation) -> dict[str, Any]:
     """The ``best_*`` attributes of the evaluation ``obs`` of ``(z, θ)``."""
     return {
@@ -288,7 +292,7 @@ def metric_score(model: Any, X: Any, y: Any, *, scoring: Any, task: str,
     """The search metric of ``model`` on (X, y) as a score, ``offset − loss``; ``on_indices``:
     the model was fitted on the label indices in ``classes``."""
     from ..evaluation.metrics import get_metric
-    from .inputs import label_indices
+    from .labels import label_indices
 
     labels = classes
     if on_indices:

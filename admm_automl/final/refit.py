@@ -25,25 +25,86 @@ evaluated on (:func:`affordable_rows`), with a warning: the time budget stays a 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
 from ..constraints.base import measure_all
+from ..constraints.ranking import Constraints
 from ..evaluation.data import take_rows
 from ..evaluation.fold_models import read_models
 from ..evaluation.splits import nested_order
+from ..evaluation.trial import TrialContext
 from ..exceptions import ConstraintViolationWarning, SubsampleOnlyWarning
-from ..journal import observation_of
 from ..records import Observation
+from ..space.space import PipelineSpace
 from .bagging import bag_of
-from .deadline import overrun_tolerance, refit_threads
 from .ensemble import build_ensemble, fit_ensemble
-from .inputs import fit_on_labels
-from .library import refit_seconds_estimate
-from .results import best_attributes
+from .labels import fit_on_labels
+from .outcome import Evaluation, SearchOutcome
+from .results import Pick, best_attributes
+
+
+#: where Linux says how many tasks are runnable right now (the fourth field, "running/total")
+LOADAVG = "/proc/loadavg"
+
+
+def cores_free() -> int:
+    """The cores this process may use (its CPU affinity) less the tasks that other programs keep
+    runnable right now, at least 1: the most of three reads of :data:`LOADAVG` 10 ms apart (a
+    task between two time slices is briefly not runnable); where that file is missing, the
+    one-minute load average, which also counts this run's own workers of the last minute."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        running = 0
+        for i in range(3):
+            if i:
+                time.sleep(0.01)
+            with open(LOADAVG, encoding="ascii") as f:
+                running = max(running, int(f.read().split()[3].split("/")[0]) - 1)  # not us
+    except (OSError, IndexError, ValueError):
+        running = round(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
+    return max(1, cores - running)
+
+
+@contextlib.contextmanager
+def refit_threads(threads: int | None) -> Iterator[None]:
+    """BLAS and OpenMP limited to ``threads`` threads inside the block, and to the cores free of
+    other programs' work right now (:func:`cores_free`); None: no limit. The refit runs under the
+    limit its trials ran under (one thread a worker, times the workers), so that a refit on a
+    loaded machine takes about what the search predicted from its trials. Never more threads than
+    free cores: an OpenMP team waits for its slowest thread at every barrier, spinning, so a
+    histogram gradient-boosting refit with 2 threads on a 2-core machine whose other core was
+    busy took 59 s where 1 thread took 0.7 s (28 000 rows, 64 iterations)."""
+    if threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=max(1, min(int(threads), cores_free()))):
+        yield
+
+
+def overrun_tolerance(budget: float) -> float:
+    """Seconds past ``time_budget`` that ``fit`` may take without a warning: max(1 s, 2 %)."""
+    return max(1.0, 0.02 * budget)
+
+
+class Clock(Protocol):
+    """What the refit reads of the run's clock (:class:`admm_automl.run.deadline.Deadline`): the
+    time budget (None: none) and the seconds left of it."""
+
+    budget: float | None
+
+    def left(self) -> float | None: ...
+
 
 #: how many other pipelines that met every constraint in the search are refitted, best first,
 #: when the refitted best misses a constraint measured on the model itself: each try costs a refit,
@@ -51,9 +112,12 @@ from .results import best_attributes
 #: much between neighbours of the ranking
 DEPLOY_TRIES = 5
 
+#: ``(z, θ, observation, feasible)`` of the pipeline the refit check returns in place of the best
+Deployable = tuple[tuple[int, ...], np.ndarray, Observation, bool]
 
-def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
-          y: Any, iterations: int | None = None, rounds: int | None = None,
+
+def refit(space: PipelineSpace, context: TrialContext, z: Sequence[int], theta: np.ndarray,
+          X: Any, y: Any, iterations: int | None = None, rounds: int | None = None,
           rows: np.ndarray | None = None) -> tuple[Any, float]:
     """The pipeline of ``(z, θ)`` fitted on all of (X, y) — on ``rows`` of them when given —
     with the run's preprocessing and model seed (by :func:`fit_on_labels`), and the seconds it
@@ -70,10 +134,11 @@ def refit(space: Any, context: Any, z: Sequence[int], theta: np.ndarray, X: Any,
     return pipeline, time.perf_counter() - start
 
 
-def affordable_rows(ctx: Any, record: dict[str, Any], deadline: Any) -> np.ndarray | None:
+def affordable_rows(ctx: TrialContext, evaluation: Evaluation, deadline: Clock
+                    ) -> np.ndarray | None:
     """The rows the best evaluation's pipeline is refitted on when it was evaluated on a
     subsample only (a probe, a low rung) and its estimated refit on all rows
-    (:func:`~.library.refit_seconds_estimate`) would not end within what is left of the time
+    (:meth:`~.outcome.Evaluation.refit_seconds`) would not end within what is left of the time
     budget, plus the overrun ``fit`` tolerates: a class-stratified subsample of the share the
     time left affords, never less than the share it was evaluated on (about the probe's own fit
     time); None — all rows — otherwise.
@@ -81,21 +146,21 @@ def affordable_rows(ctx: Any, record: dict[str, Any], deadline: Any) -> np.ndarr
     Its probe predicted a full fit too slow for a trial, so a refit on all rows can take many
     times what the budget has left (on 200 000 rows under a 10 s budget, 86 s): the budget is
     a limit the user relies on, and the subsample is what the search measured."""
-    fidelity = float(record["fidelity"])
+    fidelity = float(evaluation.observation.fidelity)
     left = deadline.left()
-    if fidelity >= 1.0 or left is None:
+    if fidelity >= 1.0 or left is None or deadline.budget is None:
         return None
     n = len(ctx.y)
-    estimate = refit_seconds_estimate(record, n, len(ctx.splits))
-    share = max(fidelity, (max(left, 0.0) + overrun_tolerance(deadline.budget)) / max(estimate,
-                                                                                     1e-9))
+    estimate = evaluation.refit_seconds(n, len(ctx.splits))
+    share = max(fidelity, (max(left, 0.0) + overrun_tolerance(deadline.budget))
+                / max(estimate, 1e-9))
     if share >= 1.0:
         return None
     order = nested_order(ctx.y if ctx.labels is not None else None,
                          np.random.default_rng(ctx.random_state))
     rows = np.sort(order[:max(1, int(np.ceil(share * n)))])
     warnings.warn(
-        f"The best pipeline ({record['pipeline']}) was evaluated on {fidelity:.0%} of the "
+        f"The best pipeline ({evaluation.pipeline}) was evaluated on {fidelity:.0%} of the "
         f"training rows only, and its refit on all {n} rows would take about {estimate:.3g} s "
         f"where {max(left, 0.0):.3g} s of the time budget are left: best_pipeline_ is fitted on "
         f"{len(rows)} of them ({len(rows) / n:.0%}, a class-stratified sample). A larger "
@@ -103,8 +168,9 @@ def affordable_rows(ctx: Any, record: dict[str, Any], deadline: Any) -> np.ndarr
     return rows
 
 
-def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[str, Any],
-                 ensemble_size: int, deadline: Any, stacking: bool = True) -> dict[str, Any]:
+def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.ndarray,
+                 fitted: dict[str, Any], ensemble_size: int, deadline: Clock,
+                 stacking: bool = True) -> dict[str, Any]:
     """``best_pipeline_`` (and ``refit_time_``, ``deployed_constraints_``, and the ``best_*``
     attributes and ``feasible_`` when the refit check of the module docstring returns another
     pipeline) and, when one is built (:mod:`.ensemble`, with members whose refits fit in what is
@@ -116,16 +182,17 @@ def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[s
     ctx, constraints = outcome.task.context, outcome.constraints
     with refit_threads(outcome.refit_threads):
         first = (fitted["best_z_"], fitted["best_theta_"],
-                 observation_of(outcome.by_eval_id[fitted["best_eval_id_"]]))
+                 outcome.by_eval_id[fitted["best_eval_id_"]].observation)
         best, seconds, deployed, other = deployable_refit(
-            space, ctx, constraints, outcome.records, first, X, y, deadline, fitted["feasible_"])
+            space, ctx, constraints, outcome.evaluations, first, X, y, deadline,
+            fitted["feasible_"])
         chosen = {} if other is None else {
             **best_attributes(space, outcome.task.metric, *other[:3]), "feasible_": other[3]}
         best_id = chosen.get("best_eval_id_", fitted["best_eval_id_"])
-        choice = build_ensemble(outcome, space, ensemble_size, best_id, deadline.left(),
+        choice = build_ensemble(outcome, ensemble_size, best_id, deadline.left(),
                                 stacking=stacking)
         ensemble = None if choice is None else fit_ensemble(
-            choice, X, y, ctx.y, {best_id: best, **kept_bags(outcome, space, choice.weights)})
+            choice, X, y, ctx.y, {best_id: best, **kept_bags(outcome, choice.weights)})
         if ensemble is not None and deployed:
             measured = measure_deployed(ctx, ensemble)
             if constraints.feasible(_as_deployed(Observation(choice.loss, constraints=dict(
@@ -141,7 +208,7 @@ def refit_models(outcome: Any, space: Any, X: Any, y: np.ndarray, fitted: dict[s
             "ensemble_constraints_": {} if choice is None else dict(choice.constraints)}
 
 
-def measure_deployed(ctx: Any, model: Any) -> dict[str, float]:
+def measure_deployed(ctx: TrialContext, model: Any) -> dict[str, float]:
     """The values of the run's constraints measured on the fitted object itself
     (``of_the_model``: size, latency) for ``model`` as ``predict`` uses it, read on the first
     split's validation rows as a trial reads them; empty when the run has none."""
@@ -159,21 +226,22 @@ def _as_deployed(obs: Observation, deployed: dict[str, float]) -> Observation:
     return Observation(obs.loss, constraints={**obs.constraints, **deployed})
 
 
-def deployable_refit(space: Any, ctx: Any, constraints: Any, records: Sequence[dict[str, Any]],
-                     best: tuple[Any, np.ndarray, Observation], X: Any, y: np.ndarray,
-                     deadline: Any, feasible: bool) -> tuple[Any, float, dict[str, float], Any]:
+def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Constraints,
+                     evaluations: Sequence[Evaluation], best: Pick, X: Any, y: np.ndarray,
+                     deadline: Clock, feasible: bool
+                     ) -> tuple[Any, float, dict[str, float], Deployable | None]:
     """The refit check of the module docstring: ``best`` (``(z, θ, observation)`` of the run's
-    best evaluation among ``records``; ``feasible``: whether it met every constraint) refitted
+    best evaluation among ``evaluations``; ``feasible``: whether it met every constraint) refitted
     on all of (X, y), with its refit seconds and its values measured refitted, and as fourth item
     None when ``best`` is returned and ``feasible`` stands, else ``(z, θ, observation,
     feasible)`` of the pipeline returned (``best`` itself, infeasible refitted, when it is the
     least violating of those tried)."""
     z, theta, obs = best
-    record = next((r for r in records if r["eval_id"] == obs.eval_id), None)
+    evaluation = next((e for e in evaluations if e.eval_id == obs.eval_id), None)
     pipeline, seconds = refit(space, ctx, z, theta, X, y, iterations=obs.iterations,
                               rounds=obs.refit_rounds,
-                              rows=None if record is None else affordable_rows(ctx, record,
-                                                                               deadline))
+                              rows=None if evaluation is None else affordable_rows(
+                                  ctx, evaluation, deadline))
     deployed = measure_deployed(ctx, pipeline)
     if not deployed or not feasible or constraints.feasible(_as_deployed(obs, deployed)):
         return pipeline, seconds, deployed, None
@@ -184,30 +252,29 @@ def deployable_refit(space: Any, ctx: Any, constraints: Any, records: Sequence[d
     tried = [(constraints.violation(_as_deployed(obs, deployed)), pipeline, seconds, deployed,
               (z, theta, obs, False))]
     skipped = 0
-    for record in _feasible_records(records, constraints, exclude=obs.eval_id):
+    for candidate in _feasible_evaluations(evaluations, constraints, exclude=obs.eval_id):
         # the search kept back the time of one refit: the others may use what is left and the
         # overrun fit tolerates without a warning (a refit of a small model takes milliseconds)
         left = deadline.left()
         if left is not None:
             left += overrun_tolerance(deadline.budget)
-        if len(tried) > DEPLOY_TRIES or (left is not None and refit_seconds_estimate(
-                record, len(ctx.y), len(ctx.splits)) > left):
+        if len(tried) > DEPLOY_TRIES or (left is not None and candidate.refit_seconds(
+                len(ctx.y), len(ctx.splits)) > left):
             break
-        other = observation_of(record)
-        z, theta = space.encode(record["config"])
+        other, z = candidate.observation, candidate.z
         expected = {key: other.constraints[key] * growth[tuple(z), key] for key in deployed
                     if (tuple(z), key) in growth and key in other.constraints}
         if expected and not constraints.feasible(_as_deployed(other, expected)):
             skipped += 1
             continue
-        theta = space.encoding.project(theta)
-        candidate, took = refit(space, ctx, z, theta, X, y, iterations=other.iterations,
-                                rounds=other.refit_rounds)
-        measured = measure_deployed(ctx, candidate)
+        theta = candidate.theta
+        refitted, took = refit(space, ctx, z, theta, X, y, iterations=other.iterations,
+                               rounds=other.refit_rounds)
+        measured = measure_deployed(ctx, refitted)
         if constraints.feasible(_as_deployed(other, measured)):
-            return candidate, took, measured, (z, theta, other, True)
+            return refitted, took, measured, (z, theta, other, True)
         growth.update(_growth(z, other, measured))
-        tried.append((constraints.violation(_as_deployed(other, measured)), candidate, took,
+        tried.append((constraints.violation(_as_deployed(other, measured)), refitted, took,
                       measured, (z, theta, other, False)))
     _, pipeline, took, measured, chosen = min(tried, key=lambda t: t[0])
     misses = "; ".join(
@@ -232,22 +299,21 @@ def _growth(z: Sequence[int], obs: Observation,
             for key, value in measured.items() if obs.constraints.get(key)}
 
 
-def _feasible_records(records: Sequence[dict[str, Any]], constraints: Any,
-                      exclude: int) -> list[dict[str, Any]]:
+def _feasible_evaluations(evaluations: Sequence[Evaluation], constraints: Constraints,
+                          exclude: int) -> list[Evaluation]:
     """The full-fidelity evaluations that met every constraint, best first, one per pipeline."""
     seen, out = set(), []
-    ok = [r for r in records if r.get("status") == "ok" and not r.get("budget_stop")
-          and float(r["fidelity"]) >= 1.0 and r["eval_id"] != exclude
-          and constraints.feasible(observation_of(r))]
-    for record in sorted(ok, key=lambda r: constraints.rank(observation_of(r))):
-        key = repr(sorted(record["config"].items()))
+    ok = [e for e in evaluations if e.succeeded and e.full and e.eval_id != exclude
+          and constraints.feasible(e.observation)]
+    for evaluation in sorted(ok, key=lambda e: constraints.rank(e.observation)):
+        key = repr(sorted(evaluation.config.items()))
         if key not in seen:
             seen.add(key)
-            out.append(record)
+            out.append(evaluation)
     return out
 
 
-def kept_bags(outcome: Any, space: Any, members: Any) -> dict[int, Any]:
+def kept_bags(outcome: SearchOutcome, members: Iterable[int]) -> dict[int, Any]:
     """The bags (:mod:`.bagging`) of the ``members``, by eval_id, when the run keeps bags: the
     fold models the search kept, or — for an evaluation of an earlier session of a resumed run,
     whose fold models are gone — the same fold models fitted again by the trial itself, so that
@@ -256,13 +322,13 @@ def kept_bags(outcome: Any, space: Any, members: Any) -> dict[int, Any]:
     ctx = outcome.task.context
     if outcome.models_dir is None:
         return {}
-    records = outcome.by_eval_id
+    evaluations = outcome.by_eval_id
     bags = {}
     for eval_id in members:
         name = outcome.models.get(eval_id)
-        if name is None and observation_of(records[eval_id]).iterations is None:
-            z, theta = space.encode(records[eval_id]["config"])
-            name = ctx.run(tuple(z), space.encoding.project(theta), 1.0).get("models")
+        member = evaluations[eval_id]
+        if name is None and member.observation.iterations is None:
+            name = ctx.run(tuple(member.z), member.theta, 1.0).get("models")
         models = None if name is None else read_models(outcome.models_dir, name)
         if models is not None and len(models) == len(ctx.splits):
             try:

@@ -11,8 +11,8 @@ from sklearn.datasets import make_moons
 from admm_automl import ADMMClassifier
 from admm_automl.constraints import ModelSize
 from admm_automl.exceptions import ConstraintViolationWarning
-from admm_automl.run import deadline
-from admm_automl.run.results import describe_constraints
+from admm_automl.final import refit as final_refit
+from admm_automl.final.results import describe_constraints
 from admm_automl.testing import tiny_space
 
 X, Y = make_moons(n_samples=300, noise=0.3, random_state=0)
@@ -100,8 +100,8 @@ def test_the_refit_uses_no_more_threads_than_cores_other_programs_leave_free(
 
     loadavg = tmp_path / "loadavg"
     loadavg.write_text(f"0.50 0.40 0.30 {runnable}/300 12345\n")  # this process is one of them
-    monkeypatch.setattr(deadline, "LOADAVG", str(loadavg))
-    monkeypatch.setattr(deadline.os, "sched_getaffinity", lambda pid: {0, 1})
-    assert deadline.cores_free() == threads
-    with deadline.refit_threads(2):
+    monkeypatch.setattr(final_refit, "LOADAVG", str(loadavg))
+    monkeypatch.setattr(final_refit.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert final_refit.cores_free() == threads
+    with final_refit.refit_threads(2):
         assert {pool["num_threads"] for pool in threadpool_info()} == {threads}

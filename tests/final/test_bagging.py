@@ -14,8 +14,8 @@ from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.pipeline import Pipeline
 
 from admm_automl import ADMMClassifier
-from admm_automl.run.bagging import BaggedClassifier, BaggedRegressor
-from admm_automl.run.library import ENSEMBLE_POOL
+from admm_automl.final.bagging import BaggedClassifier, BaggedRegressor
+from admm_automl.final.library import ENSEMBLE_POOL
 from admm_automl.testing.spaces import diverse_space
 
 DIVERSE = diverse_space("logistic_regression", "gaussian_nb", "k_neighbors")
@@ -125,12 +125,12 @@ def test_bags_need_no_refit_so_they_fit_where_no_time_is_left(time_left, breast_
     search that ran a little past it: the last trial's end is not the budget's), refitted
     members do not fit (only the best pipeline, refitted anyway, would), while kept bags cost
     nothing to fit and the ensemble is still built from them."""
-    from admm_automl.run import refit
+    from admm_automl.final import refit
 
     real = refit.build_ensemble
     monkeypatch.setattr(refit, "build_ensemble",
-                        lambda outcome, space, size, best, _, **kw:
-                        real(outcome, space, size, best, time_left, **kw))
+                        lambda outcome, size, best, _, **kw:
+                        real(outcome, size, best, time_left, **kw))
     X, y = breast_cancer
     built = {}
     for bagging in (True, False):
@@ -163,7 +163,7 @@ def test_repeated_folds_give_bags_of_every_repeats_models(breast_cancer, tmp_pat
 def test_a_member_whose_bag_cannot_be_made_is_refitted_with_a_warning(breast_cancer, monkeypatch):
     """One member that cannot be bagged (a learner scikit-learn cannot clone once fitted: CatBoost
     given a list parameter) does not end the fit: it is warned about and refitted."""
-    import admm_automl.run.refit as refit
+    import admm_automl.final.refit as refit
 
     def cannot_clone(models, splits):
         raise RuntimeError("Cannot clone object")
