@@ -432,7 +432,7 @@ def test_a_lost_prediction_file_the_budget_has_no_room_to_make_again_is_named(
         finished, breast_cancer_full, monkeypatch):
     """When the time left cannot evaluate the member again, it is left out, and a warning
     names its file and says why."""
-    from admm_automl.run.library import PredictionLibrary
+    from admm_automl.final.library import PredictionLibrary
 
     folder, first = finished
     member = min(first.ensemble_weights_)
