@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from multiprocessing import resource_tracker
 
 import pytest
 
@@ -373,6 +374,9 @@ def test_an_address_with_no_scheduler_is_a_clear_error():
 @pytest.mark.timeout(120)
 def test_fit_starts_a_local_cluster_of_n_jobs_workers_and_closes_it():
     me = psutil.Process()
+    # Python's multiprocessing helper, started once on the first spawn and kept until the
+    # process exits, is not the cluster's to close: start it first so it is in `before`
+    resource_tracker.ensure_running()
     before = {p.pid for p in me.children(recursive=True)}
     environ = dict(os.environ)
     model = ADMM(search_space=GNB, theta_solver="random", z_solver="random",
