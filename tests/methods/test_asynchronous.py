@@ -154,15 +154,18 @@ class _ParallelBatches:
 @pytest.mark.slow
 def test_an_asynchronous_fit_on_two_worker_processes_journals_every_evaluation_once(tmp_path):
     """Through the estimator, the engine and the process pool: the budget is exact, every
-    evaluation is recorded once, in the journal's order of arrival, and the history matches."""
+    evaluation is recorded once, in the journal's order of arrival, and the history matches.
+    The small space keeps each trial short: what is tested is the asynchronous path, not the
+    default space's learners (which took this test 76 s)."""
     import json
 
     from sklearn.datasets import load_breast_cancer
 
     from admm_automl import ADMM
+    from admm_automl.testing import tiny_space
 
     X, y = load_breast_cancer(return_X_y=True)
-    model = ADMM(max_evals=16, inner_iter=4, inner_iter_step=0, n_jobs=2, asynchronous=True,
+    model = ADMM(search_space=tiny_space(), max_evals=16, inner_iter=4, inner_iter_step=0, n_jobs=2, asynchronous=True,
                  executor="process", ensemble_size=0, random_state=0,
                  output_dir=tmp_path).fit(X[:300], y[:300])
     assert model.n_evals_ == 16
