@@ -162,3 +162,25 @@ def test_a_claim_refuses_a_speedup_reference_it_does_not_run():
     with pytest.raises(ValueError, match="speedup reference 'EI' is not one of its methods"):
         claim(speedup_reference="EI")
     assert claim(speedup_reference="R").speedup_reference == "R"
+
+
+def test_a_claim_over_pollen_is_also_read_without_it():
+    """pollen's labels carry no signal: a claim that holds it prints its verdict without it
+    too, by the same rule, beside the rule's own (which still counts every pair)."""
+    c = claim(problems=("pollen", "sylvine"), seeds=tuple(range(8)))
+    summary = {"n_evals": 2, "worst_loss": 1.0, "machine": {"load": 2.0}, "commit": "abc"}
+
+    def records(loss):
+        return [{"time": 1.0, "loss": loss, "fidelity": 1.0, "duration": 1.0}]
+
+    # A is below R on every sylvine seed and above it on every pollen seed
+    summaries = {(p, m): {s: summary for s in c.seeds} for p in c.problems for m in c.methods}
+    runs = harness.Runs(c, summaries, {
+        (p, m): {s: records(0.1 if (p == "sylvine") == (m == "A") else 0.2) for s in c.seeds}
+        for p in c.problems for m in c.methods})
+    assert runs.without(["pollen"]).pairs() == [("sylvine", s) for s in c.seeds]
+    text = harness.report(runs)
+    assert "**Verdict: not reproduced**" in text  # 8 of 16 pairs: the rule's verdict
+    assert ("Without pollen (labels that carry no signal: its ranks are noise), 8 pairs: mean "
+            "rank at T A 1.00, R 2.00; by the same rule reproduced") in text
+    assert "Without" not in harness.report(runs.without(["pollen"]))
