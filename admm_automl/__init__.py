@@ -4,8 +4,9 @@ The public names are imported lazily, so that ``import admm_automl.methods.admm`
 ADMM loop) does not pull in scikit-learn.
 """
 
-import importlib
 import logging
+
+from ._lazy import attach
 
 __version__ = "0.1.0"
 
@@ -30,13 +31,4 @@ _LAZY = {
 __all__ = sorted(_LAZY) + ["__version__"]
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = attach(__name__, _LAZY, __all__)

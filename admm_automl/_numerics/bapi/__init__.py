@@ -24,8 +24,7 @@ opposite sign).
 
 from __future__ import annotations
 
-import importlib
-
+from ..._lazy import attach
 from . import defaults
 
 # The models and functions load on first use (PEP 562), not with the package: the bapi θ-solver
@@ -55,18 +54,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
-
-
 __all__ = [
     "CostGP",
     "Horizon",
@@ -90,3 +77,5 @@ __all__ = [
     "select_member",
     "stopping_lengths",
 ]
+
+__getattr__, __dir__ = attach(__name__, _LAZY, __all__)
