@@ -90,6 +90,7 @@ smoke: $(STAMP)
 		$(BIN)/python experiments/reproduce/run.py --paper flash --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/reproduce/run.py --paper blendsearch --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/reproduce/run.py --paper bapi --smoke --data-dir $(DATA_DIR) && \
+		$(BIN)/python experiments/reproduce/fidelity_ratio.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/algorithm_selection.py --smoke --data-dir $(DATA_DIR) --out $$tmp/as && \
 		$(BIN)/python experiments/constraints.py --smoke --data-dir $(DATA_DIR) --out $$tmp/c && \
 		$(BIN)/python experiments/constrained.py --smoke --data-dir $(DATA_DIR) --out $$tmp/cs && \
