@@ -462,3 +462,79 @@ def test_validators_return_normalised_values():
     assert F.check_top_r(6, 6) == 6
     assert F.check_ridge_alpha(2) == 2.0 and F.check_xi(0) == 0.0
     assert F.check_n_choices(np.array([2, 3])) == (2, 3)
+
+
+# -------------------------------------------- sufficient statistics and gathers (many workers)
+def _reference_rank(scores, rng, atol):
+    """rank_with_random_ties as written before its fast path: one lexsort of every position."""
+    values = np.asarray(scores, dtype=float)
+    order = np.argsort(-values, kind="stable")
+    ordered = values[order]
+    with np.errstate(invalid="ignore"):
+        new_group = np.diff(ordered) < -atol
+    group = np.concatenate([[0], np.cumsum(new_group)])
+    return order[np.lexsort((rng.random(len(values)), group))]
+
+
+def test_rank_with_random_ties_is_the_full_lexsort_bit_for_bit():
+    gen = np.random.default_rng(0)
+    for t in range(400):
+        n = int(gen.integers(1, 80))
+        scores = np.round(gen.normal(size=n), int(gen.integers(0, 3)))
+        if t % 3 == 0:
+            scores[gen.random(n) < 0.2] = -np.inf
+        if t % 5 == 0:
+            scores = scores + gen.random(n) * 1e-14  # within the tie tolerance
+        seed = int(gen.integers(2**31))
+        got = F.rank_with_random_ties(scores, np.random.default_rng(seed))
+        want = _reference_rank(scores, np.random.default_rng(seed), F.TIE_ATOL)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_models_from_columns_and_gram_match_the_one_hot_fit(fit_intercept):
+    sizes = (4, 2, 5, 3)
+    gen = np.random.default_rng(1)
+    z = np.stack([gen.integers(0, k, size=60) for k in sizes], axis=1)
+    values = gen.normal(size=60)
+    values[3] = np.nan  # a failed run: filled alike
+    seconds = gen.exponential(size=60)
+    censored = gen.random(60) < 0.2
+    observed = F.ObservedPaths(sizes)
+    for i in range(60):
+        observed.append(tuple(int(j) for j in z[i]), float(seconds[i]), bool(censored[i]), i)
+    np.testing.assert_array_equal(observed.gram, F.encode_paths(z, sizes).T @ F.encode_paths(z, sizes))
+    dense = F.fit_path_models(z, values, seconds, sizes, fit_intercept=fit_intercept,
+                              censored=censored)
+    fast = F.fit_path_models_columns(observed.columns.array, values, seconds, sizes,
+                                     observed.gram, fit_intercept=fit_intercept,
+                                     censored=censored, censored_gram=observed.censored_gram)
+    for a, b in ((dense.perf, fast.perf), (dense.cost, fast.cost)):
+        np.testing.assert_allclose(b.coef, a.coef, atol=1e-10)
+        np.testing.assert_allclose(b.intercept, a.intercept, atol=1e-10)
+        np.testing.assert_allclose(b.noise_var, a.noise_var, atol=1e-10)
+        np.testing.assert_allclose(b.precision_inv, a.precision_inv, atol=1e-10)
+    assert fast.best == dense.best
+    paths = F.all_paths(sizes)
+    np.testing.assert_allclose(fast.log_eips_columns(F.path_columns(paths, sizes), 0.1),
+                               dense.log_eips(paths, 0.1), rtol=0, atol=1e-9)
+
+
+def test_observed_paths_score_again_only_for_a_new_owner():
+    observed = F.ObservedPaths((3, 2))
+    calls = []
+
+    def value(z, item):
+        calls.append(item)
+        return float(item)
+
+    for i in range(4):
+        observed.append((i % 3, i % 2), 1.0, False, i)
+    first, second = object(), object()
+    np.testing.assert_array_equal(observed.values(value, first), [0, 1, 2, 3])
+    observed.append((0, 0), 1.0, False, 4)
+    np.testing.assert_array_equal(observed.values(value, first), [0, 1, 2, 3, 4])
+    assert calls == [0, 1, 2, 3, 4]  # the new row only
+    observed.values(value, second)
+    assert calls == [0, 1, 2, 3, 4, 0, 1, 2, 3, 4]  # a new owner (new duals): all again
+    assert observed.distinct == {(0, 0), (1, 1), (2, 0), (0, 1)}

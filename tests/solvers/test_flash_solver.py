@@ -182,3 +182,82 @@ def test_admm_with_the_flash_z_solver_handles_constraints(make_optimizer):
     best = result.incumbent.observation
     assert best.constraints["size"] <= 1.0
     assert "mu:size" in result.trace[-1]
+
+
+# ------------------------------------ the arrays kept from one ask to the next (many workers)
+class RereadFlash(FlashZSolver):
+    """The ``flash`` ask as it was before the arrays were kept: every observation converted,
+    filtered and scored again, the asked paths found by a set, the one-hot products (the
+    reference the kept arrays must reproduce)."""
+
+    def _ask(self):
+        from admm_automl.solvers.base import random_z
+        from admm_automl.solvers.z.flash import fit_models
+
+        n_choices = self.problem_.n_choices
+        pending = [tuple(s.config) for s in self.pending_.values()]
+        pending += [tuple(int(j) for j in c) for c, _ in self._in_flight_elsewhere()]
+        asked = {tuple(z) for z, _ in self.problem_.history}
+        asked.update(tuple(c) for c, _ in self.trials_)
+        asked.update(pending)
+        free = self.paths_[[p not in asked for p in self.path_tuples_]]
+        if len(free) == 0:
+            return random_z(self.rng_, n_choices), None
+        data = self._data()
+        seen = {z for z, _ in data}.union(pending)
+        if len(seen) < self.n_init_ or not data:
+            observed = F.encode_paths(np.array(sorted(seen)), n_choices) if seen else None
+            design = F.greedy_d_optimal_design(F.encode_paths(free, n_choices), 1, self.rng_,
+                                               observed=observed)
+            return tuple(int(j) for j in free[design.indices[0]]), None
+        models = fit_models(data, self.problem_.augment, n_choices, alpha=self.ridge_alpha_,
+                            transform=self.cost_transform_,
+                            censor_timeouts=self.censor_timeouts)
+        best = F.rank_with_random_ties(models.log_eips(free, self.xi_), self.rng_)[0]
+        return tuple(int(j) for j in free[best]), None
+
+
+def _wide_loss(z):
+    return 0.05 * abs(z[0] - 3) + 0.1 * abs(z[1] - 1) + 0.02 * z[2] + 0.03 * (z[3] % 2)
+
+
+def _wide_problem(run, augment, history=()):
+    return ZProblem(n_choices=(6, 4, 5, 3), evaluate=lambda s: [], augment=augment,
+                    history=list(history), observations=(lambda: run) if run is not None else None)
+
+
+def _observation(z, i):
+    status = Status.TIMEOUT if i % 11 == 5 else Status.OK
+    return Observation(loss=_wide_loss(z), fit_time=0.01 * (1 + z[0]), status=status,
+                       cached=(i % 13 == 7))
+
+
+@pytest.mark.parametrize("width", [1, 8])
+@pytest.mark.parametrize("shared", [False, True])
+def test_the_kept_arrays_give_the_asks_of_the_reread_path(width, shared):
+    """A run of 60 proposals, serial (width 1) or with 7 trials pending at each ask (width 8),
+    with the run's observations shared (``problem.observations``) or the solver's own, timed
+    out and cached evaluations among them, and a new ADMM iterate (new duals: another
+    ``augment``) halfway: every proposal equals the re-reading reference's."""
+    paths = []
+    for cls in (FlashZSolver, RereadFlash):
+        run = [] if shared else None
+        augment = lambda z, obs: obs.loss  # noqa: E731
+        solver = cls(xi=0.0).setup(_wide_problem(run, augment), np.random.default_rng(3))
+        flying, asked, i = list(solver.ask_batch(width)), [], 0
+        while len(asked) < 60:
+            done = flying.pop(0)
+            obs = _observation(done.config, i)
+            if run is not None:
+                run.append((done.config, obs))
+            solver.tell(done, obs)
+            i += 1
+            if i == 30:  # new duals: the values must be read again
+                history = [(done.config, obs)]
+                solver.update_problem(_wide_problem(
+                    run, lambda z, o: o.loss + (0.2 if z[1] == 1 else 0.0), history))
+            new = solver.ask()
+            asked.append(new.config)
+            flying.append(new)
+        paths.append(asked)
+    assert paths[0] == paths[1]

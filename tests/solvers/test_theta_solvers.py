@@ -346,12 +346,41 @@ def test_bo_batch_with_points_pending_is_one_fit_and_one_search_and_repeats_none
 
 
 def test_bo_polish_starts_fall_as_the_pending_set_grows():
-    from admm_automl._numerics.gp.surrogate import n_starts
+    from admm_automl._numerics.gp.surrogate import POLISH_MAX_PENDING, n_starts
 
     solver = make("bo")
-    starts = [n_starts(solver.n_restarts, n) for n in (0, 8, 16, 63, 255)]
-    assert starts[0] == solver.n_restarts and starts[-1] == 1
+    starts = [n_starts(solver.n_restarts, n) for n in (0, 8, 16, 31, 32, 63, 255)]
+    assert starts[0] == solver.n_restarts and starts[3] == 1
     assert starts == sorted(starts, reverse=True) and starts[2] < starts[0]
+    # no polish at all from POLISH_MAX_PENDING pending on (the documented threshold), and one
+    # start just below it
+    assert POLISH_MAX_PENDING == 32
+    assert n_starts(solver.n_restarts, POLISH_MAX_PENDING - 1) == 1
+    assert starts[4:] == [0, 0, 0]
+
+
+def test_bo_skips_the_polish_only_from_the_threshold_of_pending_points(monkeypatch):
+    """An ask with POLISH_MAX_PENDING − 1 trials in flight polishes one start; with
+    POLISH_MAX_PENDING it polishes none, and still proposes a new point in the box."""
+    from admm_automl._numerics.gp import optim
+    from admm_automl._numerics.gp.surrogate import POLISH_MAX_PENDING
+
+    polished = []
+    real = optim._polish_together
+    monkeypatch.setattr(optim, "_polish_together",
+                        lambda acq, starts, *a, **k: polished.append(len(starts))
+                        or real(acq, starts, *a, **k))
+    for pending, expected in ((POLISH_MAX_PENDING - 1, 1), (POLISH_MAX_PENDING, 0)):
+        problem, _, _ = quadratic_problem()
+        solver = make("bo")
+        solver.setup(problem, np.random.default_rng(0))
+        solver.run(12)
+        flying = [solver.ask() for _ in range(pending)]
+        polished.clear()
+        s = solver.ask()
+        assert polished == [expected], (pending, polished)
+        x = np.asarray(s.config)
+        assert np.all((x >= 0) & (x <= 1)) and len(flying) == pending
 
 
 def test_bo_falls_back_to_random_points_with_one_warning(monkeypatch):
@@ -684,3 +713,39 @@ def test_bo_keeps_its_gp_across_an_update_whose_history_extends_the_fit():
     problem, _, _ = quadratic_problem(history=history[5:])
     solver.update_problem(problem)
     assert solver.gp_ is None  # another set of points: refitted at the next ask
+
+
+def test_bo_keeps_its_lies_and_they_give_the_posterior_of_a_gp_rebuilt_with_them():
+    """With 15 trials in flight at each ask, the GP with the pending points as lies is kept from
+    one ask to the next (built afresh only at the first ask and at the refits, every 8 tells
+    at 16 workers) and its posterior is that of a GP built from scratch on the observations
+    and the current lies, to 1e-8. A serial run never makes it."""
+    serial, _, _ = quadratic_problem()
+    solver = make("bo").setup(serial, np.random.default_rng(0))
+    solver.run(14)
+    assert solver.liars_.gp is None and solver.liars_.rebuilds == 0
+
+    problem, _, _ = quadratic_problem(batch_size=16)
+    solver = make("bo").setup(problem, np.random.default_rng(0))
+    solver.run(12)
+    f = lambda x: float(np.sum((np.asarray(x) - 0.3) ** 2))  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SolverFallbackWarning)  # the GP step must not fail
+        flying = list(solver.ask_batch(16))
+        for _ in range(24):
+            done = flying.pop(0)
+            solver.tell(done, Observation(loss=f(done.config)))
+            flying.append(solver.ask())
+    kept = solver.liars_
+    assert 1 <= kept.rebuilds <= 1 + 24 // 8 + 1
+    rows = kept.slot_rows[kept.slot_rows >= 0]
+    np.testing.assert_array_equal(np.sort(rows), np.arange(len(solver.X_.array)))
+    g = _gp.clean_targets(solver.g_.array)
+    lies = [solver.pending_[k].config for k in kept.slot_keys.values()]
+    assert len(lies) == 15
+    fresh = _gp.MaternGP(np.vstack([solver.X_.array[rows], np.array(lies)]),
+                         np.concatenate([g[rows], np.full(len(lies), g.min())]),
+                         kept.gp.params, fit=False)
+    Q = np.random.default_rng(1).uniform(size=(50, 3))
+    for a, b in zip(kept.gp.predict(Q), fresh.predict(Q)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-8)

@@ -13,6 +13,8 @@ vectors, a module per step:
   (EIPS, Eq. 4), as written and in log space; :mod:`.models` — both models fitted together on a
   run's observations;
 * :mod:`.design` — the greedy D-optimal initial design (the paper's Algorithm 2);
+* :mod:`.observed` — a run's observed paths, costs and values as arrays grown at each tell
+  (:class:`ObservedPaths`), so that an ask does not convert every observation again;
 * :mod:`.pruning` — the top-r pruning of the algorithm graph (end of Phase 2 of the paper's
   Algorithm 1);
 * :mod:`.validation` and :mod:`.defaults` — parameter validation and the defaults.
@@ -43,12 +45,13 @@ from .defaults import (COST_TRANSFORMS, DEFAULT_COST_TRANSFORM, DEFAULT_FIT_INTE
                        DEFAULT_TOP_R, DEFAULT_XI, DEFAULT_XI_SELECT, MIN_COST, MIN_SECONDS, MIN_STD,
                        TIE_ATOL)
 from .paths import (all_paths, candidate_paths, check_n_choices, decode_paths, encode_paths,
-                    _is_int, n_paths, path_offsets, path_rank)
+                    _is_int, n_paths, path_columns, path_offsets, path_rank)
 from .validation import (check_cost_transform, check_n_init, check_n_prune, check_ridge_alpha,
                          check_top_r, check_xi)
 from .acquisition import (eips, expected_improvement, log_eips, log_expected_improvement,
                           rank_with_random_ties)
-from .ridge import fit_cost_model, fit_ridge, RidgePathModel, transform_cost
+from .ridge import fit_cost_model, fit_ridge, fit_ridge_columns, RidgePathModel, transform_cost
 from .pruning import build_subgraph, Subgraph, subgraph_masks
-from .models import fill_failed, fit_path_models, PathModels
+from .models import fill_failed, fit_path_models, fit_path_models_columns, PathModels
 from .design import d_criterion, Design, greedy_d_optimal_design
+from .observed import ObservedPaths

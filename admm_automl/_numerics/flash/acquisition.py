@@ -99,5 +99,16 @@ def rank_with_random_ties(
     ordered = values[order]
     with np.errstate(invalid="ignore"):  # -inf - -inf is NaN: same group
         new_group = np.diff(ordered) < -atol
+    keys = rng.random(len(values))
+    # only the positions in a group of two or more move: sort those alone (by group, then key,
+    # then position, as a lexsort of all positions would; a lone score keeps its place)
+    tied = np.zeros(len(values), dtype=bool)
+    tied[:-1] |= ~new_group
+    tied[1:] |= ~new_group
+    if not tied.any():
+        return order
     group = np.concatenate([[0], np.cumsum(new_group)])
-    return order[np.lexsort((rng.random(len(values)), group))]
+    at = np.flatnonzero(tied)
+    out = order.copy()
+    out[at] = order[at[np.lexsort((keys[at], group[at]))]]
+    return out

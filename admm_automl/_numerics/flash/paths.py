@@ -95,6 +95,16 @@ def encode_paths(z: np.ndarray | Sequence[int], n_choices: Sequence[int]) -> np.
     return out[0] if single else out
 
 
+def path_columns(z: np.ndarray, n_choices: Sequence[int]) -> np.ndarray:
+    """The column of each module's one in the path vectors of choice vectors ``z`` (shape
+    (n, K) -> (n, K)): ``encode_paths(z)[i]`` is 1 exactly at ``path_columns(z)[i]``. A linear
+    model over path vectors is a sum of K of its entries there (see
+    :meth:`~.ridge.RidgePathModel.predict_columns`)."""
+    zs = np.atleast_2d(np.asarray(z))
+    encode_paths(zs[:1], n_choices) if len(zs) else None  # the layout's checks
+    return path_offsets(n_choices)[None, :] + zs.astype(np.intp)
+
+
 def decode_paths(P: np.ndarray, n_choices: Sequence[int]) -> np.ndarray:
     """Choice vectors of one-hot path vectors (inverse of :func:`encode_paths`).
 

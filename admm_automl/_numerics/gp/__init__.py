@@ -17,6 +17,8 @@ acquisition functions and their optimisation each in a module of its own.
   (central differences, for scikit-learn's GP).
 * :mod:`.optim`: candidates and :func:`maximize`, the L-BFGS-B polish of either acquisition
   (one run per start, or all starts in one vectorised run with ``batched=True``).
+* :mod:`.lies`: :class:`KeptLies`, the GP of the observations with the pending points at the
+  constant liar, kept from one ask to the next (only the point told and the point issued change).
 * :mod:`.surrogate`: how the θ-solver ``bo`` feeds and sizes its GP (the rows a refit uses, the
   refit cadence, the candidate and start counts of an acquisition search, growing arrays).
 * :mod:`.threads`: :func:`single_threaded_blas`.
@@ -35,6 +37,7 @@ from .acquisition import (
     penalty_rows,
     value_and_central_difference,
 )
+from .lies import KeptLies
 from .model import (MIN_NOISE, PRIOR_MEANS, Fantasies, KernelParams, MaternGP, clean_targets,
                     log_prior, matern52)
 from .optim import candidate_points, maximize, scored_candidates, sobol_points
@@ -44,6 +47,7 @@ from .threads import single_threaded_blas
 __all__ = [
     "Fantasies",
     "GPLogEI",
+    "KeptLies",
     "KernelParams",
     "LogEI",
     "MIN_NOISE",

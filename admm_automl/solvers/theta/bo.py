@@ -165,6 +165,10 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         self.params_ = None  # the last fitted kernel hyperparameters (warm start of the next fit)
         self.fallback_warned_ = False
         self.gp_ = None
+        #: the GP with the pending points as lies, kept from one ask to the next, and the rows
+        #: of the points told since the last ask (by suggestion id): see :meth:`_model_points`
+        self.liars_ = _gp.KeptLies()
+        self.told_rows_: dict[int, int] = {}
         self._load(problem.history)
 
     def _load(self, pairs) -> None:
@@ -181,6 +185,9 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         rows = getattr(self, "gp_rows_", np.zeros(0, dtype=int))
         if gp is None or not (len(rows) and rows[-1] < len(X) and np.array_equal(X[rows], gp.X)):
             self.gp_, self.gp_rows_, self.n_fit_ = None, np.zeros(0, dtype=int), 0
+        if hasattr(self, "liars_"):  # the rows are numbered afresh
+            self.liars_.reset()
+            self.told_rows_.clear()
 
     def update_problem(self, problem) -> None:
         """New ADMM iterate: the observations are re-scored with the new duals at once. When the
@@ -193,6 +200,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
     def _tell(self, suggestion, observation) -> None:
         x = np.asarray(suggestion.config, dtype=float)
         pen = float(_gp.penalty_rows(self.problem_.penalty, x[None, :])[0])
+        self.told_rows_[suggestion.id] = len(self.X_.array)
         self.X_.append(x)
         self.pen_.append(pen)
         self.g_.append(float(self.problem_.augment(x, observation)) - pen)
@@ -260,10 +268,15 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
             x = self.rng_.uniform(0.0, 1.0, size=self.problem_.dim)
         return x
 
-    def _surrogate(self, X: np.ndarray, g: np.ndarray) -> _gp.MaternGP:
-        """The GP of the black-box part: refitted (hyperparameters by MAP) when the observations
-        grew by ``refit_growth`` since the last fit, else the last fit with the new points
-        appended and the targets re-read (the duals may have changed them)."""
+    def _surrogate(self, X: np.ndarray, g: np.ndarray,
+                   defer: bool = False) -> tuple[_gp.MaternGP, np.ndarray]:
+        """The GP of the black-box part and the observation rows it should hold: refitted
+        (hyperparameters by MAP) when the observations grew by ``refit_growth`` since the last
+        fit, else the last fit with the new points appended and the targets re-read (the duals
+        may have changed them). With ``defer`` (points pending and the GP with their lies kept,
+        :meth:`_model_points`) the last fit is returned as it is, with the rows it should hold:
+        the kept GP takes the new points and targets instead, and this one catches up at the
+        next ask without pending points (one block update of them all)."""
         n = len(g)
         due = surrogate.refit_due(n, self.n_fit_, self.refit_growth,
                                   getattr(self.problem_, "batch_size", 1))
@@ -274,12 +287,16 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
             self.gp_rows_, self.n_fit_ = rows, n
         elif self.gp_rows_[-1] < n - 1:
             new = np.arange(self.gp_rows_[-1] + 1, n)
+            if defer:
+                return self.gp_, np.concatenate([self.gp_rows_, new])
             self.gp_rows_ = np.concatenate([self.gp_rows_, new])
             self.gp_ = self.gp_.append(X[new], g[self.gp_rows_])
+        if defer:
+            return self.gp_, self.gp_rows_
         targets = g[self.gp_rows_]
         if not np.array_equal(targets, self.gp_.y):
             self.gp_ = self.gp_.with_targets(targets)
-        return self.gp_
+        return self.gp_, self.gp_rows_
 
     def _model_points(self):
         """Model-based proposals, one per ``next``, each made after the one before was issued:
@@ -297,7 +314,10 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         if np.isfinite(g_raw).sum() < 2:  # nothing to model yet
             return
         g = _gp.clean_targets(g_raw)
-        gp = self._surrogate(X, g)
+        # with points pending and their lies kept from the last ask, the GP of the observations
+        # is not brought up to date: the kept GP takes the new observations (KeptLies)
+        defer = len(self.pending_) > 0 and self.liars_.holds(self.gp_)
+        gp, rows = self._surrogate(X, g, defer)
         aug = g + pen
         best = float(aug.min())
         lie = float(g.min())  # constant liar: pending points take the best black-box value seen
@@ -325,9 +345,18 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
                     values = _gp.log_expected_improvement(
                         mean + ranked_pen, std, best - float(self.xi) * spread, 1e-10 * spread)
             else:
+                if len(new) and ranked is None:
+                    # the GP with the lies kept from the last ask: only the point told since
+                    # (its lie becomes its observation) and the point issued since change
+                    lies = {s.id: P[i] for i, s in enumerate(new)}
+                    lies = dict(list(lies.items())[-max_lies:])
+                    gp = self.liars_.update(gp, self.gp_rows_, rows, X, g[rows], lies, lie,
+                                            self.told_rows_)
+                elif len(new):
+                    gp = gp.append(P, np.concatenate([gp.y, np.full(len(P), lie)]))
+                if ranked is None:
+                    self.told_rows_.clear()
                 if len(new):
-                    lies = P[-max_lies:] if ranked is None else P
-                    gp = gp.append(lies, np.concatenate([gp.y, np.full(len(lies), lie)]))
                     best = min(best, float((lie + _gp.penalty_rows(problem.penalty, P)).min()))
                     fantasies = None
                 acquisition = _gp.GPLogEI(gp, best - float(self.xi) * spread, problem.penalty,
@@ -336,7 +365,8 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
                     centres = X[np.argsort(aug, kind="stable")[:5]]
                     ranked = _gp.maximize(
                         acquisition, dim, self.rng_, centres=centres,
-                        n_candidates=(surrogate.n_candidates(dim, len(gp.X))
+                        n_candidates=(surrogate.n_candidates(dim, len(gp.X),
+                                                             len(self.pending_))
                                       if self.n_candidates is None else int(self.n_candidates)),
                         n_starts=surrogate.n_starts(self.n_restarts, len(self.pending_)),
                         batched=True, lengthscales=gp.params.inv_sq_lengthscales ** -0.5,

@@ -144,8 +144,17 @@ class FlashZSolver(BaseZSolver):
         self.paths_ = F.candidate_paths(n_choices, self.rng_, max_enumerate=self.max_enumerate,
                                         n_candidates=self.n_candidates)
         self.path_tuples_ = [tuple(p) for p in self.paths_.tolist()]
+        #: the candidate paths' rows, and their one-hot vectors, encoded once for every ask
+        self.path_index_ = {p: i for i, p in enumerate(self.path_tuples_)}
+        self.encoded_paths_ = F.encode_paths(self.paths_, n_choices)
+        self.path_columns_ = F.path_columns(self.paths_, n_choices)
         #: (z, observation) of every problem's history and every trial (without observations)
         self.own_: list[tuple[tuple[int, ...], Observation]] = list(self.problem_.history)
+        #: the usable observations as arrays (:meth:`_observed`), and which candidate paths
+        #: were asked under the current θ (:meth:`_asked`): both grown at each ask from the
+        #: entries added since the last, not rebuilt from all of them
+        self.observed_, self.observed_from_ = None, (None, 0)
+        self.asked_, self.asked_from_ = None, (None, None, None, 0, 0)
 
     def update_problem(self, problem) -> None:
         super().update_problem(problem)
@@ -159,26 +168,87 @@ class FlashZSolver(BaseZSolver):
         pairs = source() if source is not None else self.own_
         return [(tuple(int(j) for j in z), obs) for z, obs in pairs if usable(obs)]
 
+    def _observed(self) -> F.ObservedPaths:
+        """The :func:`usable` observations (``problem.observations()`` or :attr:`own_`, both
+        lists that only grow) as arrays: the entries added since the last ask are appended, and
+        the whole list is read again only when it is another list or shorter. What
+        :meth:`_data` returns, in its order, without converting every entry at every ask."""
+        source = self.problem_.observations
+        pairs = source() if source is not None else self.own_
+        read_from, n_read = self.observed_from_
+        if self.observed_ is None or read_from is not pairs or n_read > len(pairs):
+            self.observed_, n_read = F.ObservedPaths(self.problem_.n_choices), 0
+        observed = self.observed_
+        for z, obs in pairs[n_read:]:
+            if usable(obs):
+                observed.append(tuple(int(j) for j in z), observation_seconds(obs),
+                                obs.status is Status.TIMEOUT, obs)
+        self.observed_from_ = (pairs, len(pairs))
+        return observed
+
+    def _asked(self) -> np.ndarray:
+        """Which candidate paths (rows of :attr:`paths_`) were asked under the current θ: in the
+        problem's history or told to this solver since :meth:`update_problem`. Kept from ask to
+        ask; the entries added since are marked, and all read again when the problem, its
+        history or :attr:`trials_` is another object or shorter."""
+        problem, history, trials, n_history, n_trials = self.asked_from_
+        if (self.asked_ is None or problem is not self.problem_
+                or history is not self.problem_.history or trials is not self.trials_
+                or n_history > len(self.problem_.history) or n_trials > len(self.trials_)):
+            self.asked_ = np.zeros(len(self.paths_), dtype=bool)
+            n_history = n_trials = 0
+        index = self.path_index_
+        for z, _ in self.problem_.history[n_history:]:
+            i = index.get(tuple(z))
+            if i is not None:
+                self.asked_[i] = True
+        for c, _ in self.trials_[n_trials:]:
+            i = index.get(tuple(c))
+            if i is not None:
+                self.asked_[i] = True
+        self.asked_from_ = (self.problem_, self.problem_.history, self.trials_,
+                            len(self.problem_.history), len(self.trials_))
+        return self.asked_
+
     def _ask(self) -> tuple[tuple[int, ...], None]:
         n_choices = self.problem_.n_choices
         # pending here, and in flight for an earlier step: neither is proposed again
         pending = [tuple(s.config) for s in self.pending_.values()]
         pending += [tuple(int(j) for j in c) for c, _ in self._in_flight_elsewhere()]
-        asked = {tuple(z) for z, _ in self.problem_.history}
-        asked.update(tuple(c) for c, _ in self.trials_)
-        asked.update(pending)
-        free = self.paths_[[p not in asked for p in self.path_tuples_]]
+        open_ = ~self._asked()
+        for p in pending:
+            i = self.path_index_.get(p)
+            if i is not None:
+                open_[i] = False
+        free = self.paths_[open_]
         if len(free) == 0:
             return random_z(self.rng_, n_choices), None
-        data = self._data()
-        seen = {z for z, _ in data}.union(pending)
-        if len(seen) < self.n_init_ or not data:
-            observed = F.encode_paths(np.array(sorted(seen)), n_choices) if seen else None
+        observed = self._observed()
+        distinct = observed.distinct
+        n_seen = len(distinct) + len(set(pending).difference(distinct))
+        if n_seen < self.n_init_ or not len(observed):
+            seen = distinct.union(pending)
+            observed_paths = F.encode_paths(np.array(sorted(seen)), n_choices) if seen else None
             design = F.greedy_d_optimal_design(F.encode_paths(free, n_choices), 1, self.rng_,
-                                               observed=observed)
+                                               observed=observed_paths)
             return tuple(int(j) for j in free[design.indices[0]]), None
-        models = fit_models(data, self.problem_.augment, n_choices, alpha=self.ridge_alpha_,
-                            transform=self.cost_transform_,
-                            censor_timeouts=self.censor_timeouts)
-        best = F.rank_with_random_ties(models.log_eips(free, self.xi_), self.rng_)[0]
+        censored = observed.censored.array if self.censor_timeouts else None
+        values = observed.values(self.problem_.augment, self.problem_)
+        if pending:
+            # trials in flight (many workers): both models from the Gram matrices kept as rows
+            # arrive and the scores by gathers (K + K² numbers a path, where the one-hot
+            # products move (n × N) and (paths × N) matrices), so that the ask's cost does not
+            # grow with the observations; equal up to rounding, hence only with trials in
+            # flight: a serial run (nothing pending) keeps its exact history
+            models = F.fit_path_models_columns(
+                observed.columns.array, values, observed.seconds.array, n_choices,
+                observed.gram, alpha=self.ridge_alpha_, transform=self.cost_transform_,
+                censored=censored, censored_gram=observed.censored_gram)
+            scores = models.log_eips_columns(self.path_columns_[open_], self.xi_)
+        else:
+            models = F.fit_path_models(
+                observed.paths.array, values, observed.seconds.array, n_choices,
+                alpha=self.ridge_alpha_, transform=self.cost_transform_, censored=censored)
+            scores = models.log_eips_encoded(self.encoded_paths_[open_], self.xi_)
+        best = F.rank_with_random_ties(scores, self.rng_)[0]
         return tuple(int(j) for j in free[best]), None
