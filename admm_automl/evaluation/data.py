@@ -1,6 +1,6 @@
 """Preparing the data of a run: what each column is, the always-applied preprocessing that makes
-it numbers, the checks at the door (fit) and at predict time, and a fingerprint of the data for
-the journal's run header.
+it numbers, the checks at the door (fit) and at predict time. (The fingerprint of the data in the
+journal's run header is :mod:`admm_automl.run.header`'s.)
 
 The rule for the columns of a DataFrame (an array is a frame whose columns are named 0, 1, ...):
 
@@ -45,7 +45,6 @@ are all ``number`` or ``category`` get a pipeline of scikit-learn objects only.
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from typing import Any, Sequence
 
@@ -497,27 +496,3 @@ def _target_encoder() -> Any:
         return TargetEncoder(cv=KFold(5, shuffle=True, random_state=0))
     return TargetEncoder(random_state=0)
 
-
-def fingerprint(*arrays: Any) -> str:
-    """A SHA-256 of the values (and, for frames, column names and types) of arrays, frames, series
-    and sparse matrices: equal data gives equal fingerprints in any process."""
-    import pandas as pd
-
-    digest = hashlib.sha256()
-    for a in arrays:
-        if hasattr(a, "tocsr"):  # scipy sparse
-            a = a.tocsr()
-            for part in (a.data, a.indices, a.indptr, np.asarray(a.shape)):
-                digest.update(np.ascontiguousarray(part).tobytes())
-            continue
-        if not hasattr(a, "iloc"):
-            a = np.asarray(a)
-            if a.dtype.kind != "O":
-                digest.update(f"{a.dtype.str}{a.shape}".encode())
-                digest.update(np.ascontiguousarray(a).tobytes())
-                continue
-            a = pd.DataFrame(a.reshape(len(a), -1))
-        if isinstance(a, pd.DataFrame):
-            digest.update(repr([(str(c), str(t)) for c, t in a.dtypes.items()]).encode())
-        digest.update(pd.util.hash_pandas_object(a, index=False).to_numpy().tobytes())
-    return digest.hexdigest()
