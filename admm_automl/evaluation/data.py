@@ -1,6 +1,8 @@
-"""Preparing the data of a run: what each column is, the always-applied preprocessing that makes
-it numbers, the checks at the door (fit) and at predict time. (The fingerprint of the data in the
-journal's run header is :mod:`admm_automl.run.header`'s.)
+"""Preparing the data of a run: what each column is (and the refusal of a column that is none
+of the kinds below), and the always-applied preprocessing that makes it numbers. (The
+estimator's checks of its input, at ``fit`` and at predict time, are
+:mod:`admm_automl.run.inputs`'s; the data's fingerprint in the journal's run header is
+:mod:`admm_automl.run.header`'s.)
 
 The rule for the columns of a DataFrame (an array is a frame whose columns are named 0, 1, ...):
 
@@ -46,7 +48,7 @@ are all ``number`` or ``category`` get a pipeline of scikit-learn objects only.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -201,41 +203,6 @@ def column_kinds(X: Any) -> tuple[str, ...]:
     check_unique_columns(X)
     check_no_inf(X)
     return tuple(_column_kind(name, X[name]) for name in X.columns)
-
-
-def conform(X: Any, kinds: Sequence[str], names: Sequence[Any] | None) -> Any:
-    """X at predict time, checked against the ``kinds`` of the columns the model was fitted on
-    (``names``: theirs, or None for an array): a clear :class:`DataError` for an array where
-    non-numeric columns are expected and for a value that is not a number in a numeric column;
-    numbers stored as text in a numeric column are converted."""
-    if not hasattr(X, "iloc"):
-        non_numeric = [i for i, kind in enumerate(kinds) if kind not in ("number", "numeric_text")]
-        if non_numeric and names is not None:
-            raise DataError(
-                "X is an array, but the model was fitted on a DataFrame whose column(s) "
-                f"{[names[i] for i in non_numeric]!r} are not numbers: pass a DataFrame with the "
-                "columns it was fitted on"
-            )
-        X = as_frame_if_mixed(X)
-        if not hasattr(X, "iloc"):
-            return X
-    if X.shape[1] != len(kinds):  # scikit-learn's check of the feature count says so
-        return X
-    check_no_inf(X)
-    import pandas as pd
-
-    converted = {}
-    for i, kind in enumerate(kinds):
-        col = X.iloc[:, i]
-        if kind == "number" and not (pd.api.types.is_numeric_dtype(col.dtype)
-                                     or pd.api.types.is_bool_dtype(col.dtype)):
-            converted[i] = to_numbers(col, X.columns[i])
-    if not converted:
-        return X
-    X = X.copy()
-    for i, numbers in converted.items():
-        X.isetitem(i, numbers)
-    return X
 
 
 def _has_time_of_day(col: Any) -> bool:
