@@ -29,7 +29,9 @@ from .run.inputs import check_sensitive_features, check_target, check_X
 from .run.lock import run_lock
 from .final.refit import refit_models
 from .final.results import fitted_attributes, metric_score
-from .run.setup import display_metric, run_search, space_has, task_space
+from .run.setup import run_search
+from .run.spaces import space_has, task_space
+from .run.task import display_metric
 
 
 def _pipeline_has(attr: str):

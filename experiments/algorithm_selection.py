@@ -75,7 +75,7 @@ def run_one(dataset: str, X, y, method: str, seed: int, budget: float, out: Path
     """One search; the journal goes to ``out/journal.jsonl`` (an existing one is removed first)."""
     from admm_automl.benchmarks.runner import data_problem, open_run
     from admm_automl.methods.registry import make_optimizer
-    from admm_automl.run.setup import benchmark_seeds
+    from admm_automl.run.seeds import benchmark_seeds
     from admm_automl.space import load_space
 
     if out.exists():

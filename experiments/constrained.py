@@ -337,8 +337,11 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     from admm_automl.final.library import PredictionLibrary
     from admm_automl.final.outcome import evaluations_of
     from admm_automl.final.refit import deployable_refit
-    from admm_automl.run.setup import (derive_seeds, open_objective, prepare_task,
-                                       single_threaded_executor, task_space)
+    from admm_automl.run.executor import single_threaded_executor
+    from admm_automl.run.seeds import derive_seeds
+    from admm_automl.run.setup import open_objective
+    from admm_automl.run.spaces import task_space
+    from admm_automl.run.task import prepare_task
 
     deadline = Deadline(budget)  # as the estimator's: the set-up and the refit count
     specs = constraint_specs(task, thresholds, confidence=True)

@@ -75,7 +75,8 @@ def make_task():
 
     from sklearn.datasets import make_classification
 
-    from admm_automl.run.setup import benchmark_seeds, prepare_task
+    from admm_automl.run.seeds import benchmark_seeds
+    from admm_automl.run.task import prepare_task
     from admm_automl.space import space_from_dict
 
     X, y = make_classification(n_samples=3000, n_features=20, n_informative=8, random_state=0)
@@ -109,7 +110,7 @@ def measure(name: str, n_workers: int, task, jobs: dict[str, list[tuple]]) -> di
 
     The executor comes from the run set-up's factory; it is driven directly, without an objective
     or a journal, on purpose: what is measured is the executor's own throughput."""
-    from admm_automl.run.setup import single_threaded_executor
+    from admm_automl.run.executor import single_threaded_executor
 
     executor = single_threaded_executor(name, n_workers)
     started = time.perf_counter()

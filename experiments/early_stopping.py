@@ -60,7 +60,9 @@ def run_dataset(dataset: str, data_dir: str | None, n_configs: int, timeout: flo
     from admm_automl.evaluation.metrics import get_metric
     from admm_automl.journal import observation_of
     from admm_automl.records import Request
-    from admm_automl.run.setup import open_objective, prepare_task, single_threaded_executor
+    from admm_automl.run.executor import single_threaded_executor
+    from admm_automl.run.setup import open_objective
+    from admm_automl.run.task import prepare_task
     from admm_automl.space import load_space
 
     X, y = load_dataset(dataset, data_dir)

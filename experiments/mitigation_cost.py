@@ -53,7 +53,8 @@ import constrained  # noqa: E402
 from admm_automl.constraints import ThresholdOptimizerClassifier, mitigated_starts  # noqa: E402
 from admm_automl.evaluation import trial as trials  # noqa: E402
 from admm_automl.records import POINT  # noqa: E402
-from admm_automl.run.setup import prepare_task, task_space  # noqa: E402
+from admm_automl.run.spaces import task_space  # noqa: E402
+from admm_automl.run.task import prepare_task  # noqa: E402
 from admm_automl.space.portfolio import kept_configs, portfolio_points, resolve_portfolio  # noqa: E402
 
 TASKS = ("adult-dp-sex", "compas-eo-race", "german-dp-age")

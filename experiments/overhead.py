@@ -167,7 +167,7 @@ def run_one(problem_name: str, executor: str, method: str, *, seed: int,
     from admm_automl.benchmarks import peers
     from admm_automl.benchmarks.runner import open_run, parse_method
     from admm_automl.methods.registry import make_optimizer
-    from admm_automl.run.setup import benchmark_seeds
+    from admm_automl.run.seeds import benchmark_seeds
 
     # the benchmark runner's set-up, but with the executor asked for (both are measured), the
     # run header made before the start-up is timed, and the optimiser built below, so that its

@@ -147,8 +147,11 @@ def loss_column(X, y, configs: list[dict], timeout: float, kind: str = "classifi
     :mod:`admm_automl.run` (split and models' seed 0, one single-threaded worker process)."""
     from admm_automl.evaluation.splits import resolve_cv
     from admm_automl.records import Request
-    from admm_automl.run.setup import (benchmark_seeds, open_objective, prepare_task, run_header,
-                                       single_threaded_executor)
+    from admm_automl.run.executor import single_threaded_executor
+    from admm_automl.run.header import run_header
+    from admm_automl.run.seeds import benchmark_seeds
+    from admm_automl.run.setup import open_objective
+    from admm_automl.run.task import prepare_task
     from admm_automl.space import load_space
 
     space = load_space(SPACE).for_task(kind).for_data(len(y))

@@ -122,8 +122,11 @@ def real_problem(data_dir: str):
     if "gb" not in _REAL_CACHE:
         from admm_automl.datasets import load_from_dir
         from admm_automl.records import Request
-        from admm_automl.run.setup import (benchmark_seeds, open_objective, prepare_task,
-                                           run_header, single_threaded_executor)
+        from admm_automl.run.executor import single_threaded_executor
+        from admm_automl.run.header import run_header
+        from admm_automl.run.seeds import benchmark_seeds
+        from admm_automl.run.setup import open_objective
+        from admm_automl.run.task import prepare_task
         from admm_automl.space import space_from_dict
 
         X, y = load_from_dir("fri_c2_1000_10", data_dir)

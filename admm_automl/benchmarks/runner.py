@@ -198,8 +198,8 @@ class Problem:
     problems). ``worst_loss`` is the loss of a failed pipeline and of a run with no score yet (1.0
     for 1 − AUROC, as in Liu et al. 2020); ``isolate`` runs trials in a worker process, so a fit
     that would overrun the time budget is stopped. ``header(seed)`` is what the losses of run
-    ``seed`` depend on, the first line of its journal (:func:`~admm_automl.run.setup.run_header`
-    for pipelines on data, :func:`~admm_automl.run.setup.function_header` for a function).
+    ``seed`` depend on, the first line of its journal (:func:`~admm_automl.run.header.run_header`
+    for pipelines on data, :func:`~admm_automl.run.header.function_header` for a function).
     """
 
     name: str
@@ -219,7 +219,7 @@ def _classification_space(space: "str | PipelineSpace") -> PipelineSpace:
 def artificial_problem(space: "str | PipelineSpace" = "paper_large", seed: int = 0) -> Problem:
     """The artificial objective of Liu et al. 2020 over ``space`` (one fixed function for every
     run); it has no failures, so "no score yet" is NaN rather than a worst loss."""
-    from ..run.setup import function_header
+    from ..run.header import function_header
     from .artificial import ArtificialObjective
 
     space = _classification_space(space)
@@ -236,8 +236,10 @@ def data_problem(
 ) -> Problem:
     """Pipelines on (X, y) scored by 1 − AUROC (or ``scoring``) on one fixed stratified holdout
     split, shared by every method and seed (the run seed is the models' ``random_state``: see
-    :func:`~admm_automl.run.setup.benchmark_seeds`)."""
-    from ..run.setup import benchmark_seeds, prepare_task, run_header
+    :func:`~admm_automl.run.seeds.benchmark_seeds`)."""
+    from ..run.header import run_header
+    from ..run.seeds import benchmark_seeds
+    from ..run.task import prepare_task
 
     y = np.asarray(y)
     target = "binary" if len(np.unique(y)) == 2 else "multiclass"
@@ -274,7 +276,7 @@ def open_run(
     :mod:`admm_automl.run`; every method of the benchmark, peers included, evaluates through it.
 
     The executor is one single-threaded worker process for an isolated problem, else serial
-    (:func:`~admm_automl.run.setup.single_threaded_executor`); the task is the problem's for
+    (:func:`~admm_automl.run.executor.single_threaded_executor`); the task is the problem's for
     ``seed``, with a prefix cache of ``cache_size`` MiB when given; ``header`` (default:
     ``problem.header(seed)``) is the first line of the journal, ``out_dir/journal.jsonl`` (in
     memory without ``out_dir``); the records' times run from ``start_time`` (default: now).
@@ -283,7 +285,8 @@ def open_run(
     probes (:meth:`~admm_automl.run.deadline.Deadline.trial_policy`), on purpose: every method
     of a benchmark evaluates a pipeline the same way, whatever it has found so far.
     """
-    from ..run.setup import open_objective, single_threaded_executor
+    from ..run.executor import single_threaded_executor
+    from ..run.setup import open_objective
 
     if header is None and problem.header is not None:
         header = problem.header(seed)
@@ -386,10 +389,10 @@ def _search(problem: Problem, method: Method, objective: Any, *, seed: int,
             method_options: dict[str, Any] | None = None) -> tuple[int, str]:
     """Search ``objective`` by ``method`` (or by ``peer``) within the budget that started at
     ``start``; returns (n_evals, stop_reason). Our methods come from the method registry, seeded
-    by :func:`~admm_automl.run.setup.benchmark_seeds`; the peers take the run's seed as the int
+    by :func:`~admm_automl.run.seeds.benchmark_seeds`; the peers take the run's seed as the int
     their own generators are seeded with, and evaluate through the same objective."""
     from ..methods.registry import make_optimizer
-    from ..run.setup import benchmark_seeds
+    from ..run.seeds import benchmark_seeds
 
     if peer is None and method.kind in ("admm", "jopt", "flash", "select"):
         optimizer = make_optimizer(

@@ -1,6 +1,8 @@
-"""Preparing the data of a run: what each column is, the always-applied preprocessing that makes
-it numbers, the checks at the door (fit) and at predict time, and a fingerprint of the data for
-the journal's run header.
+"""Preparing the data of a run: what each column is (and the refusal of a column that is none
+of the kinds below), and the always-applied preprocessing that makes it numbers. (The
+estimator's checks of its input, at ``fit`` and at predict time, are
+:mod:`admm_automl.run.inputs`'s; the data's fingerprint in the journal's run header is
+:mod:`admm_automl.run.header`'s.)
 
 The rule for the columns of a DataFrame (an array is a frame whose columns are named 0, 1, ...):
 
@@ -45,9 +47,8 @@ are all ``number`` or ``category`` get a pipeline of scikit-learn objects only.
 
 from __future__ import annotations
 
-import hashlib
 import warnings
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -202,41 +203,6 @@ def column_kinds(X: Any) -> tuple[str, ...]:
     check_unique_columns(X)
     check_no_inf(X)
     return tuple(_column_kind(name, X[name]) for name in X.columns)
-
-
-def conform(X: Any, kinds: Sequence[str], names: Sequence[Any] | None) -> Any:
-    """X at predict time, checked against the ``kinds`` of the columns the model was fitted on
-    (``names``: theirs, or None for an array): a clear :class:`DataError` for an array where
-    non-numeric columns are expected and for a value that is not a number in a numeric column;
-    numbers stored as text in a numeric column are converted."""
-    if not hasattr(X, "iloc"):
-        non_numeric = [i for i, kind in enumerate(kinds) if kind not in ("number", "numeric_text")]
-        if non_numeric and names is not None:
-            raise DataError(
-                "X is an array, but the model was fitted on a DataFrame whose column(s) "
-                f"{[names[i] for i in non_numeric]!r} are not numbers: pass a DataFrame with the "
-                "columns it was fitted on"
-            )
-        X = as_frame_if_mixed(X)
-        if not hasattr(X, "iloc"):
-            return X
-    if X.shape[1] != len(kinds):  # scikit-learn's check of the feature count says so
-        return X
-    check_no_inf(X)
-    import pandas as pd
-
-    converted = {}
-    for i, kind in enumerate(kinds):
-        col = X.iloc[:, i]
-        if kind == "number" and not (pd.api.types.is_numeric_dtype(col.dtype)
-                                     or pd.api.types.is_bool_dtype(col.dtype)):
-            converted[i] = to_numbers(col, X.columns[i])
-    if not converted:
-        return X
-    X = X.copy()
-    for i, numbers in converted.items():
-        X.isetitem(i, numbers)
-    return X
 
 
 def _has_time_of_day(col: Any) -> bool:
@@ -497,27 +463,3 @@ def _target_encoder() -> Any:
         return TargetEncoder(cv=KFold(5, shuffle=True, random_state=0))
     return TargetEncoder(random_state=0)
 
-
-def fingerprint(*arrays: Any) -> str:
-    """A SHA-256 of the values (and, for frames, column names and types) of arrays, frames, series
-    and sparse matrices: equal data gives equal fingerprints in any process."""
-    import pandas as pd
-
-    digest = hashlib.sha256()
-    for a in arrays:
-        if hasattr(a, "tocsr"):  # scipy sparse
-            a = a.tocsr()
-            for part in (a.data, a.indices, a.indptr, np.asarray(a.shape)):
-                digest.update(np.ascontiguousarray(part).tobytes())
-            continue
-        if not hasattr(a, "iloc"):
-            a = np.asarray(a)
-            if a.dtype.kind != "O":
-                digest.update(f"{a.dtype.str}{a.shape}".encode())
-                digest.update(np.ascontiguousarray(a).tobytes())
-                continue
-            a = pd.DataFrame(a.reshape(len(a), -1))
-        if isinstance(a, pd.DataFrame):
-            digest.update(repr([(str(c), str(t)) for c, t in a.dtypes.items()]).encode())
-        digest.update(pd.util.hash_pandas_object(a, index=False).to_numpy().tobytes())
-    return digest.hexdigest()

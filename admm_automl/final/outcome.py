@@ -36,7 +36,7 @@ Point = tuple[tuple[int, ...], np.ndarray]
 
 @dataclass
 class Task:
-    """What :func:`~admm_automl.run.setup.prepare_task` builds: the trial context, the metric, the
+    """What :func:`~admm_automl.run.task.prepare_task` builds: the trial context, the metric, the
     constraints bound to the data, and the loss given to failed pipelines."""
 
     kind: str  # "classification" or "regression"

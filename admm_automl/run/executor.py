@@ -1,6 +1,7 @@
 """The executor a run asks for by name (``executor=``, ``n_jobs``, ``memory_limit``,
 ``dask_address``): the factory sits here, above the engine, so that the engine's executors never
-import one another."""
+import one another; and a benchmark's executor, one BLAS thread a worker
+(:func:`single_threaded_executor`)."""
 
 from __future__ import annotations
 
@@ -48,3 +49,13 @@ def make_executor(
     raise InvalidParameterError(
         f"executor must be 'auto', 'serial', 'process' or 'dask', got {kind!r}"
     )
+
+
+def single_threaded_executor(kind: str = "process", n_workers: int = 1) -> Any:
+    """The executor of a benchmark or experiment run, from :func:`make_executor`:
+    ``kind`` (``"serial"``, ``"process"`` or ``"dask"``) with ``n_workers`` workers, no memory
+    limit, and BLAS/OpenMP held to one thread in each worker, so that runs side by side, one core
+    each, do not compete for the cores (``"serial"`` runs the trials in this process, under the
+    threads the calling script set)."""
+    return make_executor(kind, n_jobs=n_workers, memory_limit_mb=None,
+                         needs_isolation=kind != "serial", threads=1)

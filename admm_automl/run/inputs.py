@@ -1,12 +1,13 @@
 """What ``fit`` and the prediction methods check of the data before any work: X (shape, inf,
-feature names, the kind of every column, and at predict time the columns of ``fit``), y (one
+feature names, the kind of every column — the rule is :mod:`admm_automl.evaluation.data`'s, which
+the preprocessing follows — and at predict time the columns of ``fit``: :func:`conform`), y (one
 target per row, the task inferred, classes checked); the labels mapped to the indices the search
 used are :mod:`admm_automl.final.labels`'s."""
 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
@@ -14,7 +15,9 @@ from sklearn.utils.validation import (
     check_array, check_consistent_length, check_is_fitted, column_or_1d, validate_data,
 )
 
-from ..evaluation.data import as_frame_if_mixed, check_unique_columns, column_kinds, conform
+from ..evaluation.data import (
+    as_frame_if_mixed, check_no_inf, check_unique_columns, column_kinds, to_numbers,
+)
 from ..exceptions import DataError, IdentifierColumnWarning
 # the final model's label handling lives with it; its names stay importable from here, where
 # the pickles of earlier versions find LabelEncodedClassifier
@@ -43,6 +46,41 @@ def check_X(estimator: Any, X: Any, reset: bool = False) -> Any:
         X = as_frame_if_mixed(X)
         estimator._column_kinds = column_kinds(X)
         warn_identifier_columns(X, estimator._column_kinds)
+    return X
+
+
+def conform(X: Any, kinds: Sequence[str], names: Sequence[Any] | None) -> Any:
+    """X at predict time, checked against the ``kinds`` of the columns the model was fitted on
+    (``names``: theirs, or None for an array): a clear :class:`DataError` for an array where
+    non-numeric columns are expected and for a value that is not a number in a numeric column;
+    numbers stored as text in a numeric column are converted."""
+    if not hasattr(X, "iloc"):
+        non_numeric = [i for i, kind in enumerate(kinds) if kind not in ("number", "numeric_text")]
+        if non_numeric and names is not None:
+            raise DataError(
+                "X is an array, but the model was fitted on a DataFrame whose column(s) "
+                f"{[names[i] for i in non_numeric]!r} are not numbers: pass a DataFrame with the "
+                "columns it was fitted on"
+            )
+        X = as_frame_if_mixed(X)
+        if not hasattr(X, "iloc"):
+            return X
+    if X.shape[1] != len(kinds):  # scikit-learn's check of the feature count says so
+        return X
+    check_no_inf(X)
+    import pandas as pd
+
+    converted = {}
+    for i, kind in enumerate(kinds):
+        col = X.iloc[:, i]
+        if kind == "number" and not (pd.api.types.is_numeric_dtype(col.dtype)
+                                     or pd.api.types.is_bool_dtype(col.dtype)):
+            converted[i] = to_numbers(col, X.columns[i])
+    if not converted:
+        return X
+    X = X.copy()
+    for i, numbers in converted.items():
+        X.isetitem(i, numbers)
     return X
 
 

@@ -29,7 +29,7 @@ from admm_automl.constraints import (
     make_constraints,
     make_groups,
 )
-from admm_automl.run.setup import derive_seeds
+from admm_automl.run.seeds import derive_seeds
 from admm_automl.evaluation.splits import make_splits
 from admm_automl.exceptions import (
     ConstraintViolationWarning,

@@ -23,7 +23,7 @@ from admm_automl.constraints import (ExponentiatedGradientClassifier,
 from admm_automl.constraints.mitigation import TIE_BREAK
 from admm_automl.evaluation.prefix_cache import prefix_keys
 from admm_automl.exceptions import ConfigError, DataError, InvalidParameterError
-from admm_automl.run.setup import task_space
+from admm_automl.run.spaces import task_space
 from admm_automl.space import space_from_dict
 from admm_automl.testing import tiny_space
 

@@ -12,7 +12,8 @@ from threadpoolctl import threadpool_limits
 from admm_automl.evaluation import iterative
 from admm_automl.evaluation.executors import ProcessExecutor, SerialExecutor
 from admm_automl.evaluation.kept import KeptStore
-from admm_automl.run.setup import open_objective, prepare_task
+from admm_automl.run.setup import open_objective
+from admm_automl.run.task import prepare_task
 from admm_automl.exceptions import InvalidParameterError
 from admm_automl.records import Request
 from admm_automl.space import Algorithm, Fixed, Float, Int, Iterations, Module, PipelineSpace

@@ -266,7 +266,8 @@ def test_the_ensemble_library_keeps_the_best_evaluation_of_every_learner(breast_
     from admm_automl.run.executor import make_executor
     from admm_automl.records import Request
     from admm_automl.final.library import PredictionLibrary
-    from admm_automl.run.setup import open_objective, prepare_task
+    from admm_automl.run.setup import open_objective
+    from admm_automl.run.task import prepare_task
 
     X, y = breast_cancer
     space = DIVERSE.for_task("classification")
