@@ -18,6 +18,7 @@ The pipelines of a z-problem are enumerated here too (:func:`all_pipelines`, in 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -100,6 +101,9 @@ class ThetaProblem:
     time_left: Callable[[], float | None] | None = None
     #: add cheap proposals when asks cost more than evaluations (``BaseSolver.run``)
     overhead_aware: bool = False
+    #: the run's clock (seconds), on which the overhead-aware loop times its asks against its
+    #: evaluations: an optimiser passes its budget's, so a simulated clock times both alike
+    clock: Callable[[], float] = time.perf_counter
     #: asynchronous evaluation (module docstring); None: ``evaluate`` in batches
     submit: Submit | None = None
     collect: Collect | None = None
@@ -141,6 +145,9 @@ class ZProblem:
     observations: Callable[[], Sequence[tuple[tuple[int, ...], Observation]]] | None = None
     #: add cheap proposals when asks cost more than evaluations (``BaseSolver.run``)
     overhead_aware: bool = False
+    #: the run's clock (seconds), on which the overhead-aware loop times its asks against its
+    #: evaluations: an optimiser passes its budget's, so a simulated clock times both alike
+    clock: Callable[[], float] = time.perf_counter
     #: asynchronous evaluation (module docstring); None: ``evaluate`` in batches
     submit: Submit | None = None
     collect: Collect | None = None

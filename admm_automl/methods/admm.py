@@ -371,7 +371,7 @@ class _ADMMRun:
             batch_size=self.options.batch_size, low_cost=enc.low_cost[active].copy(),
             grids=tuple(enc.grids[i] for i in active),
             training_length=None if length is None else lambda x: length,
-            overhead_aware=self.options.cheap_proposals,
+            **self.options.loop_fields(self.recorder),
             **self.options.asynchronous_hooks(self.recorder, "theta", point, done, config),
         )
         solver = self.theta_solvers.get(z)
@@ -475,7 +475,7 @@ class _ADMMRun:
             history=[(s.z, s.current)] if s.current is not None else [], start=s.z,
             n_train=self.method.n_train, batch_size=self.options.batch_size,
             observations=self.recorder.observations,
-            overhead_aware=self.options.cheap_proposals,
+            **self.options.loop_fields(self.recorder),
             warm_start=self._warm_left if warm else None,
             metric_worst=metric_worst(self.method.engine),
             **self.options.asynchronous_hooks(self.recorder, "z", point, done, config),

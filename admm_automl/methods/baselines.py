@@ -79,7 +79,7 @@ def joint_problem(
         low_cost=joint.low_cost, grids=joint.grids, pipeline_space=pipeline_space,
         training_length=(lambda x: enc.training_length(joint.decode(x)[0]))
         if enc.has_training_length else None,
-        time_left=recorder.budget.time_left, overhead_aware=options.cheap_proposals,
+        time_left=recorder.budget.time_left, **options.loop_fields(recorder),
         **options.asynchronous_hooks(recorder, phase, point, lambda s, obs: None),
     )
 

@@ -279,6 +279,12 @@ class RunOptions:
         return Recorder(encoding, engine, budget, constraints, listeners=self.listeners,
                         workers=self.batch_size)
 
+    def loop_fields(self, recorder: "Recorder") -> dict[str, Any]:
+        """The ``overhead_aware`` and ``clock`` fields of a sub-problem: cheap proposals as this
+        run asks, timed on its budget's clock (a simulated clock times asks and evaluations
+        alike, so a toy run's history does not depend on the machine's load)."""
+        return {"overhead_aware": self.cheap_proposals, "clock": recorder.budget.clock}
+
     def asynchronous_hooks(self, recorder: "Recorder", phase: str,
                            point: Callable[[Any], Point],
                            done: Callable[[Any, Observation], Any],

@@ -100,17 +100,18 @@ class RunLoop:
         balance = None
         if self.supports_cheap_proposals and getattr(self.problem_, "overhead_aware", False):
             balance = OverheadBalance()
+        clock = getattr(self.problem_, "clock", time.perf_counter)
         while not self._run_done():
             n = min(batch, self.fresh_left_)
-            start = time.perf_counter()
+            start = clock()
             suggestions = self.ask_batch(n)
-            asked = time.perf_counter()
+            asked = clock()
             if balance is not None:
                 suggestions += self.ask_cheap(min(balance.n_cheap(n), self.fresh_left_ - n))
             self._evaluate(suggestions)
             if balance is not None:
                 balance.observe((asked - start) / n,
-                                (time.perf_counter() - asked) / len(suggestions))
+                                (clock() - asked) / len(suggestions))
 
     def _run_async(self) -> None:
         """The loop of :meth:`run` on a problem with ``submit``: whenever a worker is free, ask

@@ -51,10 +51,6 @@ def run(make_engine, fake_clock, z_solver, *, budget=60.0, seconds=3.0, **kw):
 
     engine = Tagged(make_engine(SPACE, duration=seconds, clock=fake_clock))
     kw.setdefault("warm_start", warm_points())
-    # no cheap proposals: the overhead-aware loop counts them from the real seconds of the asks
-    # against the toy engine's microseconds, so on a busy machine a solver's asks could be
-    # replaced by random ones and the history would depend on the load, not the fake clock
-    kw.setdefault("overhead_aware", False)
     result = make_optimizer(
         "admm", ENC, engine, theta_solver="bo", z_solver=z_solver, space=SPACE,
         schedule=Schedule.of("auto", 16, 128), time_budget=budget, clock=fake_clock,

@@ -63,6 +63,21 @@ def test_slow_asks_get_cheap_proposals_in_the_same_batch():
     assert np.all((X >= 0) & (X <= 1)) and len(np.unique(X, axis=0)) == len(X)
 
 
+def test_the_loop_times_asks_and_evaluations_on_the_problems_clock():
+    """On a simulated clock that only evaluations move (a toy engine's), a slow ask costs no
+    time, so no cheap proposal is added however slow the machine: the history is the seed's."""
+    prob, seen = problem(True)
+    now = [0.0]
+
+    def evaluate(suggestions, inner=prob.evaluate):
+        now[0] += 3.0 * len(suggestions)
+        return inner(suggestions)
+
+    prob.evaluate, prob.clock = evaluate, lambda: now[0]
+    SlowAsk().setup(prob, np.random.default_rng(0)).run(5)
+    assert len(seen) == 5 and not any(s.cheap for s in seen) and now[0] == 15.0
+
+
 def test_without_overhead_awareness_every_proposal_is_the_solvers():
     prob, seen = problem(False)
     SlowAsk().setup(prob, np.random.default_rng(0)).run(3)
