@@ -312,7 +312,8 @@ class SometimesWorse:
     (the problem's worst loss, a method's value before its first model) — and, with ``since``
     (a checkpoint's name), it has not improved since that checkpoint (it converged there). A
     pair where no other method has a value does not count. Reproduced when at least
-    ``min_pairs`` pairs are much worse; contradicted when none is; otherwise not reproduced."""
+    ``min_pairs`` pairs are much worse; contradicted when none is (of at least ``min_pairs``
+    counted); otherwise not reproduced."""
 
     margin: float = 0.25
     min_pairs: int = 2
@@ -350,6 +351,9 @@ class SometimesWorse:
             worse += bool(bad)
         numbers = {"pairs": counted, "much worse": worse}
         text = f"much worse on {worse} of {counted} pairs"
+        if counted < self.min_pairs:
+            return Verdict("not reproduced", f"{text}: fewer than {self.min_pairs} pairs where "
+                           "another method has a value", numbers)
         if worse >= self.min_pairs:
             return Verdict("reproduced", text, numbers)
         if worse == 0:

@@ -152,9 +152,10 @@ def test_sometimes_worse_counts_the_pairs_much_worse_than_the_others_median():
     assert stuck.decide({"0.3T": (earlier, others), "1T": (mine, others)}).numbers[
         "much worse"] == 1
     assert stuck.decide({"0.3T": (mine, others), "1T": (mine, others)}).word == "reproduced"
-    # a pair where no other method has a value is not counted
+    # a pair where no other method has a value is not counted; none counted decides nothing
     none = {"B": np.ones(6), "C": np.ones(6)}
-    assert rule.decide({"1T": (mine, none)}).numbers["pairs"] == 0
+    verdict = rule.decide({"1T": (mine, none)})
+    assert verdict.numbers["pairs"] == 0 and verdict.word == "not reproduced"
     with pytest.raises(ValueError, match="not one of"):
         stuck.decide({"1T": (mine, others)})
 
