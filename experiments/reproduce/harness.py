@@ -129,9 +129,14 @@ class Claim:
 
     def rule_text(self) -> str:
         if isinstance(self.rule, stats.Lower) and len(self.against) > 1:
-            return (self.rule.text(self.method, self.against[0])
+            text = (self.rule.text(self.method, self.against[0])
                     + f" ({', '.join(self.against[1:])} shown, not in the rule)")
-        return self.rule.text(self.method, ", ".join(self.against))
+        else:
+            text = self.rule.text(self.method, ", ".join(self.against))
+        if self.kind == "infeasible":
+            text += (" — on the infeasible fraction: below means a larger fraction of "
+                     "evaluations that met every constraint")
+        return text
 
 
 @dataclass(frozen=True)
