@@ -214,3 +214,148 @@ class Best:
             notes.append(f"{name}: rank {ranks[0]:.2f} vs {runner_up} {ranks[1:].min():.2f}, "
                          f"{v.reason}")
         return Verdict("reproduced" if held else "not reproduced", "; ".join(notes))
+
+
+@dataclass(frozen=True)
+class Worst:
+    """"``method`` performs poorly": :class:`Best` mirrored — at every checkpoint it has the
+    highest mean rank over the pairs and is above the next-worst method by :class:`Lower`'s
+    rule (``min_fraction``, ``alpha``) — reproduced; contradicted when at some checkpoint it is
+    below another method by that rule; otherwise not reproduced."""
+
+    min_fraction: float = 0.7
+    alpha: float = 0.05
+
+    def text(self, method: str, than: str) -> str:
+        return (f"reproduced if at every checkpoint {method} has the highest mean rank among "
+                f"{than} and is above the next-worst on ≥ {self.min_fraction:.0%} of pairs with a "
+                f"one-sided paired Wilcoxon p < {self.alpha:g}; contradicted if {method} is below "
+                "some method by that rule at some checkpoint")
+
+    def decide(self, checkpoints: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndarray]]]
+               ) -> Verdict:
+        rule = Lower(self.min_fraction, self.alpha)
+        held, notes = True, []
+        for name, (mine, others) in checkpoints.items():
+            names = list(others)
+            ranks = mean_ranks(np.column_stack([mine] + [others[k] for k in names]))
+            next_worst = names[int(np.argmax(ranks[1:]))]
+            for other in names:
+                better = rule.decide(mine, others[other])
+                if better.word == "reproduced":
+                    return Verdict("contradicted", f"it is below {other} at {name} "
+                                   f"({better.reason})")
+            v = rule.decide(others[next_worst], mine)
+            last = ranks[0] >= ranks[1:].max()
+            held &= last and v.word == "reproduced"
+            notes.append(f"{name}: rank {ranks[0]:.2f} vs {next_worst} {ranks[1:].max():.2f}, "
+                         f"{next_worst} {v.reason}")
+        return Verdict("reproduced" if held else "not reproduced", "; ".join(notes))
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """"the others catch up with ``method`` later": it leads early and its lead is gone at the
+    end. With gap = (the best other median − its median) / |its median| (positive: it is
+    ahead), reproduced when the gap is above ``tolerance`` at the first checkpoint (a lead to
+    catch up with) and at most ``tolerance`` at the last (the best other within ``tolerance``
+    of it, or below); contradicted when at the last checkpoint the gap is still above
+    ``tolerance`` and it is below every other method by :class:`Lower`'s rule
+    (``min_fraction``, ``alpha``): nobody caught up; otherwise not reproduced (no early lead,
+    or a lead the pairs leave open)."""
+
+    tolerance: float = 0.05
+    min_fraction: float = 0.7
+    alpha: float = 0.05
+
+    def text(self, method: str, than: str) -> str:
+        return (f"reproduced if at the first checkpoint the best median among {than} is more than "
+                f"{self.tolerance:.0%} above {method}'s (a lead) and at the last within "
+                f"{self.tolerance:.0%} of it or below (caught up); contradicted if at the last "
+                f"checkpoint it is further ahead and below every one of them on "
+                f"≥ {self.min_fraction:.0%} of pairs with a one-sided paired Wilcoxon p < "
+                f"{self.alpha:g}")
+
+    def decide(self, checkpoints: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndarray]]]
+               ) -> Verdict:
+        names = list(checkpoints)
+        first, last = names[0], names[-1]
+
+        def gap(name: str) -> tuple[float, str]:
+            mine, others = checkpoints[name]
+            medians = {k: float(np.nanmedian(v)) for k, v in others.items()}
+            best = min(medians, key=medians.get)
+            me = float(np.nanmedian(mine))
+            return ((medians[best] - me) / abs(me) if me else medians[best] - me), best
+
+        (lead, lead_by), (left, left_by) = gap(first), gap(last)
+        numbers = {f"gap {first}": lead, f"gap {last}": left}
+        text = (f"best other median {100 * lead:+.1f} % from it at {first} ({lead_by}), "
+                f"{100 * left:+.1f} % at {last} ({left_by})")
+        mine, others = checkpoints[last]
+        rule = Lower(self.min_fraction, self.alpha)
+        if left > self.tolerance and all(rule.decide(mine, v).word == "reproduced"
+                                         for v in others.values()):
+            return Verdict("contradicted", f"still below every other at {last}: nobody caught "
+                           f"up; {text}", numbers)
+        if lead > self.tolerance and left <= self.tolerance:
+            return Verdict("reproduced", text, numbers)
+        why = "no lead to catch up with" if lead <= self.tolerance else "the lead stays"
+        return Verdict("not reproduced", f"{why}: {text}", numbers)
+
+
+@dataclass(frozen=True)
+class SometimesWorse:
+    """"``method`` sometimes ends much worse than the others", an existence claim over pairs. On
+    a pair it is *much worse* when its value at the last checkpoint is more than ``margin``
+    (relative) above the median of the other methods' values there — those below ``no_value``
+    (the problem's worst loss, a method's value before its first model) — and, with ``since``
+    (a checkpoint's name), it has not improved since that checkpoint (it converged there). A
+    pair where no other method has a value does not count. Reproduced when at least
+    ``min_pairs`` pairs are much worse; contradicted when none is (of at least ``min_pairs``
+    counted); otherwise not reproduced."""
+
+    margin: float = 0.25
+    min_pairs: int = 2
+    since: str | None = None
+    no_value: float | None = None
+
+    def text(self, method: str, than: str) -> str:
+        stuck = (f", not improved since {self.since}" if self.since else "")
+        return (f"on a pair {method} is much worse when at the last checkpoint it is more than "
+                f"{self.margin:.0%} above the median of {than} (those with a value"
+                + (f" below {self.no_value:g}" if self.no_value is not None else "")
+                + f"){stuck}; reproduced if ≥ {self.min_pairs} pairs are, contradicted if none is")
+
+    def decide(self, checkpoints: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndarray]]]
+               ) -> Verdict:
+        names = list(checkpoints)
+        if self.since is not None and self.since not in checkpoints:
+            raise ValueError(f"checkpoint {self.since!r} is not one of {names}")
+        mine, others = checkpoints[names[-1]]
+        mine = np.asarray(mine, dtype=float)
+        rows = np.column_stack([np.asarray(v, dtype=float) for v in others.values()])
+        if self.no_value is not None:
+            rows = np.where(rows >= self.no_value, np.nan, rows)
+        counted, worse = 0, 0
+        for i in range(len(mine)):
+            valid = rows[i][np.isfinite(rows[i])]
+            if not valid.size:
+                continue
+            counted += 1
+            reference = float(np.median(valid))
+            bad = mine[i] > reference + self.margin * abs(reference) or np.isnan(mine[i])
+            if self.since is not None:
+                before = float(np.asarray(checkpoints[self.since][0], dtype=float)[i])
+                bad &= not (mine[i] < before)
+            worse += bool(bad)
+        numbers = {"pairs": counted, "much worse": worse}
+        text = f"much worse on {worse} of {counted} pairs"
+        if counted < self.min_pairs:
+            return Verdict("not reproduced", f"{text}: fewer than {self.min_pairs} pairs where "
+                           "another method has a value", numbers)
+        if worse >= self.min_pairs:
+            return Verdict("reproduced", text, numbers)
+        if worse == 0:
+            return Verdict("contradicted", text, numbers)
+        return Verdict("not reproduced", f"{text} (the rule asks {self.min_pairs})", numbers)

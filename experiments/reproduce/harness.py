@@ -46,6 +46,10 @@ CHECKPOINTS = (0.1, 0.3, 1.0)
 NO_SIGNAL = ("pollen",)
 
 
+#: what a pair's value can be (:class:`Claim`'s ``kind``)
+KINDS = ("incumbent", "time_to", "time_to_reference", "constrained", "infeasible")
+
+
 @dataclass(frozen=True)
 class Claim:
     """One headline claim of a paper and how it is decided.
@@ -53,8 +57,11 @@ class Claim:
     ``methods`` maps the table's names to runner labels; ``method`` is the claimed method and
     ``against`` the ones it is compared with (names of ``methods``). ``kind`` says what a pair's
     value is: ``"incumbent"`` (the best loss found by each checkpoint), ``"time_to"`` (seconds to
-    reach ``target``, ∞ if never) or ``"constrained"`` (the best feasible validation loss of a
-    constrained search, :func:`run_constrained`). ``rule`` is a rule of
+    reach ``target``, ∞ if never), ``"time_to_reference"`` (seconds to reach the final value
+    ``speedup_reference`` found on the same pair, ∞ if never: Liu et al. 2020's speedup read pair
+    by pair), ``"constrained"`` (the best feasible validation loss of a constrained search,
+    :func:`run_constrained`) or ``"infeasible"`` (one minus the fraction of a constrained search's
+    evaluations that met every constraint, from the same runs). ``rule`` is a rule of
     :mod:`admm_automl.benchmarks.stats`, stated in the printed table as written here.
     ``max_evals`` instead of a time budget makes the checkpoints fractions of the evaluations.
     ``checkpoints`` are the fractions of the budget at which the medians are printed and a
@@ -105,6 +112,15 @@ class Claim:
         if self.speedup_reference is not None and self.speedup_reference not in self.methods:
             raise ValueError(f"claim {self.name!r}: the speedup reference "
                              f"{self.speedup_reference!r} is not one of its methods")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        if self.kind == "time_to_reference" and self.speedup_reference is None:
+            raise ValueError(f"claim {self.name!r}: time_to_reference needs a speedup_reference")
+
+    @property
+    def constrained(self) -> bool:
+        """Whether its runs are constrained searches by the estimator (:func:`run_constrained`)."""
+        return self.kind in ("constrained", "infeasible")
 
     @property
     def limit(self) -> str:
@@ -113,9 +129,14 @@ class Claim:
 
     def rule_text(self) -> str:
         if isinstance(self.rule, stats.Lower) and len(self.against) > 1:
-            return (self.rule.text(self.method, self.against[0])
+            text = (self.rule.text(self.method, self.against[0])
                     + f" ({', '.join(self.against[1:])} shown, not in the rule)")
-        return self.rule.text(self.method, ", ".join(self.against))
+        else:
+            text = self.rule.text(self.method, ", ".join(self.against))
+        if self.kind == "infeasible":
+            text += (" — on the infeasible fraction: below means a larger fraction of "
+                     "evaluations that met every constraint")
+        return text
 
 
 @dataclass(frozen=True)
@@ -157,7 +178,7 @@ def _check_shared(first: Claim, second: Claim, folder: Path) -> None:
     keys = ("space", "validation_size", "trial_timeout", "options", "constraints", "scoring",
             "test_size")
     differ = [k for k in keys if getattr(first, k) != getattr(second, k)]
-    if (first.kind == "constrained") != (second.kind == "constrained"):
+    if first.constrained != second.constrained:
         differ.append("kind")  # a constrained run is made by the estimator
     if differ:
         raise ValueError(f"claims {first.name!r} and {second.name!r} would share the runs in "
@@ -233,7 +254,7 @@ def run_job(job: Job, root: Path, data_dir: str | None) -> dict[str, Any]:
     from admm_automl.benchmarks.runner import run
 
     claim, out = job.claim, job.folder(root)
-    if claim.kind == "constrained":
+    if claim.constrained:
         return run_constrained(job, out, data_dir)
     problem = load_problem(claim, job.problem, job.seed, data_dir)
     options = {k: v(problem) if callable(v) else v for k, v in claim.options.items()}
@@ -372,9 +393,16 @@ class Runs:
         if claim.kind == "constrained":
             best = summary["best_loss"]
             return math.inf if best is None else float(best)
+        if claim.kind == "infeasible":
+            return 1.0 - float(summary["feasible_fraction"])
         records = self.records[problem, method][seed]
         if claim.kind == "time_to":
             return time_to(records, claim.target)
+        if claim.kind == "time_to_reference":
+            ref = claim.speedup_reference
+            target = incumbent(self.records[problem, ref][seed], 1.0, claim,
+                               self.summaries[problem, ref][seed])
+            return time_to(records, target)
         return incumbent(records, fraction, claim, summary, full_only)
 
     def matrix(self, fraction: float = 1.0, full_only: bool = True
@@ -492,7 +520,11 @@ def report(runs: Runs) -> str:
     if not pairs:
         return "\n".join(lines + ["No complete pair yet.", ""])
     what = {"incumbent": "best loss so far", "time_to": f"seconds to reach {claim.target}",
-            "constrained": "best feasible validation loss"}[claim.kind]
+            "time_to_reference": f"seconds to reach {claim.speedup_reference}'s final value on "
+                                 "the same pair",
+            "constrained": "best feasible validation loss",
+            "infeasible": "infeasible fraction of the evaluations (1 − the fraction that met "
+                          "every constraint; lower is better)"}[claim.kind]
     fractions = (1.0,) if claim.kind != "incumbent" else claim.checkpoints
     head = " | ".join(f"{f:g}T" for f in fractions)
     timed = claim.budget is not None
@@ -531,7 +563,7 @@ def report(runs: Runs) -> str:
                      f"{stats.win_fraction(them, me):.0%} | {stats.paired_p(me, them):.2g} |")
     if claim.test_size and claim.budget is not None:
         lines += ["", held_out_table(runs)]
-    if claim.kind == "constrained":
+    if claim.constrained:
         lines += ["", constrained_table(runs)]
     if claim.kind == "incumbent" and _has_partial_training(runs):
         lines += ["", any_size_table(runs)]

@@ -114,10 +114,63 @@ def test_every_papers_claims_name_valid_methods_and_share_runs_consistently(pape
         assert harness.jobs(claims)
         for c in claims:
             for label in c.methods.values():
-                if c.kind == "constrained":
+                if c.constrained:
                     assert label in ("admm", "penalty", "filter")
                 else:
                     parse_method(label)
+
+
+def test_kishimotos_section_4_statements_are_decided_on_earlys_runs():
+    """catch_up, cmab_much_worse, rnd_stuck and daub_poor add no run to `early`'s campaign, in
+    full and in smoke form (where they add one run of each of their own methods)."""
+    import blds
+
+    named = {c.name: c for c in blds.CLAIMS}
+    statements = ["catch_up", "cmab_much_worse", "rnd_stuck", "daub_poor"]
+    early = harness.jobs([named["early"]])
+    both = harness.jobs([named["early"], *[named[n] for n in statements]])
+    assert len(both) == len(early) == 2 * 5 * 6
+    assert {j.claim.name for j in both} == {"early"}
+    smoke = {c.name: c for c in blds.smoke(blds.CLAIMS)}
+    own = harness.jobs([smoke["early"], *[smoke[n] for n in statements]])
+    assert len(own) - len(harness.jobs([smoke["early"]])) == 3  # CMAB, RND, DAUB on seed 0
+
+
+def test_a_pair_can_be_read_as_time_to_a_references_final_value_or_as_its_infeasible_share():
+    """time_to_reference: the seconds to reach the final value the reference found on the same
+    pair (Liu et al.'s speedup, pair by pair); infeasible: 1 − a constrained run's feasible
+    fraction."""
+    c = claim(methods={"A": "AdADMM-F16(BO,Ba)", "R": "Random", "J": "JOPT(BO)"},
+              against=("R",), kind="time_to_reference", speedup_reference="J", seeds=(0, 1))
+    summary = {"worst_loss": 1.0}
+    reference = {0: [{"time": 3.0, "loss": 0.5}, {"time": 8.0, "loss": 0.32}],  # final 0.32
+                 1: [{"time": 2.0, "loss": 0.2}]}  # final 0.2
+    ours = [{"time": 1.0, "loss": 0.4}, {"time": 4.0, "loss": 0.3}]
+    runs = harness.Runs(c, {(p, m): {s: summary for s in c.seeds} for p in c.problems
+                            for m in c.methods},
+                        {("artificial", "J"): reference,
+                         ("artificial", "A"): {0: ours, 1: ours},
+                         ("artificial", "R"): {0: ours[:1], 1: ours}})
+    assert runs.value("artificial", "A", 0) == 4.0  # 0.3 ≤ 0.32 at 4 s
+    assert runs.value("artificial", "R", 0) == math.inf  # 0.4 never reaches 0.32
+    assert runs.value("artificial", "J", 0) == 8.0  # the reference reaches its own at its end
+    assert runs.value("artificial", "A", 1) == math.inf  # 0.3 never reaches 0.2
+    assert "seconds to reach J's final value on the same pair" in harness.report(runs)
+    with pytest.raises(ValueError, match="needs a speedup_reference"):
+        claim(kind="time_to_reference")
+    with pytest.raises(ValueError, match="kind 'feasible' is not one of"):
+        claim(kind="feasible")
+    feasible = claim(problems=("heart_statlog",), methods={"A": "admm", "R": "filter"},
+                     kind="infeasible", seeds=(0,))
+    assert feasible.constrained and claim(kind="constrained").constrained
+    assert "below means a larger fraction of evaluations that met" in feasible.rule_text()
+    runs = harness.Runs(feasible, {("heart_statlog", "A"): {0: {"feasible_fraction": 0.25}},
+                                   ("heart_statlog", "R"): {0: {"feasible_fraction": 0.1}}}, {})
+    assert runs.value("heart_statlog", "A", 0) == pytest.approx(0.75)
+    assert runs.matrix()[1].tolist() == [[pytest.approx(0.75), pytest.approx(0.9)]]
+    constrained = claim(name="k", problems=("heart_statlog",),
+                        methods={"A": "admm", "R": "filter"}, kind="constrained", seeds=(0,))
+    assert len(harness.jobs([feasible, constrained])) == 2  # the same runs, read two ways
 
 
 def test_a_claims_own_checkpoints_are_its_columns_and_its_rules(tmp_path):
