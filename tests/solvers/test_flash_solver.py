@@ -59,7 +59,7 @@ def test_every_evaluation_of_the_run_feeds_the_models():
     solver = FlashZSolver(xi=0.0).setup(problem(lambda: run)[0], np.random.default_rng(1))
     assert solver.ask().config == (3, 1)
     alone = FlashZSolver(xi=0.0).setup(problem()[0], np.random.default_rng(1))
-    assert alone._data() == []  # on its own it would start the design
+    assert len(alone._observed()) == 0  # on its own it would start the design
 
 
 def test_the_model_is_fitted_to_problem_augment():
@@ -125,7 +125,7 @@ def test_partial_interrupted_and_cached_evaluations_are_left_out():
            ((2, 0), Observation(loss=0.1, cached=True)),
            ((3, 0), Observation(loss=0.1))]
     solver = FlashZSolver().setup(problem(lambda: run)[0], np.random.default_rng(0))
-    assert [z for z, _ in solver._data()] == [(3, 0)]
+    assert solver._observed().paths.array.tolist() == [[3, 0]]
 
 
 @pytest.mark.parametrize("params, message", [
@@ -192,7 +192,7 @@ class RereadFlash(FlashZSolver):
 
     def _ask(self):
         from admm_automl.solvers.base import random_z
-        from admm_automl.solvers.z.flash import fit_models
+        from admm_automl.solvers.z.flash import fit_models, usable
 
         n_choices = self.problem_.n_choices
         pending = [tuple(s.config) for s in self.pending_.values()]
@@ -203,7 +203,9 @@ class RereadFlash(FlashZSolver):
         free = self.paths_[[p not in asked for p in self.path_tuples_]]
         if len(free) == 0:
             return random_z(self.rng_, n_choices), None
-        data = self._data()
+        source = self.problem_.observations
+        pairs = source() if source is not None else self.own_
+        data = [(tuple(int(j) for j in z), obs) for z, obs in pairs if usable(obs)]
         seen = {z for z, _ in data}.union(pending)
         if len(seen) < self.n_init_ or not data:
             observed = F.encode_paths(np.array(sorted(seen)), n_choices) if seen else None

@@ -54,6 +54,22 @@ def fit_models(
     )
 
 
+class NewEntries:
+    """What a list that only grows gained since the last :meth:`read` (all of it when it is
+    another list object or shorter: a new problem's history, a reset)."""
+
+    def __init__(self) -> None:
+        self.source: Sequence | None = None
+        self.n_read = 0
+
+    def read(self, items: Sequence) -> tuple[bool, Sequence]:
+        """``(fresh, new entries)``: ``fresh`` when everything is new."""
+        fresh = items is not self.source or self.n_read > len(items)
+        start = 0 if fresh else self.n_read
+        self.source, self.n_read = items, len(items)
+        return fresh, items[start:]
+
+
 @Z_SOLVERS.register("flash")
 class FlashZSolver(BaseZSolver):
     """FLASH's path model for z-min: a greedy D-optimal start, then the path of highest EIPS.
@@ -153,8 +169,9 @@ class FlashZSolver(BaseZSolver):
         #: the usable observations as arrays (:meth:`_observed`), and which candidate paths
         #: were asked under the current θ (:meth:`_asked`): both grown at each ask from the
         #: entries added since the last, not rebuilt from all of them
-        self.observed_, self.observed_from_ = None, (None, 0)
-        self.asked_, self.asked_from_ = None, (None, None, None, 0, 0)
+        self.observed_ = self.asked_ = None
+        self.observed_reader_, self.history_reader_, self.trials_reader_ = (
+            NewEntries(), NewEntries(), NewEntries())
 
     def update_problem(self, problem) -> None:
         super().update_problem(problem)
@@ -163,51 +180,35 @@ class FlashZSolver(BaseZSolver):
     def _tell(self, suggestion: Suggestion, observation: Observation) -> None:
         self.own_.append((tuple(suggestion.config), observation))
 
-    def _data(self) -> list[tuple[tuple[int, ...], Observation]]:
-        source = self.problem_.observations
-        pairs = source() if source is not None else self.own_
-        return [(tuple(int(j) for j in z), obs) for z, obs in pairs if usable(obs)]
-
     def _observed(self) -> F.ObservedPaths:
         """The :func:`usable` observations (``problem.observations()`` or :attr:`own_`, both
         lists that only grow) as arrays: the entries added since the last ask are appended, and
-        the whole list is read again only when it is another list or shorter. What
-        :meth:`_data` returns, in its order, without converting every entry at every ask."""
+        the whole list is read again only when it is another list or shorter, so that an ask
+        does not convert every entry again."""
         source = self.problem_.observations
-        pairs = source() if source is not None else self.own_
-        read_from, n_read = self.observed_from_
-        if self.observed_ is None or read_from is not pairs or n_read > len(pairs):
-            self.observed_, n_read = F.ObservedPaths(self.problem_.n_choices), 0
-        observed = self.observed_
-        for z, obs in pairs[n_read:]:
+        fresh, new = self.observed_reader_.read(source() if source is not None else self.own_)
+        if fresh:
+            self.observed_ = F.ObservedPaths(self.problem_.n_choices)
+        for z, obs in new:
             if usable(obs):
-                observed.append(tuple(int(j) for j in z), observation_seconds(obs),
-                                obs.status is Status.TIMEOUT, obs)
-        self.observed_from_ = (pairs, len(pairs))
-        return observed
+                self.observed_.append(tuple(int(j) for j in z), observation_seconds(obs),
+                                      obs.status is Status.TIMEOUT, obs)
+        return self.observed_
 
     def _asked(self) -> np.ndarray:
         """Which candidate paths (rows of :attr:`paths_`) were asked under the current θ: in the
         problem's history or told to this solver since :meth:`update_problem`. Kept from ask to
-        ask; the entries added since are marked, and all read again when the problem, its
-        history or :attr:`trials_` is another object or shorter."""
-        problem, history, trials, n_history, n_trials = self.asked_from_
-        if (self.asked_ is None or problem is not self.problem_
-                or history is not self.problem_.history or trials is not self.trials_
-                or n_history > len(self.problem_.history) or n_trials > len(self.trials_)):
+        ask; the entries added since are marked, and all read again when the history or
+        :attr:`trials_` is another list or shorter."""
+        fresh_history, history = self.history_reader_.read(self.problem_.history)
+        fresh_trials, trials = self.trials_reader_.read(self.trials_)
+        if fresh_history or fresh_trials:
             self.asked_ = np.zeros(len(self.paths_), dtype=bool)
-            n_history = n_trials = 0
-        index = self.path_index_
-        for z, _ in self.problem_.history[n_history:]:
-            i = index.get(tuple(z))
+            history, trials = self.problem_.history, self.trials_
+        for z, _ in [*history, *trials]:
+            i = self.path_index_.get(tuple(z))
             if i is not None:
                 self.asked_[i] = True
-        for c, _ in self.trials_[n_trials:]:
-            i = index.get(tuple(c))
-            if i is not None:
-                self.asked_[i] = True
-        self.asked_from_ = (self.problem_, self.problem_.history, self.trials_,
-                            len(self.problem_.history), len(self.trials_))
         return self.asked_
 
     def _ask(self) -> tuple[tuple[int, ...], None]:
