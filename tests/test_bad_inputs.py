@@ -17,7 +17,6 @@ from sklearn.datasets import load_breast_cancer
 from admm_automl import ADMMClassifier, ADMMRegressor, cli
 from admm_automl.evaluation import TrialContext, get_metric, make_splits
 from admm_automl.evaluation.data import ColumnConverter, column_kinds, make_preprocessor
-from admm_automl.run.deadline import check_time_budget, warn_overrun
 from admm_automl.exceptions import (
     IdentifierColumnWarning,
     DataError,
@@ -51,32 +50,6 @@ def yaml_space(tmp_path, class_path):
 
 
 # ------------------------------------------------------------------ budgets too short
-def test_a_time_budget_that_ends_before_any_evaluation_is_an_error_that_says_so():
-    stopped = {"pipeline": "none -> sleeper", "time": 1.9, "duration": 1.2, "budget_stop": True}
-    with pytest.raises(SearchError, match=r"time_budget=2 s ended before any pipeline evaluation "
-                       r"finished: the first evaluation \(none -> sleeper\) began 0.7 s after the "
-                       r"start .* stopped after 1.2 s\. Give a larger time_budget"):
-        check_time_budget(2.0, [stopped], "process", 2.0)
-    with pytest.raises(SearchError, match=r"set-up \(data checks, splits, worker start-up\) took "
-                       r"it all \(1.5 s\)"):
-        check_time_budget(1.0, [], "process", 1.5)
-    check_time_budget(2.0, [{**stopped, "budget_stop": False}], "process", 2.0)  # one finished
-
-
-def test_a_fit_that_overruns_its_time_budget_warns_and_says_which_part_did():
-    with pytest.warns(TimeBudgetWarning, match=r"fit took 9.7 s for time_budget=3 s: the search "
-                      r"ended at 9.5 s; executor='serial' runs .*executor='process'"):
-        warn_overrun(3.0, "serial", 9.5, 9.7)
-    # the search within the budget, the refit past it (5 s -> 6.3 s was silent)
-    with pytest.warns(TimeBudgetWarning, match=r"fit took 6.3 s for time_budget=5 s: the search "
-                      r"ended at 4.9 s and the refit on all rows took 1.4 s"):
-        warn_overrun(5.0, "process", 4.9, 6.3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        warn_overrun(3.0, "serial", 3.9, 3.95)  # within max(1 s, 2 %)
-        warn_overrun(None, "serial", 9.0, 9.7)  # no time budget
-
-
 @pytest.mark.slow
 def test_serial_fit_longer_than_the_time_budget_warns_end_to_end():
     sleeps = {"seconds": {"type": "fixed", "value": 5}}

@@ -193,52 +193,85 @@ def run_trial(
     between folds, status ``timeout``, once its folds project its end past that limit
     (:class:`~.policy.FoldClock`).
     """
-    from sklearn.base import clone
+    trial = _Trial(ctx, z, theta, fidelity)
+    result = trial.result
+    try:
+        trial.scorer = ctx.metric.make_scorer(ctx.labels)
+        trial.fit_and_score()
+        trial.conclude()
+    except LimitProjected as stop:  # it would reach its limit: the seconds until then go elsewhere
+        result.update(status="timeout", error=str(stop), budget_stop=stop.budget_end)
+    except MemoryError:
+        result.update(status="memout", error="MemoryError: the trial hit the memory limit")
+    except Exception as err:  # one failing pipeline never ends a run
+        result.update(
+            status="failed", error=f"{type(err).__name__}: {err}", traceback=_last_frames(err)
+        )
+    trial.account()
+    return result
 
-    result: dict[str, Any] = {"status": "ok", "error": None, "fit_time": 0.0, "predict_time": 0.0}
-    losses: list[float] = []
-    measured: dict[str, list[float]] = {}
-    cache = ctx.prefix_cache()
-    before = cache.stats()
-    predictions: list[Any] = []
-    rounds: list[int] = []
-    models: list[Any] | None = [] if ctx.models_dir is not None and fidelity >= 1.0 else None
-    stopping = ctx.space.stopping(z)
-    wrapped = ctx.space.wraps(z)
-    scorer: Any = None
 
-    def fit(i: int, split: Split, learner_only: bool = False) -> tuple[Any, Any, Any, Any]:
+class _Trial:
+    """One run of :func:`run_trial`: its fits and scores split by split, and what it gathers
+    from them into ``result`` (losses, measured constraints, rounds, predictions, models)."""
+
+    def __init__(self, ctx: TrialContext, z: tuple[int, ...], theta: np.ndarray,
+                 fidelity: float) -> None:
+        self.ctx, self.z, self.theta, self.fidelity = ctx, z, theta, fidelity
+        self.result: dict[str, Any] = {"status": "ok", "error": None, "fit_time": 0.0,
+                                       "predict_time": 0.0}
+        self.losses: list[float] = []
+        self.measured: dict[str, list[float]] = {}
+        self.cache = ctx.prefix_cache()
+        self.before = self.cache.stats()
+        self.predictions: list[Any] = []
+        self.rounds: list[int] = []
+        self.models: list[Any] | None = (
+            [] if ctx.models_dir is not None and fidelity >= 1.0 else None)
+        self.stopping = ctx.space.stopping(z)
+        self.wrapped = ctx.space.wraps(z)
+        self.scorer: Any = None
+
+    def fit_and_score(self) -> None:
+        """Every split fitted and scored in turn, or — where the last step decides from its
+        peers' held-out scores (:func:`deferred_peers`) — every split's learner fitted, then
+        every decision taken, then every split scored."""
+        ctx, clock, n_splits = self.ctx, FoldClock(), len(self.ctx.splits)
+        peers = deferred_peers(ctx.pipeline(self.z, self.theta), ctx.splits)
+        if peers is None:
+            for i, split in enumerate(ctx.splits):
+                self.score(split, *self.fit(i, split))
+                clock.check(i + 1, n_splits)
+            return
+        fits = []
+        for i, split in enumerate(ctx.splits):
+            fits.append(self.fit(i, split, True))
+            clock.check(i + 1, n_splits)
+        start = time.perf_counter()
+        decide_from_peers([f[0][-1] for f in fits], [f[2] for f in fits],
+                          [f[3] for f in fits], peers)
+        self.result["fit_time"] += time.perf_counter() - start
+        for split, fitted in zip(ctx.splits, fits):
+            self.score(split, *fitted)
+
+    def fit(self, i: int, split: Split, learner_only: bool = False) -> tuple[Any, Any, Any, Any]:
         """Split ``i``'s pipeline fitted on its training rows: the pipeline, the estimator's
         input on the validation rows, the validation rows and labels; ``learner_only``: the
-        last step's learner alone, its decision deferred (:func:`deferred_peers`).
-
-        A wrapped pipeline (a mitigation) whose estimator stops its rounds early is first
-        fitted unwrapped, stopping on the validation rows as a plain trial does; the wrapper
-        then fits its learner at those rounds, or takes that fitted pipeline as its learner
-        where it can (the threshold optimizer: its inner folds are then its only other fits).
-        Without it a mitigation fits every round of the searched cap, several times: the
-        default portfolio's XGBoost caps 19 445 rounds of depth 13, and its mitigated trials
-        all hit their time limit in 60 s runs on the adult census data."""
+        last step's learner alone, its decision deferred (:func:`deferred_peers`)."""
+        ctx, z, theta, fidelity = self.ctx, self.z, self.theta, self.fidelity
         pipeline = ctx.pipeline(z, theta)
         rows = split.train_rows(fidelity)
         X_train, y_train = take_rows(ctx.X, rows), ctx.y[rows]
         X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
-        stop = (None if stopping is None
-                else partial(fit_stopped, y_valid=y_valid, stopping=stopping[1]))
+        stop = (None if self.stopping is None
+                else partial(fit_stopped, y_valid=y_valid, stopping=self.stopping[1]))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
             learner = None
-            if wrapped and stop is not None:
-                keys = prefix_keys(ctx.space, z, theta, split=i, fidelity=fidelity,
-                                   random_state=ctx.random_state, preprocessor=ctx.encoding(z),
-                                   wrapped=True)
-                inner = fit_pipeline(clone(pipeline[-1].estimator), keys, X_train, y_train,
-                                     X_valid, cache, fit_estimator=stop)
-                learner, stop = inner.pipeline, None
-                rounds.append(inner.rounds)
-                pipeline[-1].estimator.set_params(
-                    **{f"{stopping[0]}__{stopping[1].parameter}": inner.rounds})
+            if self.wrapped and stop is not None:
+                learner = self._stopped_learner(i, pipeline, X_train, y_train, X_valid, stop)
+                stop = None
             if learner_only:
                 pipeline[-1].fit_learner(X_train, y_train, learner=learner)
                 valid = X_valid
@@ -248,78 +281,84 @@ def run_trial(
             else:
                 keys = prefix_keys(ctx.space, z, theta, split=i, fidelity=fidelity,
                                    random_state=ctx.random_state, preprocessor=ctx.encoding(z))
-                fitted = fit_pipeline(pipeline, keys, X_train, y_train, X_valid, cache,
+                fitted = fit_pipeline(pipeline, keys, X_train, y_train, X_valid, self.cache,
                                       fit_estimator=stop,
                                       fit_params=ctx.fit_params(pipeline[-1], rows))
                 pipeline, valid = fitted.pipeline, fitted.valid
                 if fitted.rounds is not None:
-                    rounds.append(fitted.rounds)
-            result["fit_time"] += time.perf_counter() - start
+                    self.rounds.append(fitted.rounds)
+            self.result["fit_time"] += time.perf_counter() - start
         return pipeline, valid, X_valid, y_valid
 
-    def score(split: Split, pipeline: Any, valid: Any, X_valid: Any, y_valid: Any) -> None:
+    def _stopped_learner(self, i: int, pipeline: Any, X_train: Any, y_train: Any, X_valid: Any,
+                         stop: Any) -> Any:
+        """The wrapped pipeline of a mitigation whose estimator stops its rounds early, fitted
+        unwrapped and stopping on the validation rows as a plain trial does; the wrapper of
+        ``pipeline`` is set to those rounds and may take it as its learner (the threshold
+        optimizer: its inner folds are then its only other fits).
+
+        Without it a mitigation fits every round of the searched cap, several times: the
+        default portfolio's XGBoost caps 19 445 rounds of depth 13, and its mitigated trials
+        all hit their time limit in 60 s runs on the adult census data."""
+        from sklearn.base import clone
+
+        ctx, stopping = self.ctx, self.stopping
+        keys = prefix_keys(ctx.space, self.z, self.theta, split=i, fidelity=self.fidelity,
+                           random_state=ctx.random_state, preprocessor=ctx.encoding(self.z),
+                           wrapped=True)
+        inner = fit_pipeline(clone(pipeline[-1].estimator), keys, X_train, y_train, X_valid,
+                             self.cache, fit_estimator=stop)
+        self.rounds.append(inner.rounds)
+        pipeline[-1].estimator.set_params(
+            **{f"{stopping[0]}__{stopping[1].parameter}": inner.rounds})
+        return inner.pipeline
+
+    def score(self, split: Split, pipeline: Any, valid: Any, X_valid: Any, y_valid: Any) -> None:
         """Loss, constraints and what is kept of one fitted split."""
+        ctx = self.ctx
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
             try:  # the estimator on the prefix's output: as the pipeline on the raw rows
-                losses.append(ctx.metric.loss(scorer, pipeline[-1], valid, y_valid))
+                self.losses.append(ctx.metric.loss(self.scorer, pipeline[-1], valid, y_valid))
             except ValueError as err:  # scikit-learn's check of its input, worded for a user
                 if "contains NaN" not in str(err) and "contains infinity" not in str(err):
                     raise
                 raise ValueError("the pipeline produced non-finite values (NaN or infinity) "
                                  f"when predicting the validation data ({err})") from err
-            result["predict_time"] += time.perf_counter() - start
-            measure_all(ctx.measures, pipeline, X_valid, y_valid, split.valid, measured)
+            self.result["predict_time"] += time.perf_counter() - start
+            measure_all(ctx.measures, pipeline, X_valid, y_valid, split.valid, self.measured)
             if ctx.keep_predictions:
-                predictions.append(validation_predictions(pipeline[-1], valid))
-            if models is not None:
-                models.append(pipeline)
+                self.predictions.append(validation_predictions(pipeline[-1], valid))
+            if self.models is not None:
+                self.models.append(pipeline)
 
-    clock, n_splits = FoldClock(), len(ctx.splits)
-    try:
-        scorer = ctx.metric.make_scorer(ctx.labels)
-        peers = deferred_peers(ctx.pipeline(z, theta), ctx.splits)
-        if peers is None:
-            for i, split in enumerate(ctx.splits):
-                score(split, *fit(i, split))
-                clock.check(i + 1, n_splits)
-        else:
-            fits = []
-            for i, split in enumerate(ctx.splits):
-                fits.append(fit(i, split, True))
-                clock.check(i + 1, n_splits)
-            start = time.perf_counter()
-            decide_from_peers([f[0][-1] for f in fits], [f[2] for f in fits],
-                              [f[3] for f in fits], peers)
-            result["fit_time"] += time.perf_counter() - start
-            for split, fitted in zip(ctx.splits, fits):
-                score(split, *fitted)
-        loss = float(np.mean(losses))
-        if rounds:
-            result["rounds"] = rounds
-        if predictions and all(p is not None for p in predictions):
-            result["predictions"] = np.concatenate(predictions)
+    def conclude(self) -> None:
+        """The trial's loss (the mean over its splits; a non-finite one fails it), its rounds,
+        predictions and the file of its models, once every split is scored."""
+        result, loss = self.result, float(np.mean(self.losses))
+        if self.rounds:
+            result["rounds"] = self.rounds
+        if self.predictions and all(p is not None for p in self.predictions):
+            result["predictions"] = np.concatenate(self.predictions)
         if not math.isfinite(loss):
-            result.update(status="failed", error=f"non-finite {ctx.metric.name} loss: {loss!r}")
-        elif models:
-            result["models"] = write_models(ctx.models_dir, models)
+            result.update(status="failed",
+                          error=f"non-finite {self.ctx.metric.name} loss: {loss!r}")
+        elif self.models:
+            result["models"] = write_models(self.ctx.models_dir, self.models)
         result["loss"] = loss
-    except LimitProjected as stop:  # it would reach its limit: the seconds until then go elsewhere
-        result.update(status="timeout", error=str(stop), budget_stop=stop.budget_end)
-    except MemoryError:
-        result.update(status="memout", error="MemoryError: the trial hit the memory limit")
-    except Exception as err:  # one failing pipeline never ends a run
-        result.update(
-            status="failed", error=f"{type(err).__name__}: {err}", traceback=_last_frames(err)
-        )
-    result["constraints"] = combine_splits(measured, ctx.splits)
-    result["n_train"] = int(len(ctx.splits[0].train_rows(fidelity))) if ctx.splits else 0
-    if cache.enabled:
-        after = cache.stats()
-        result["prefix_cache"] = {k: after[k] - before[k]
-                                  for k in ("hits", "misses", "fits_saved", "seconds_saved")}
-    return result
+
+    def account(self) -> None:
+        """What every result carries, however the trial ended: the constraints measured, the
+        training rows and what the pool of fitted prefixes saved."""
+        ctx, result = self.ctx, self.result
+        result["constraints"] = combine_splits(self.measured, ctx.splits)
+        result["n_train"] = (int(len(ctx.splits[0].train_rows(self.fidelity))) if ctx.splits
+                             else 0)
+        if self.cache.enabled:
+            after = self.cache.stats()
+            result["prefix_cache"] = {k: after[k] - self.before[k]
+                                      for k in ("hits", "misses", "fits_saved", "seconds_saved")}
 
 
 def deferred_peers(pipeline: Any, splits: Sequence[Split]) -> list[list[int]] | None:

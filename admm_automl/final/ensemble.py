@@ -297,10 +297,10 @@ def _stack_members(evaluations: dict[int, Evaluation], candidates: list[int],
 
 def fit_ensemble(choice: EnsembleChoice, X: Any, y: Any, y_search: Any,
                  fitted: dict[int, Any]) -> Any:
-    """``choice.model`` fitted on all of (X, y) (by :func:`~admm_automl.run.inputs.fit_on_labels`);
-    the members in ``fitted`` (eval_id -> a model fitted already: a pipeline fitted on all of it,
-    such as ``best_pipeline_``, or the bag of its fold models) are taken as they are, wrapped in
-    scikit-learn's ``FrozenEstimator``."""
+    """``choice.model`` fitted on all of (X, y) (by
+    :func:`~admm_automl.final.labels.fit_on_labels`); the members in ``fitted`` (eval_id -> a
+    model fitted already: a pipeline fitted on all of it, such as ``best_pipeline_``, or the bag
+    of its fold models) are taken as they are, wrapped in scikit-learn's ``FrozenEstimator``."""
     from sklearn.frozen import FrozenEstimator
 
     model = clone(choice.model)

@@ -30,40 +30,25 @@ A warm start (a portfolio of configurations found good across datasets) enters t
 before it: after the initial point its configurations set θ's values for their algorithms
 (θ^1, a θ-step done offline) and iteration 0 is the z-step alone, whose solver places their
 pipelines where its method puts a start; a configuration θ cannot hold beside another is
-evaluated at its own values after that z-step, before the first θ-step, and starts its
-pipeline's θ-steps. Every full-data evaluation of a z-step joins its
-pipeline's θ-history, so a θ-step starts from the portfolio's observation of its pipeline. With
-constraints, the warm start's pipelines that the evaluations so far show far over a limit wait
-behind the others (:meth:`~admm_automl.constraints.ranking.Constraints.evidence_order`), and a
-pipeline that met every limit only on a subsample is confirmed on all rows while no full-data
-evaluation meets them (:meth:`_ADMMRun._confirm_feasible`).
+evaluated at its own values after that z-step, before the first θ-step. Every full-data
+evaluation of a z-step joins its pipeline's θ-history, so a θ-step starts from the portfolio's
+observation of its pipeline. With constraints, the warm start's pipelines that the evaluations
+so far show far over a limit wait behind the others
+(:meth:`~admm_automl.constraints.ranking.Constraints.evidence_order`), and a pipeline that met
+every limit only on a subsample is confirmed on all rows while no full-data evaluation meets them
+(:meth:`_ADMMRun._confirm_feasible`).
 
-With several workers the sub-solvers evaluate in parallel: in batches of as many suggestions as
-workers, each waiting for its slowest trial (``RunOptions``' default), or asynchronously
-(``RunOptions.asynchronous``; the estimator's default with several workers), a worker getting
-the sub-solver's next suggestion as soon as it is free, with the suggestions in flight pending
-for the solver's later asks. Liu et al. (2020) write the loop sequentially. In batches, what
-changes is only the order in which a sub-solver learns its results (a batch at once), and that
-it asks while some are pending; a step ends when all its evaluations have come back, so each
-starts from every result of the one before, and the δ-, z- and dual steps see the same
-information as in a sequential run — at the price of the tail of each step, when fewer trials
-than workers are left. Asynchronously, up to as many trials as workers are in flight across the
-steps: a step ends once all its evaluations are submitted, a worker is idle and at most half of
-them are still running (:data:`~admm_automl.solvers.loop.OVERLAP_TAIL`), and the next step takes
-the idle workers. So a step may start from all but the last (at most half) of the results of the
-one before: the θ-step's winner, the δ-, z- and dual steps use those that have come back. The
-rest are recorded when they end — a θ-step's in the history of its algorithm selection, which
-later θ-steps start from, and every one in the run's history and incumbent — and a solver that
-lives on (the z-solver; a θ-solver that keeps its state) is told them during its next step. A
-solver does not propose a pipeline another step has in flight (``problem.in_flight``). With one
-worker no trial is ever left running at a step's end: the history is the sequential one.
+With several workers the sub-solvers evaluate in parallel, in batches (each step waits for its
+slowest trial, so the δ-, z- and dual steps see what a sequential run sees) or asynchronously
+(``RunOptions.asynchronous``: a step ends once its evaluations are submitted and at most half
+are still running, :data:`~admm_automl.solvers.loop.OVERLAP_TAIL`; the rest are recorded, and
+told to the solvers that live on, when they end). Liu et al. (2020) write the loop sequentially;
+with one worker the history is the sequential one. What each mode changes is on the
+documentation's page of Liu et al. (2020), "Several workers".
 
-The z-step scores every pipeline at θ^{t+1}: the θ-step winner for the algorithms it tuned, the
-values earlier iterations left for the others (the initial θ for an algorithm never tuned). A
-tuned pipeline thus competes with untuned ones, and when no pull beats it z^{t+1} = z^t: the
-iterate can settle on one selection and spend every later θ-step re-tuning it, as block
-coordinate descent does; Algorithm 1 has no restart (how often it settles, measured, is on the
-documentation's page of Liu et al. 2020).
+The z-step scores every pipeline at θ^{t+1} (the initial θ for an algorithm never tuned), so a
+tuned pipeline competes with untuned ones and the iterate can settle on one selection, as block
+coordinate descent does; Algorithm 1 has no restart (how often it settles is on the same page).
 """
 
 from __future__ import annotations

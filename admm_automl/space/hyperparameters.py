@@ -62,6 +62,11 @@ class Hyperparameter:
         return None if self.low_cost is None else self.to_unit(self.low_cost)
 
 
+def _is_int(value: Any) -> bool:
+    """A whole number (a Python or NumPy integer), not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def _check_number(name: str, key: str, value: Any, low: float, high: float) -> None:
     """``value`` must be a real number (not a bool) in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):

@@ -6,6 +6,9 @@ A configuration is written two ways:
 * readable, as a flat dict in scikit-learn's ``step__param`` style:
   ``{"scaler": "robust_scaler", "scaler__with_centering": True, "estimator": "random_forest", ...}``.
 
+:mod:`.configuration` translates one into the other (:meth:`PipelineSpace.decode`,
+:meth:`PipelineSpace.encode`).
+
 An algorithm may also declare how long it trains (:class:`Iterations`), which packages it needs
 (``requires``; the loader leaves it out when one is missing and records why in
 :attr:`PipelineSpace.skipped`) and the largest data it is worth fitting on (``max_rows``, applied by
@@ -25,10 +28,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..exceptions import (InvalidParameterError, MissingDependencyError, did_you_mean,
-                          unknown_name_message)
+from ..exceptions import InvalidParameterError, did_you_mean, unknown_name_message
+from . import configuration
 from .encoding import Encoding
-from .hyperparameters import Categorical, Fixed, Hyperparameter, Int
+from .hyperparameters import Categorical, Fixed, Hyperparameter, Int, _is_int
 
 PASSTHROUGH = "none"
 TASKS = ("classification", "regression")
@@ -117,10 +120,6 @@ def named_imports(value: Any) -> list[tuple[str, str]]:
     if isinstance(value, (list, tuple)):
         return [path for v in value for path in named_imports(v)]
     return []
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -407,14 +406,6 @@ class Module:
         )
 
 
-def _same_value(a: Any, b: Any) -> bool:
-    """``a == b``, with lists and tuples alike: a configuration read back from a journal (JSON)
-    holds a list where the space holds a tuple, e.g. a fixed ``bins=(0, 26, 120)``."""
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
-    return a == b
-
-
 @dataclass(frozen=True, eq=False)
 class PipelineSpace:
     """An ordered sequence of modules; the search space of one AutoML run.
@@ -497,7 +488,7 @@ class PipelineSpace:
             wanted = [wanted] if isinstance(wanted, str) else list(wanted)
             if not wanted:
                 raise InvalidParameterError(f"module {module.name!r}: give at least one choice")
-            keep = {self._choice_index(module, name) for name in wanted}
+            keep = {configuration.choice_index(self, module, name) for name in wanted}
             modules.append(replace(module, choices=tuple(
                 a for j, a in enumerate(module.choices) if j in keep)))
         kept = {m.name: [a.name for a in m.choices] for m in modules}
@@ -508,22 +499,6 @@ class PipelineSpace:
                          for k, v in choices.items())
         return PipelineSpace(f"{self.name}[{label}]", tuple(modules), initial, self.description,
                              self.skipped)
-
-    def _choice_index(self, module: Module, choice: str) -> int:
-        """``module.index(choice)``, except that a choice this space left out (:attr:`skipped`)
-        is named with its reason instead of as a typo: MissingDependencyError when its package
-        is not installed, InvalidParameterError when the data are too large for it."""
-        if all(a.name != choice for a in module.choices):
-            for mod, name, reason in self.skipped:
-                if (mod, name) != (module.name, choice):
-                    continue
-                message = f"module {mod!r}: choice {choice!r} was left out of this space: {reason}"
-                if reason.startswith("requires "):  # the loader's reason for a missing package
-                    hint = ("; pip install admm-automl[boost] brings LightGBM and XGBoost"
-                            if choice in ("lightgbm", "xgboost") else "")
-                    raise MissingDependencyError(f"{message} (pip install it{hint})")
-                raise InvalidParameterError(message)
-        return module.index(choice)
 
     def without_stopping(self) -> "PipelineSpace":
         """This space with no choice stopping its rounds early (:class:`Stopping`): every
@@ -715,39 +690,7 @@ class PipelineSpace:
         ``iterations`` (the training-length fidelity) sets the training-length parameter of the
         chosen iterative algorithm to that many iterations, ``1 <= iterations <= t_max``.
         """
-        enc = self.encoding
-        z = enc.check_z(z)
-        theta = enc.check_theta(theta)
-        length = None if iterations is None else self._check_iterations(z, iterations)
-        config: dict[str, Any] = {}
-        for i, (module, j) in enumerate(zip(self.modules, z)):
-            algo = module.choices[j]
-            config[module.name] = algo.name
-            units = theta[enc.slots[i][j]]
-            for key, value in algo.params_from_unit(units).items():
-                config[f"{module.name}__{key}"] = value
-            if length is not None and algo.iterations is length:
-                config[f"{module.name}__{length.parameter}"] = int(iterations)
-        return config
-
-    def _check_iterations(self, z: tuple[int, ...], iterations: int) -> Iterations:
-        """The :class:`Iterations` that ``iterations`` applies to, after checking its range."""
-        try:
-            length = self.encoding.training_length(z)
-        except ValueError as err:
-            raise InvalidParameterError(str(err)) from None
-        if length is None:
-            chosen = ", ".join(m.choices[j].name for m, j in zip(self.modules, z))
-            raise InvalidParameterError(
-                f"a training length (iterations={iterations!r}) was asked for the pipeline "
-                f"{chosen}, but none of its algorithms declares `iterations`"
-            )
-        if not _is_int(iterations) or not 1 <= iterations <= length.t_max:
-            raise InvalidParameterError(
-                f"iterations must be an integer in [1, {length.t_max}] (t_max of "
-                f"{length.parameter!r}), got {iterations!r}"
-            )
-        return length
+        return configuration.decode(self, z, theta, iterations)
 
     def encode(
         self, config: Mapping[str, Any], theta: np.ndarray | None = None
@@ -755,47 +698,7 @@ class PipelineSpace:
         """``(z, θ)`` of a flat configuration; coordinates it does not mention come from ``theta``
         (default: every algorithm at its defaults). A fixed training-length parameter may hold any
         length in ``[1, t_max]`` (what :meth:`decode` writes for ``iterations``)."""
-        enc = self.encoding
-        theta = (enc.initial_theta if theta is None else np.asarray(theta, dtype=float)).copy()
-        unknown = set(config) - {m.name for m in self.modules} - {
-            k for k in config if "__" in k and k.split("__", 1)[0] in enc.module_names
-        }
-        if unknown:
-            raise InvalidParameterError(f"unknown configuration keys {sorted(unknown)!r}")
-        z = []
-        for i, module in enumerate(self.modules):
-            j = self._choice_index(module, config[module.name]) if module.name in config else 0
-            z.append(j)
-            algo = module.choices[j]
-            slot = enc.slots[i][j]
-            by_name = {hp.name: k for k, hp in enumerate(algo.tunable)}
-            prefix = f"{module.name}__"
-            for key, value in config.items():
-                if not key.startswith(prefix):
-                    continue
-                hp_name = key[len(prefix):]
-                fixed = {h.name: h for h in algo.hyperparameters if not h.tunable}
-                if hp_name in by_name:
-                    theta[slot[by_name[hp_name]]] = algo.tunable[by_name[hp_name]].to_unit(value)
-                elif hp_name in fixed:
-                    length = algo.iterations
-                    a_length = (  # a trained length (the fidelity of an evaluation, not θ)
-                        length is not None and hp_name == length.parameter and _is_int(value)
-                        and 1 <= value <= length.t_max
-                    )
-                    if not _same_value(fixed[hp_name].value, value) and not a_length:
-                        raise InvalidParameterError(
-                            f"{algo.name!r} in module {module.name!r}: hyperparameter "
-                            f"{hp_name!r} is fixed to {fixed[hp_name].value!r}, got {value!r}"
-                        )
-                else:
-                    raise InvalidParameterError(
-                        f"{algo.name!r} in module {module.name!r}: "
-                        + unknown_name_message(
-                            "hyperparameter", hp_name, [h.name for h in algo.hyperparameters]
-                        )
-                    )
-        return tuple(z), theta
+        return configuration.encode(self, config, theta)
 
     def key(self, z: Sequence[int], theta: np.ndarray) -> str:
         """A canonical string of the pipeline that ``(z, θ)`` evaluates (for caching)."""

@@ -176,27 +176,6 @@ def test_a_serial_trial_interrupted_by_ctrl_c_is_run_again_on_resume(tmp_path, m
     assert again.status is Status.FAILED and "always fails" in again.error  # run, not replayed
 
 
-def test_a_resumed_journal_counts_the_deaths_of_each_unfinished_trial(tmp_path):
-    """Each start mark of a trial followed by neither its record nor an interrupt is a session
-    that died during it; an interrupt takes back its own start only, a record clears them all."""
-    path = tmp_path / "journal.jsonl"
-    journal = Journal(path)
-    a, b, c = (Request(z_of(name), THETA) for name in ("gnb", "raiser", "nan"))
-    journal.start("a", a)  # died
-    journal.start("a", a)  # interrupted
-    journal.interrupt("a")
-    journal.start("b", b)  # died, then finished
-    journal.start("b", b)
-    journal.append({"eval_id": 0, "key": "b", "config": {}, "fidelity": 1.0, "loss": 0.1,
-                    "status": "ok"})
-    journal.start("c", c)  # died twice
-    journal.start("c", c)
-    journal.close()
-    resumed = Journal(path)
-    assert {m["key"]: m["deaths"] for m in resumed.unfinished} == {"a": 1, "c": 2}
-    assert [r["key"] for r in resumed.records] == ["b"]
-
-
 def test_identical_requests_are_answered_from_the_cache():
     objective = PipelineObjective(context(), SerialExecutor(), Journal(), worst_loss=1.0)
     first, duplicate = objective([Request(z_of("gnb"), THETA), Request(z_of("gnb"), THETA)])

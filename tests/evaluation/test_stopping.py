@@ -13,8 +13,6 @@ from admm_automl.evaluation.metrics import get_metric
 from admm_automl.evaluation.splits import make_splits
 from admm_automl.evaluation.stopping import patience
 from admm_automl.evaluation.trial import TrialContext, run_trial
-from admm_automl.journal import make_record, observation_of
-from admm_automl.records import Request
 from admm_automl.space import load_space
 from admm_automl.space.loader import space_from_dict
 
@@ -73,19 +71,6 @@ def test_a_learner_without_stopping_fits_its_configured_rounds(context):
     assert result["status"] == "ok" and "rounds" not in result
     with pytest.raises(InvalidParameterError, match="does not stop early"):
         context.space.to_pipeline(z, theta, rounds=5)
-
-
-def test_the_journal_keeps_each_folds_rounds_and_the_refit_takes_their_rounded_mean():
-    request = Request((0, 0), np.zeros(1))
-    record = make_record(0, "k", request, {"status": "ok", "loss": 0.1, "rounds": [10, 13, 14]},
-                         config={}, pipeline="p", worst_loss=1.0, time=0.0, tags={},
-                         stopped=False)
-    assert record["rounds"] == [10, 13, 14]
-    observation = observation_of(record)
-    assert observation.rounds == (10, 13, 14) and observation.refit_rounds == 12
-    plain = make_record(1, "k", request, {"status": "ok", "loss": 0.1}, config={}, pipeline="p",
-                        worst_loss=1.0, time=0.0, tags={}, stopped=False)
-    assert "rounds" not in plain and observation_of(plain).refit_rounds is None
 
 
 def test_patience_is_a_tenth_of_the_cap_within_10_and_50():

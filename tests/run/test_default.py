@@ -1,5 +1,6 @@
 """The default as a user gets it: the `default` space and its shipped portfolio, label encoding and
-seeding, cv="auto", the automatic trial timeout, and the constraint-aware ensemble."""
+seeding, cv="auto", the automatic trial timeout, and a refit the time budget covers (the
+ensemble and its library: tests/final/test_ensemble.py, tests/final/test_library.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,6 @@ import pytest
 from sklearn.datasets import make_classification
 
 from admm_automl import ADMM, ADMMClassifier
-from admm_automl.constraints.bounds import ModelSize
-from admm_automl.constraints.latency import PredictionLatency
-from admm_automl.final.ensemble import ensemble_selection, prediction_loss
 from admm_automl.evaluation.splits import CV_MAX_ROWS, resolve_cv, resolve_repeats
 from admm_automl.exceptions import EvaluationFailedWarning, InvalidParameterError
 from admm_automl.space import load_space
@@ -228,88 +226,7 @@ def test_automatic_timeout_stops_a_slow_trial_and_the_run_goes_on(breast_cancer)
     assert model.best_params_["estimator"] == "gaussian_nb"
 
 
-# ----------------------------------------------------------------------------- ensemble
-def test_ensemble_selection_is_never_worse_than_the_best_single_model():
-    from sklearn.metrics import roc_auc_score
-
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 2, 200)
-    for trial in range(20):
-        preds = [np.clip(y + rng.normal(0, s, 200), 0, 1) for s in rng.uniform(0.3, 2.0, 6)]
-        loss = lambda p: 1.0 - roc_auc_score(y, p)  # noqa: E731
-        counts, best = ensemble_selection(preds, loss, 10)
-        assert best <= min(loss(p) for p in preds) + 1e-12
-        assert 1 <= counts.sum() <= 10
-        assert best == pytest.approx(loss(sum(c * p for c, p in zip(counts, preds)) / counts.sum()))
-    with pytest.raises(ValueError, match="size"):
-        ensemble_selection(preds, loss, 0)
-
-
-def test_ensemble_selection_adds_members_only_while_their_costs_fit():
-    from sklearn.metrics import roc_auc_score
-
-    rng = np.random.default_rng(1)
-    y = rng.integers(0, 2, 300)
-    preds = [np.clip(y + rng.normal(0, 1.0, 300), 0, 1) for _ in range(6)]
-    loss = lambda p: 1.0 - roc_auc_score(y, p)  # noqa: E731
-    free, _ = ensemble_selection(preds, loss, 12)
-    assert np.count_nonzero(free) >= 3  # without a limit, more than two members
-    costs = [1.0] * 6
-    counts, best = ensemble_selection(preds, loss, 12, costs, allowance=2.0)
-    assert np.count_nonzero(counts) == 2  # two fit; a member chosen again costs nothing
-    assert best <= min(loss(p) for p in preds)
-    none, inf = ensemble_selection(preds, loss, 12, costs, allowance=0.5)
-    assert none.sum() == 0 and inf == np.inf  # not even one member fits
-
-
-def test_the_ensemble_library_keeps_the_best_evaluation_of_every_learner(breast_cancer):
-    from admm_automl.run.executor import make_executor
-    from admm_automl.records import Request
-    from admm_automl.final.library import PredictionLibrary
-    from admm_automl.run.setup import open_objective
-    from admm_automl.run.task import prepare_task
-
-    X, y = breast_cancer
-    space = DIVERSE.for_task("classification")
-    task = prepare_task(X, y, space=space, task="classification", target_type="binary")
-    task.context.keep_predictions = True
-    library = PredictionLibrary(len(y), len(task.context.splits), size=2)
-    objective = open_objective(task.context, executor=make_executor(
-        "serial", n_jobs=1, memory_limit_mb=None, needs_isolation=False),
-                               worst_loss=task.worst_loss, observers=[library])
-    names = space.encoding.choice_names[-1]
-    requests = []
-    for name in ("logistic_regression", "k_neighbors", "tree", "gaussian_nb"):
-        z = (0, names.index(name))
-        for u in (0.2, 0.5, 0.8):
-            theta = space.encoding.project(np.full(space.encoding.theta_dim, u))
-            requests.append(Request(z, theta))
-    try:
-        objective(requests)
-    finally:
-        objective.close()
-    records = objective.journal.records
-    kept = set(library.predictions)
-    top = sorted(records, key=lambda r: r["loss"])[:2]
-    assert {r["eval_id"] for r in top} <= kept
-    for name in names:  # the best of every learner, however far down the ranking it is
-        mine = [r for r in records if r["pipeline"].endswith(name)]
-        if mine:
-            assert min(mine, key=lambda r: r["loss"])["eval_id"] in kept
-    assert len(kept) <= 2 + len(names)
-
-
-def test_refit_estimate_scales_the_mean_fit_per_split_to_all_rows():
-    from admm_automl.final.library import refit_seconds_estimate
-
-    # 5 folds of 800 training rows, 10 s of fits in all (2 s each): 2.5 s on 1000 rows
-    assert refit_seconds_estimate({"fit_time": 10.0, "n_train": 800}, 1000, 5) == 2.5
-    # what the prefix cache saved counts: the refit fits every step
-    assert refit_seconds_estimate({"fit_time": 6.0, "n_train": 800,
-                                   "prefix_cache": {"seconds_saved": 4.0}}, 1000, 5) == 2.5
-    assert refit_seconds_estimate({"fit_time": 0.0, "n_train": None}, 1000, 1) == 0.0
-
-
+# ----------------------------------------------------------------------------- the refit
 @pytest.mark.serial  # timed against a budget: `make test` runs it alone
 @pytest.mark.slow
 def test_a_time_budget_covers_the_refit(breast_cancer):
@@ -335,130 +252,3 @@ def test_a_time_budget_covers_the_refit(breast_cancer):
     assert h["time"].max() + model.refit_time_ <= budget + 0.5
     # the budget is kept, give or take a busy machine; an ignored budget never ends (no max_evals)
     assert elapsed <= budget + 5.0
-
-
-@pytest.fixture(scope="module")
-def ensembled(breast_cancer):
-    X, y = breast_cancer
-    return ADMMClassifier(search_space=DIVERSE, max_evals=14, ensemble_size=10,
-                          **SERIAL).fit(X, y)
-
-
-def test_the_leaderboard_gives_each_pipelines_share_of_the_ensemble(ensembled):
-    weights = ensembled.ensemble_weights_
-    board = ensembled.leaderboard(n=len(ensembled.history_))
-    shares = dict(zip(board["eval_id"], board["ensemble_weight"]))
-    total = sum(weights.values())
-    assert {i: w for i, w in shares.items() if w} == pytest.approx(
-        {i: c / total for i, c in weights.items()})
-    assert sum(shares.values()) == pytest.approx(1.0)
-
-
-def test_ensemble_beats_the_best_single_pipeline_on_validation_data(ensembled, breast_cancer):
-    from sklearn.ensemble import VotingClassifier
-    from sklearn.pipeline import Pipeline
-
-    X, y = breast_cancer
-    model = ensembled
-    assert isinstance(model.ensemble_, VotingClassifier)
-    assert isinstance(model.best_pipeline_, Pipeline)
-    assert len(model.ensemble_weights_) >= 2
-    assert model.ensemble_loss_ < model.best_loss_  # holdout: pooled loss = recorded loss
-    assert set(model.ensemble_weights_) <= set(model.history_["eval_id"])
-    np.testing.assert_allclose(model.predict_proba(X), model.ensemble_.predict_proba(X))
-    assert (model.predict(X) == model.classes_[model.ensemble_.predict(X)]).all()
-
-
-def test_the_ensemble_reuses_the_refitted_best_pipeline(ensembled, breast_cancer):
-    from sklearn.base import clone
-    from sklearn.frozen import FrozenEstimator
-
-    X, y = breast_cancer
-    model = ensembled
-    member = model.ensemble_.named_estimators_[f"eval{model.best_eval_id_}"]
-    assert isinstance(member, FrozenEstimator) and member.estimator is model.best_pipeline_
-    # the same predictions as the ensemble fitted from scratch, every member refitted
-    scratch = clone(model.ensemble_).set_params(**{
-        name: clone(est.estimator if isinstance(est, FrozenEstimator) else est)
-        for name, est in model.ensemble_.estimators}).fit(X, model.classes_.searchsorted(y))
-    np.testing.assert_allclose(model.ensemble_.predict_proba(X), scratch.predict_proba(X))
-
-
-@pytest.mark.parametrize("slack", [100.0, 1.05])
-def test_constrained_ensemble_is_feasible_or_falls_back_to_the_best_feasible_pipeline(
-        ensembled, breast_cancer, slack):
-    X, y = breast_cancer
-    sizes = [ModelSize(1.0).measure(model, None, None, None)
-             for model in (ensembled.best_pipeline_, ensembled.ensemble_)]
-    limit = sizes[0] * slack  # the single pipeline meets it; the ensemble only with a large slack
-    model = ADMMClassifier(search_space=DIVERSE, max_evals=14, ensemble_size=10,
-                           constraints=[f"model_size <= {limit}"], **SERIAL).fit(X, y)
-    assert model.feasible_
-    final = model.ensemble_ if model.ensemble_ is not None else model.best_pipeline_
-    assert ModelSize(1.0).measure(final, None, None, None) <= limit
-    if slack > 10:  # loose: the unconstrained run's ensemble is feasible, so one is built
-        assert sizes[1] <= limit and model.ensemble_ is not None
-    else:  # tight: every ensemble of two or more members is larger: the best pipeline is kept
-        assert sizes[1] > limit and model.ensemble_ is None
-        assert model.best_params_ == ensembled.best_params_
-
-
-class RecordingLatency(PredictionLatency):
-    """The latency constraint, remembering what it measured (serial runs measure in-process)."""
-
-    seen: list = []
-
-    def measure(self, pipeline, X, y, rows):
-        value = super().measure(pipeline, X, y, rows)
-        RecordingLatency.seen.append((type(pipeline).__name__, value))
-        return value
-
-
-def test_the_latency_of_the_ensemble_predict_uses_is_measured_and_reported(breast_cancer):
-    """With an ensemble, the latency reported (attribute, the per-constraint lines, summary.json)
-    is a measurement of the voting ensemble itself, not of its best member."""
-    from admm_automl.reporting.rundir import ensemble_summary
-    from admm_automl.final.results import describe_constraints
-
-    X, y = breast_cancer
-    RecordingLatency.seen.clear()
-    model = ADMMClassifier(search_space=DIVERSE, max_evals=14, ensemble_size=10,
-                           constraints=[RecordingLatency(threshold=1.0)], **SERIAL).fit(X, y)
-    assert model.ensemble_ is not None and model.feasible_
-    voting = [v for name, v in RecordingLatency.seen if name == "VotingClassifier"]
-    # one holdout split: the ensemble was measured once as a trial measures, then refitted
-    assert len(voting) == 2
-    assert model.ensemble_constraints_ == {"latency": voting[0]}
-    assert model.deployed_constraints_ == {"latency": voting[1]}
-    assert describe_constraints(model) == [
-        f"latency <= 1: {voting[1]:.4g} refitted ({voting[0]:.4g} in the search), met"]
-    assert ensemble_summary(model)["constraints"] == {"latency": voting[0]}
-    best = model.history_.set_index("eval_id").loc[model.best_eval_id_, "constraint:latency"]
-    assert best != voting[0]
-
-
-def test_no_ensemble_when_nothing_meets_the_constraints(breast_cancer):
-    from admm_automl.exceptions import ConstraintViolationWarning
-
-    X, y = breast_cancer
-    model = ADMMClassifier(search_space=DIVERSE, max_evals=6, ensemble_size=10,
-                           constraints=["model_size <= 10"], **SERIAL)
-    with pytest.warns(ConstraintViolationWarning, match="least violating"):
-        model.fit(X, y)
-    assert not model.feasible_ and model.ensemble_ is None and model.ensemble_weights_ == {}
-
-
-def test_prediction_loss_matches_the_recorded_holdout_loss(breast_cancer):
-    from admm_automl.run.params import SearchSettings
-    from admm_automl.run.setup import run_search
-
-    X, y = breast_cancer
-    space = DIVERSE.for_task("classification")
-    outcome = run_search(X, y, SearchSettings(max_evals=4, ensemble_size=4, **{
-        k: v for k, v in SERIAL.items()}), space=space, task="classification",
-        target_type="binary")
-    loss = prediction_loss(outcome.task.context)
-    recorded = {r["eval_id"]: r["loss"] for r in outcome.records}
-    assert outcome.predictions
-    for eval_id, values in outcome.predictions.items():
-        assert loss(values) == pytest.approx(recorded[eval_id])

@@ -24,90 +24,76 @@ from ..._numerics.gp import surrogate
 class GPBayesOptThetaSolver(BaseThetaSolver):
     """Gaussian-process BO (ARD Matérn-5/2 + log-EI) with the ADMM penalty added analytically.
 
-    Liu et al. 2020, Appendix 3 ("BO*"): a GP prior with an ARD Matérn-5/2 kernel and a noise term,
-    expected improvement maximised inside the unit box. The surrogate is
+    Liu et al. (2020), Appendix 3 ("BO*"): a GP prior with an ARD Matérn-5/2 kernel and a noise
+    term, expected improvement maximised inside the unit box. The surrogate is
     :class:`admm_automl._numerics.gp.model.MaternGP`: targets scaled to unit variance around a
-    constant prior mean at the *worst* observed value (see below), hyperparameters (length
-    scales, signal and noise variance) by *maximum a posteriori* under the priors of Optuna's GP
-    sampler (Optuna 3.6–5.0, ``optuna._gp.prior``): ``−(0.1/a + 0.1·a)`` on every inverse squared
-    length scale ``a``, Gamma(2, 1) on the signal variance, Gamma(1.1, 30) on the noise variance
-    (≥ 1e-6), warm-started from the previous fit. We go beyond the paper in three ways:
+    constant prior mean, hyperparameters (length scales, signal and noise variance) by *maximum a
+    posteriori* under the priors of Optuna's GP sampler (``−(0.1/a + 0.1·a)`` on every inverse
+    squared length scale ``a``, Gamma(2, 1) on the signal variance, Gamma(1.1, 30) on the noise
+    variance, ≥ 1e-6), warm-started from the previous fit. Beyond the paper:
 
     * **Warm start.** Every observation in ``problem.history`` (earlier ADMM iterations of the same
       algorithm selection) is reused, re-scored with the current duals through
       ``problem.augment``; the initial design is shortened by the number of history points.
-    * **Analytic penalty.** ``augment(x, obs) = g(x) + penalty(x)`` where ``penalty`` is known in
-      closed form. The GP models only the black-box part ``g = augment − penalty`` (the loss and
-      any constraint terms that depend on measured values); the acquisition is EI of
-      ``N(μ(x) + penalty(x), σ(x)²)`` against the best augmented value ``f*`` observed, in the
-      log-EI form of :class:`admm_automl._numerics.gp.acquisition.GPLogEI` (finite where plain
-      EI underflows; Ament et al., NeurIPS 2023), with analytic gradients (a
-      :class:`~admm_automl.problem.QuadraticPenalty` gives its own; any other penalty callable is
+    * **Analytic penalty.** The GP models only the black-box part ``g = augment − penalty``; the
+      acquisition is EI of ``N(μ(x) + penalty(x), σ(x)²)`` against the best augmented value
+      observed, in the log-EI form of :class:`admm_automl._numerics.gp.acquisition.GPLogEI`
+      (finite where plain EI underflows; Ament et al. 2023), with analytic gradients (a
+      :class:`~admm_automl.problem.QuadraticPenalty` gives its own; another penalty is
       differenced).
-    * **Cheap updates**, so that an ask stays cheap beside an evaluation. The hyperparameters are
-      refitted only when the observations have grown by ``refit_growth`` (5 %: every ask up to 20
-      observations, every 10th at 200) since the last fit; in between, new points enter the last
-      fit by a block update of ``K⁻¹`` (O(n²) per point) and changed duals only re-read the targets
-      (O(n²)). Beyond ``max_points`` observations the fit uses the best half of ``max_points`` and
-      the most recent others (a subset approximation whose cost stops growing). The candidate set
-      is sized to the dimension and shrinks as the GP grows (``surrogate.n_candidates``), and all
-      L-BFGS-B starts are polished in one vectorised run
-      (:func:`admm_automl._numerics.gp.optim.maximize` with ``batched=True``). With many
-      workers: the polish has fewer starts as the pending set grows (``surrogate.n_starts``), at
-      most ``max_points // 2`` pending points are lies in the GP, a refit waits for at least
-      half the workers' number of new observations, and a batch's later points are conditioned
-      on by rank-one updates (:meth:`ask_batch`).
-
-    The prior mean. The GP's constant prior mean is the *worst* observed value (De Ath, Fieldsend
-    and Everson, GECCO 2020), not their mean (Optuna's GP sampler, scikit-learn's ``normalize_y``):
-    far from the data a mean-centred model predicts an average value with the full prior
-    variance, and EI sends the search to the faces and corners of the box. What this and the
-    other settings were measured against is on the documentation's page of Liu et al. (2020),
-    "The θ-solver ``bo``: what was measured".
+    * **Cheap updates**, so that an ask stays cheap beside an evaluation: the hyperparameters are
+      refitted only when the observations have grown by ``refit_growth``; in between, new points
+      enter the last fit by block updates of ``K⁻¹`` and changed duals only re-read the targets;
+      beyond ``max_points`` observations the fit uses the best half of ``max_points`` and the
+      most recent others; the candidate set shrinks as the GP grows and all L-BFGS-B starts are
+      polished in one vectorised run (:mod:`admm_automl._numerics.gp.surrogate`,
+      :func:`admm_automl._numerics.gp.optim.maximize`). With many workers the polish has fewer
+      starts as the pending set grows, at most ``max_points // 2`` pending points enter the GP
+      as lies, a refit waits for half the workers' number of new observations, and a batch's
+      later points are conditioned on by rank-one updates (:meth:`ask_batch`).
 
     Asks, in order: ``problem.start`` if it is not in the history yet; then uniform random points
-    (Optuna's initial design; a scrambled Sobol' design did no better) until ``n_initial_points``
-    observations exist (history included); then the log-EI maximiser
-    (:func:`admm_automl._numerics.gp.optim.maximize`: candidates plus perturbations of the five
-    best points, ``n_restarts`` starts polished by L-BFGS-B), never a point already observed or
-    pending. While other suggestions are pending (parallel batches), each is added to the GP with
-    the constant-liar value ``min(g)`` (scikit-optimize's ``cl_min``), hyperparameters fixed; a
-    batch asked at once comes from one acquisition search (:meth:`ask_batch`).
-    Discrete coordinates stay relaxed (θ-min works on the relaxation; no rounding). Cheap proposals
-    for an overhead-aware run (:class:`~admm_automl.solvers.loop.OverheadBalance`) are told like
-    any other observation and so feed the GP.
+    (Optuna's initial design) until ``n_initial_points`` observations exist (history included);
+    then the log-EI maximiser (candidates plus perturbations of the five best points,
+    ``n_restarts`` starts polished by L-BFGS-B), never a point already observed or pending. While
+    other suggestions are pending (parallel batches), each is added to the GP with the
+    constant-liar value ``min(g)`` (scikit-optimize's ``cl_min``), hyperparameters fixed; a batch
+    asked at once comes from one acquisition search (:meth:`ask_batch`). Discrete coordinates stay
+    relaxed (θ-min works on the relaxation). Cheap proposals for an overhead-aware run
+    (:class:`~admm_automl.solvers.loop.OverheadBalance`) are told like any other observation.
 
     Bad observations: a failed trial already carries the metric's worst loss; a NaN or ±inf value
-    is replaced by the worst finite value seen (so its region is avoided). With fewer than two
-    finite values there is nothing to model and the ask is uniform random. If the GP fit or the
-    acquisition search raises, the ask is uniform random and a :class:`SolverFallbackWarning` is
-    emitted once per ``setup``.
+    is replaced by the worst finite value seen. With fewer than two finite values, or when the GP
+    fit or the acquisition search raises (a :class:`SolverFallbackWarning` once per ``setup``),
+    the ask is uniform random.
+
+    What these settings were measured against is on the documentation's page of Liu et al.
+    (2020), "The θ-solver ``bo``: what was measured".
 
     Parameters
     ----------
     n_initial_points : int, default=10
-        Observations (history included) before the GP is used (scikit-optimize's name; Optuna's
-        ``n_startup_trials`` is 10 too).
+        Observations (history included) before the GP is used; 10 as Optuna's
+        ``n_startup_trials`` (fewer or more did no better).
     xi : float, default=0.0
         Exploration margin of EI (improvement is measured from ``f* − xi·s``, ``s`` the standard
-        deviation of the observed black-box targets). 0, as Optuna: a margin proportional to ``s``
-        stalls the refinement on objectives with a wide value range (Branin: regret 0.02 instead
-        of 1e-5 at 50 evaluations with ``xi=0.01``).
+        deviation of the observed targets); 0 as Optuna: a margin stalls the refinement on
+        objectives with a wide value range.
     n_candidates : int or None, default=None
         Candidates scored before the L-BFGS-B polish; None: 128 per dimension (512–1024), fewer
-        once the GP holds more than 64 points (see ``surrogate.n_candidates``).
+        once the GP holds more than 64 points (``surrogate.n_candidates``).
     n_restarts : int, default=5
-        Starts of the L-BFGS-B polish of the acquisition (Optuna: 10 separate runs; 5 in one
-        batched run matched them on Hartmann-6 at a fraction of the time).
+        Starts of the L-BFGS-B polish, in one batched run; as good as Optuna's 10 separate runs
+        at a fraction of the time.
     refit_growth : float, default=0.05
         Refit the hyperparameters when the observations grew by this fraction since the last fit
-        (0: at every ask).
+        (0: at every ask); 5 %: every ask up to 20 observations, every 10th at 200.
     max_points : int, default=300
-        Observations the GP is refitted on at most (see above).
+        Observations the GP is refitted on at most; the cost of a fit stops growing there.
     prior_mean : {"max", "mean"}, default="max"
-        The GP's constant prior mean: the worst observed value (see above) or their mean (the
-        former default, Optuna's and scikit-learn's); a reproduction compares with both (see the
-        documentation's page of Liu et al. 2020).
+        The GP's constant prior mean: the worst observed value (De Ath et al. 2020: far from the
+        data a mean-centred model sends EI to the faces and corners of the box) or their mean
+        (Optuna's and scikit-learn's).
 
     References
     ----------
@@ -116,8 +102,8 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
     Algorithms", NeurIPS 2012 (Matérn-5/2 + EI). De Ath, Fieldsend, Everson, "What do you mean?
     The role of the mean function in Bayesian optimisation", GECCO 2020 (the prior mean). Ament et
     al., "Unexpected Improvements to Expected Improvement for Bayesian Optimization", NeurIPS 2023
-    (log-EI). Optuna's ``GPSampler`` (Akiba et al., KDD 2019; the GP module of Optuna 3.6–5.0)
-    for the priors, the scaling of the targets and the acquisition starts.
+    (log-EI). Optuna's ``GPSampler`` (Akiba et al., KDD 2019) for the priors, the scaling of the
+    targets and the acquisition starts.
     """
 
     supports_batch = True
