@@ -312,6 +312,7 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
         told: set[int] = set()
         taken = surrogate.Rows(X)  # observed and pending points: a proposal must be new to both
         ranked = order = fantasies = last = None
+        issued: set[int] = set()  # indices into ``ranked`` of the points yielded
         max_lies = max(1, int(self.max_points) // 2)
         while True:
             new = [s for key, s in self.pending_.items() if key not in told]
@@ -366,7 +367,11 @@ class GPBayesOptThetaSolver(BaseThetaSolver):
             else:
                 values = np.where(np.isfinite(values), values, -np.inf)
                 order = np.argsort(-values, kind="stable")
-            last = next((int(i) for i in order
-                         if np.min(np.linalg.norm(taken.array - ranked[i], axis=1))
+            # the points this search issued are taken (and, the lies being noisy, often still
+            # ranked first): skipped without measuring their distance to every taken row
+            last = next((int(i) for i in order if int(i) not in issued
+                         and np.min(np.linalg.norm(taken.array - ranked[i], axis=1))
                          > DUPLICATE_TOL), None)
+            if last is not None:
+                issued.add(last)
             yield None if last is None else np.clip(ranked[last], 0.0, 1.0)
