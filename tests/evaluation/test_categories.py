@@ -243,3 +243,29 @@ def test_a_category_parameter_without_native_categories_is_refused_by_name():
         space_from_dict({"name": "bad", "modules": [{"name": "estimator", "choices": [
             {"name": "tree", "class": "sklearn.tree.DecisionTreeClassifier",
              "categories": "ordinal", "category_parameter": "cat_features"}]}]})
+
+
+@pytest.mark.parametrize("learner", ["hist_gradient_boosting", "lightgbm", "xgboost", "catboost"])
+def test_the_default_space_gives_its_boosted_learners_codes_as_a_numeric_array(learner):
+    """Not native categories: from pandas category columns the fitted pipeline builds a
+    DataFrame on every predict call and HistGradientBoosting, LightGBM and XGBoost re-encode it
+    (HistGradientBoosting keeps an OrdinalEncoder inside for it): 1.7-2.3x slower per row on a
+    1 000-row batch, for no measured gain in test AUROC."""
+    from admm_automl.evaluation.metrics import get_metric
+    from admm_automl.evaluation.trial import TrialContext
+    from admm_automl.space import load_space
+
+    if learner != "hist_gradient_boosting":
+        pytest.importorskip(learner)
+    space = load_space("default").for_task("classification").restrict(estimator=learner)
+    X, y = _data()
+    ctx = TrialContext(space, X, y, [], get_metric(None, "classification", "binary"),
+                       make_preprocessor(X))
+    z = space.encoding.initial_z
+    assert ctx.encoding(z) == "ordinal"
+    pipeline = ctx.pipeline(z, space.encoding.initial_theta).fit(X, y)
+    features = pipeline[:-1].transform(X)
+    assert isinstance(features, np.ndarray) and features.dtype.kind == "f"
+    if learner == "hist_gradient_boosting":
+        assert pipeline[-1].is_categorical_ is None  # no encoder inside its predict
+    assert (pipeline.predict(X) == y).mean() > 0.9
