@@ -197,23 +197,7 @@ class Best:
 
     def decide(self, checkpoints: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndarray]]]
                ) -> Verdict:
-        rule = Lower(self.min_fraction, self.alpha)
-        held, notes = True, []
-        for name, (mine, others) in checkpoints.items():
-            names = list(others)
-            ranks = mean_ranks(np.column_stack([mine] + [others[k] for k in names]))
-            runner_up = names[int(np.argmin(ranks[1:]))]
-            for other in names:
-                against = rule.decide(others[other], mine)
-                if against.word == "reproduced":
-                    return Verdict("contradicted", f"{other} is below it at {name} "
-                                   f"({against.reason})")
-            v = rule.decide(mine, others[runner_up])
-            first = ranks[0] <= ranks[1:].min()
-            held &= first and v.word == "reproduced"
-            notes.append(f"{name}: rank {ranks[0]:.2f} vs {runner_up} {ranks[1:].min():.2f}, "
-                         f"{v.reason}")
-        return Verdict("reproduced" if held else "not reproduced", "; ".join(notes))
+        return _first_at_every_checkpoint(checkpoints, Lower(self.min_fraction, self.alpha), +1)
 
 
 @dataclass(frozen=True)
@@ -234,23 +218,33 @@ class Worst:
 
     def decide(self, checkpoints: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndarray]]]
                ) -> Verdict:
-        rule = Lower(self.min_fraction, self.alpha)
-        held, notes = True, []
-        for name, (mine, others) in checkpoints.items():
-            names = list(others)
-            ranks = mean_ranks(np.column_stack([mine] + [others[k] for k in names]))
-            next_worst = names[int(np.argmax(ranks[1:]))]
-            for other in names:
-                better = rule.decide(mine, others[other])
-                if better.word == "reproduced":
-                    return Verdict("contradicted", f"it is below {other} at {name} "
-                                   f"({better.reason})")
-            v = rule.decide(others[next_worst], mine)
-            last = ranks[0] >= ranks[1:].max()
-            held &= last and v.word == "reproduced"
-            notes.append(f"{name}: rank {ranks[0]:.2f} vs {next_worst} {ranks[1:].max():.2f}, "
-                         f"{next_worst} {v.reason}")
-        return Verdict("reproduced" if held else "not reproduced", "; ".join(notes))
+        return _first_at_every_checkpoint(checkpoints, Lower(self.min_fraction, self.alpha), -1)
+
+
+def _first_at_every_checkpoint(
+        checkpoints: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndarray]]], rule: "Lower",
+        sign: int) -> Verdict:
+    """The rule of :class:`Best` (``sign`` +1: the lowest values) and of :class:`Worst` (−1:
+    the highest), one rule mirrored. "Ahead" means below for +1 and above for −1; a failed run
+    (NaN) ranks last either way, as :func:`mean_ranks` ranks it."""
+    def ahead(a: np.ndarray, b: np.ndarray) -> Verdict:
+        return rule.decide(a, b) if sign > 0 else rule.decide(b, a)
+
+    held, notes = True, []
+    for name, (mine, others) in checkpoints.items():
+        names = list(others)
+        ranks = mean_ranks(np.column_stack([mine] + [others[k] for k in names]))
+        rival = int(np.argmin(sign * ranks[1:]))
+        for other in names:
+            against = ahead(others[other], mine)
+            if against.word == "reproduced":
+                where = f"{other} is below it" if sign > 0 else f"it is below {other}"
+                return Verdict("contradicted", f"{where} at {name} ({against.reason})")
+        v = ahead(mine, others[names[rival]])
+        held &= sign * ranks[0] <= sign * ranks[1 + rival] and v.word == "reproduced"
+        notes.append(f"{name}: rank {ranks[0]:.2f} vs {names[rival]} {ranks[1 + rival]:.2f}, "
+                     + ("" if sign > 0 else f"{names[rival]} ") + v.reason)
+    return Verdict("reproduced" if held else "not reproduced", "; ".join(notes))
 
 
 @dataclass(frozen=True)
