@@ -9,7 +9,8 @@ latency) the refit is another object: a quantile transformer keeps one quantile 
 up to ``n_quantiles``, so a pipeline whose fold models pickled to 20 228 bytes under a 21 000
 limit was refitted to 24 699; and a latency read in a worker process is read again in the process
 that deploys the model. So the refitted model (and the ensemble ``predict`` uses) is measured
-again on the first split's validation rows; if it misses a constraint its evaluation met, the
+again, on the splits' validation rows as a trial measures its fold models
+(:func:`measure_deployed`); if it misses a constraint its evaluation met, the
 next pipelines that met every constraint in the search are refitted in rank order — at most
 :data:`DEPLOY_TRIES`, while their estimated refits fit in the time left (plus the overrun
 ``fit`` tolerates without a warning, :func:`~.deadline.overrun_tolerance`), skipping those whose
@@ -33,7 +34,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from ..constraints.base import measure_all
+from ..constraints.base import combine_splits, measure_all
 from ..constraints.ranking import Constraints
 from ..evaluation.data import take_rows
 from ..evaluation.fold_models import read_models
@@ -210,15 +211,39 @@ def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.nda
 
 def measure_deployed(ctx: TrialContext, model: Any) -> dict[str, float]:
     """The values of the run's constraints measured on the fitted object itself
-    (``of_the_model``: size, latency) for ``model`` as ``predict`` uses it, read on the first
-    split's validation rows as a trial reads them; empty when the run has none."""
+    (``of_the_model``: size, latency) for ``model`` as ``predict`` uses it, read as a trial
+    reads its fold models: on every split's validation rows, combined as the search combines
+    them (:func:`~admm_automl.constraints.base.combine_splits`, the mean); empty when the run
+    has none.
+
+    Why every split and not one: a latency is a noisy reading (one model's readings in one
+    process vary by 4-7 % on a quiet core, up to 20 % under load), and the search's value is the
+    mean of one reading per fold. A single reading of the refitted model, set against a limit
+    the search's mean met by a few per cent, rejected the chosen pipeline about as often as it
+    was read above its mean — and the pipeline was chosen for reading low."""
     measures = {key: c for key, c in ctx.measures.items() if c.of_the_model}
     if not measures:
         return {}
-    split, measured = ctx.splits[0], {}
-    measure_all(measures, model, take_rows(ctx.X, split.valid), ctx.y[split.valid], split.valid,
-                measured)
-    return {key: values[0] for key, values in measured.items()}
+    measured: dict[str, list[float]] = {}
+    splits = _one_repeat(ctx.splits)
+    for split in splits:
+        measure_all(measures, model, take_rows(ctx.X, split.valid), ctx.y[split.valid],
+                    split.valid, measured)
+    return combine_splits(measured, splits)
+
+
+def _one_repeat(splits: Sequence[Any]) -> list[Any]:
+    """The splits up to the first whose validation rows another already validated: one repeat
+    of repeated folds (a further repeat reads the same model on the same rows again)."""
+    seen: set[int] = set()
+    out = []
+    for split in splits:
+        rows = set(np.asarray(split.valid).tolist())
+        if rows & seen:
+            break
+        seen |= rows
+        out.append(split)
+    return out
 
 
 def _as_deployed(obs: Observation, deployed: dict[str, float]) -> Observation:

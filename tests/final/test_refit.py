@@ -105,3 +105,33 @@ def test_the_refit_uses_no_more_threads_than_cores_other_programs_leave_free(
     assert final_refit.cores_free() == threads
     with final_refit.refit_threads(2):
         assert {pool["num_threads"] for pool in threadpool_info()} == {threads}
+
+
+@pytest.mark.parametrize("repeats", [1, 2])
+def test_the_refitted_model_is_read_on_every_fold_as_a_trial_reads_its_fold_models(repeats):
+    """A latency is a noisy reading and the search's value is the mean of one reading per fold:
+    the refitted model gets the same, one reading per fold of one repeat (a second repeat would
+    read the same model on the same rows again), combined as the search combines them."""
+    from types import SimpleNamespace
+
+    from sklearn.naive_bayes import GaussianNB
+
+    from admm_automl.constraints import PredictionLatency
+    from admm_automl.evaluation.splits import make_splits
+
+    readings = iter(np.arange(1.0, 100.0))
+    seconds = []
+
+    def timer():  # each timed call reads a new start and end: call k lasts 1 "second"
+        t = next(readings)
+        seconds.append(t)
+        return t
+
+    splits = make_splits(Y, classification=True, cv=3, validation_size=0.2, seed=0,
+                         repeats=repeats)
+    latency = PredictionLatency(1.0, repeats=1, warmup=0, timer=timer)
+    ctx = SimpleNamespace(measures={"latency": latency}, splits=splits, X=X, y=Y)
+    deployed = final_refit.measure_deployed(ctx, GaussianNB().fit(X, Y))
+    assert len(seconds) == 2 * 3  # one timed call per fold of one repeat, two timer reads each
+    rows = [min(1000, len(s.valid)) for s in splits[:3]]
+    assert deployed["latency"] == pytest.approx(np.mean([1.0 / n for n in rows]))
