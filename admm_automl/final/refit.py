@@ -195,8 +195,8 @@ def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.nda
             choice, X, y, ctx.y, {best_id: best, **kept_bags(outcome, choice.weights)})
         if ensemble is not None and deployed:
             measured = measure_deployed(ctx, ensemble)
-            if constraints.feasible(_as_deployed(Observation(choice.loss, constraints=dict(
-                    choice.constraints)), measured)):
+            if constraints.feasible(Observation(choice.loss, constraints=dict(choice.constraints)),
+                                    measured):
                 deployed = measured
             else:  # the single pipeline meets them refitted; the ensemble does not
                 ensemble = choice = None
@@ -221,11 +221,6 @@ def measure_deployed(ctx: TrialContext, model: Any) -> dict[str, float]:
     return {key: values[0] for key, values in measured.items()}
 
 
-def _as_deployed(obs: Observation, deployed: dict[str, float]) -> Observation:
-    """``obs`` with the values measured on the refitted model in place of the search's."""
-    return Observation(obs.loss, constraints={**obs.constraints, **deployed})
-
-
 def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Constraints,
                      evaluations: Sequence[Evaluation], best: Pick, X: Any, y: np.ndarray,
                      deadline: Clock, feasible: bool
@@ -243,14 +238,16 @@ def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Const
                               rows=None if evaluation is None else affordable_rows(
                                   ctx, evaluation, deadline))
     deployed = measure_deployed(ctx, pipeline)
-    if not deployed or not feasible or constraints.feasible(_as_deployed(obs, deployed)):
+    # each evaluation refitted here met every constraint in the search, so it meets them
+    # refitted when its violation with the refitted values (Constraints.violation) is 0
+    missed = constraints.violation(obs, deployed) if deployed and feasible else 0.0
+    if missed == 0.0:
         return pipeline, seconds, deployed, None
     # how much a refit of the same steps grew each value over the search's, by (z, key): a
     # candidate whose value times that growth misses is not refitted (a k-NN stores its rows,
     # whatever its k: every k-NN refit misses a size the first missed by a margin)
     growth = _growth(z, obs, deployed)
-    tried = [(constraints.violation(_as_deployed(obs, deployed)), pipeline, seconds, deployed,
-              (z, theta, obs, False))]
+    tried = [(missed, pipeline, seconds, deployed, (z, theta, obs, False))]
     skipped = 0
     for candidate in _feasible_evaluations(evaluations, constraints, exclude=obs.eval_id):
         # the search kept back the time of one refit: the others may use what is left and the
@@ -264,18 +261,18 @@ def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Const
         other, z = candidate.observation, candidate.z
         expected = {key: other.constraints[key] * growth[tuple(z), key] for key in deployed
                     if (tuple(z), key) in growth and key in other.constraints}
-        if expected and not constraints.feasible(_as_deployed(other, expected)):
+        if expected and constraints.violation(other, expected) > 0.0:
             skipped += 1
             continue
         theta = candidate.theta
         refitted, took = refit(space, ctx, z, theta, X, y, iterations=other.iterations,
                                rounds=other.refit_rounds)
         measured = measure_deployed(ctx, refitted)
-        if constraints.feasible(_as_deployed(other, measured)):
+        missed = constraints.violation(other, measured)
+        if missed == 0.0:
             return refitted, took, measured, (z, theta, other, True)
         growth.update(_growth(z, other, measured))
-        tried.append((constraints.violation(_as_deployed(other, measured)), refitted, took,
-                      measured, (z, theta, other, False)))
+        tried.append((missed, refitted, took, measured, (z, theta, other, False)))
     _, pipeline, took, measured, chosen = min(tried, key=lambda t: t[0])
     misses = "; ".join(
         f"{c.key} {deployed[c.key]:.4g} refitted (limit {c.threshold:g}; "
