@@ -369,7 +369,7 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
                if float(r["fidelity"]) >= 1.0 and not r.get("budget_stop")]
     if not any(r["status"] == "ok" for r in records):
         raise RuntimeError("Optuna-TPE: no pipeline finished within the budget")
-    evaluations = evaluations_of(records, space)
+    evaluations = evaluations_of(records, space, len(ctx.y), len(ctx.splits))
     observations = [e.observation for e in evaluations]
     best = min(evaluations, key=lambda e: constraints.rank(e.observation))
     obs = best.observation

@@ -138,7 +138,7 @@ def affordable_rows(ctx: TrialContext, evaluation: Evaluation, deadline: Clock
                     ) -> np.ndarray | None:
     """The rows the best evaluation's pipeline is refitted on when it was evaluated on a
     subsample only (a probe, a low rung) and its estimated refit on all rows
-    (:meth:`~.outcome.Evaluation.refit_seconds`) would not end within what is left of the time
+    (:attr:`~.outcome.Evaluation.refit_seconds`) would not end within what is left of the time
     budget, plus the overrun ``fit`` tolerates: a class-stratified subsample of the share the
     time left affords, never less than the share it was evaluated on (about the probe's own fit
     time); None — all rows — otherwise.
@@ -151,7 +151,7 @@ def affordable_rows(ctx: TrialContext, evaluation: Evaluation, deadline: Clock
     if fidelity >= 1.0 or left is None or deadline.budget is None:
         return None
     n = len(ctx.y)
-    estimate = evaluation.refit_seconds(n, len(ctx.splits))
+    estimate = evaluation.refit_seconds
     share = max(fidelity, (max(left, 0.0) + overrun_tolerance(deadline.budget))
                 / max(estimate, 1e-9))
     if share >= 1.0:
@@ -255,8 +255,7 @@ def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Const
         left = deadline.left()
         if left is not None:
             left += overrun_tolerance(deadline.budget)
-        if len(tried) > DEPLOY_TRIES or (left is not None and candidate.refit_seconds(
-                len(ctx.y), len(ctx.splits)) > left):
+        if len(tried) > DEPLOY_TRIES or (left is not None and candidate.refit_seconds > left):
             break
         other, z = candidate.observation, candidate.z
         expected = {key: other.constraints[key] * growth[tuple(z), key] for key in deployed
