@@ -377,7 +377,7 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     # the estimator's refit check (size and latency measured again on the refitted model; the
     # next feasible pipelines tried if it misses): the same help as the package's methods get
     pipeline, _, _, other = deployable_refit(
-        space, ctx, constraints, evaluations, (best.z, best.theta, obs), X, y, deadline, feasible)
+        ctx, constraints, evaluations, (best.z, best.theta, obs), X, y, deadline, feasible)
     if other is not None:
         obs, feasible = other[2], other[3]
         best = next(e for e in evaluations if e.eval_id == obs.eval_id)

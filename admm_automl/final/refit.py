@@ -116,8 +116,8 @@ DEPLOY_TRIES = 5
 Deployable = tuple[tuple[int, ...], np.ndarray, Observation, bool]
 
 
-def refit(space: PipelineSpace, context: TrialContext, z: Sequence[int], theta: np.ndarray,
-          X: Any, y: Any, iterations: int | None = None, rounds: int | None = None,
+def refit(context: TrialContext, z: Sequence[int], theta: np.ndarray, X: Any, y: Any,
+          iterations: int | None = None, rounds: int | None = None,
           rows: np.ndarray | None = None) -> tuple[Any, float]:
     """The pipeline of ``(z, θ)`` fitted on all of (X, y) — on ``rows`` of them when given —
     with the run's preprocessing and model seed (by :func:`fit_on_labels`), and the seconds it
@@ -184,8 +184,7 @@ def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.nda
         first = (fitted["best_z_"], fitted["best_theta_"],
                  outcome.by_eval_id[fitted["best_eval_id_"]].observation)
         best, seconds, deployed, other = deployable_refit(
-            space, ctx, constraints, outcome.evaluations, first, X, y, deadline,
-            fitted["feasible_"])
+            ctx, constraints, outcome.evaluations, first, X, y, deadline, fitted["feasible_"])
         chosen = {} if other is None else {
             **best_attributes(space, outcome.task.metric, *other[:3]), "feasible_": other[3]}
         best_id = chosen.get("best_eval_id_", fitted["best_eval_id_"])
@@ -221,7 +220,7 @@ def measure_deployed(ctx: TrialContext, model: Any) -> dict[str, float]:
     return {key: values[0] for key, values in measured.items()}
 
 
-def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Constraints,
+def deployable_refit(ctx: TrialContext, constraints: Constraints,
                      evaluations: Sequence[Evaluation], best: Pick, X: Any, y: np.ndarray,
                      deadline: Clock, feasible: bool
                      ) -> tuple[Any, float, dict[str, float], Deployable | None]:
@@ -233,7 +232,7 @@ def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Const
     least violating of those tried)."""
     z, theta, obs = best
     evaluation = next((e for e in evaluations if e.eval_id == obs.eval_id), None)
-    pipeline, seconds = refit(space, ctx, z, theta, X, y, iterations=obs.iterations,
+    pipeline, seconds = refit(ctx, z, theta, X, y, iterations=obs.iterations,
                               rounds=obs.refit_rounds,
                               rows=None if evaluation is None else affordable_rows(
                                   ctx, evaluation, deadline))
@@ -264,7 +263,7 @@ def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Const
             skipped += 1
             continue
         theta = candidate.theta
-        refitted, took = refit(space, ctx, z, theta, X, y, iterations=other.iterations,
+        refitted, took = refit(ctx, z, theta, X, y, iterations=other.iterations,
                                rounds=other.refit_rounds)
         measured = measure_deployed(ctx, refitted)
         missed = constraints.violation(other, measured)
