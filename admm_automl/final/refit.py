@@ -29,6 +29,7 @@ import contextlib
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
@@ -230,23 +231,18 @@ def deployable_refit(ctx: TrialContext, constraints: Constraints,
     None when ``best`` is returned and ``feasible`` stands, else ``(z, θ, observation,
     feasible)`` of the pipeline returned (``best`` itself, infeasible refitted, when it is the
     least violating of those tried)."""
-    z, theta, obs = best
+    obs = best[2]
     evaluation = next((e for e in evaluations if e.eval_id == obs.eval_id), None)
-    pipeline, seconds = refit(ctx, z, theta, X, y, iterations=obs.iterations,
-                              rounds=obs.refit_rounds,
-                              rows=None if evaluation is None else affordable_rows(
-                                  ctx, evaluation, deadline))
-    deployed = measure_deployed(ctx, pipeline)
-    # each evaluation refitted here met every constraint in the search, so it meets them
-    # refitted when its violation with the refitted values (Constraints.violation) is 0
-    missed = constraints.violation(obs, deployed) if deployed and feasible else 0.0
-    if missed == 0.0:
-        return pipeline, seconds, deployed, None
+    first = _refitted(ctx, constraints, best, X, y, rows=None if evaluation is None
+                      else affordable_rows(ctx, evaluation, deadline))
+    deployed = first.measured
+    if not deployed or not feasible or first.violation == 0.0:
+        return first.model, first.seconds, deployed, None
     # how much a refit of the same steps grew each value over the search's, by (z, key): a
     # candidate whose value times that growth misses is not refitted (a k-NN stores its rows,
     # whatever its k: every k-NN refit misses a size the first missed by a margin)
-    growth = _growth(z, obs, deployed)
-    tried = [(missed, pipeline, seconds, deployed, (z, theta, obs, False))]
+    growth = first.growth()
+    tried = [first]
     skipped = 0
     for candidate in _feasible_evaluations(evaluations, constraints, exclude=obs.eval_id):
         # the search kept back the time of one refit: the others may use what is left and the
@@ -256,22 +252,18 @@ def deployable_refit(ctx: TrialContext, constraints: Constraints,
             left += overrun_tolerance(deadline.budget)
         if len(tried) > DEPLOY_TRIES or (left is not None and candidate.refit_seconds > left):
             break
-        other, z = candidate.observation, candidate.z
-        expected = {key: other.constraints[key] * growth[tuple(z), key] for key in deployed
-                    if (tuple(z), key) in growth and key in other.constraints}
+        other, z = candidate.observation, tuple(candidate.z)
+        expected = {key: other.constraints[key] * growth[z, key] for key in deployed
+                    if (z, key) in growth and key in other.constraints}
         if expected and constraints.violation(other, expected) > 0.0:
             skipped += 1
             continue
-        theta = candidate.theta
-        refitted, took = refit(ctx, z, theta, X, y, iterations=other.iterations,
-                               rounds=other.refit_rounds)
-        measured = measure_deployed(ctx, refitted)
-        missed = constraints.violation(other, measured)
-        if missed == 0.0:
-            return refitted, took, measured, (z, theta, other, True)
-        growth.update(_growth(z, other, measured))
-        tried.append((missed, refitted, took, measured, (z, theta, other, False)))
-    _, pipeline, took, measured, chosen = min(tried, key=lambda t: t[0])
+        refitted = _refitted(ctx, constraints, (candidate.z, candidate.theta, other), X, y)
+        if refitted.violation == 0.0:
+            return refitted.model, refitted.seconds, refitted.measured, (*refitted.pick, True)
+        growth.update(refitted.growth())
+        tried.append(refitted)
+    least = min(tried, key=lambda r: r.violation)
     misses = "; ".join(
         f"{c.key} {deployed[c.key]:.4g} refitted (limit {c.threshold:g}; "
         f"{obs.constraints.get(c.key, np.nan):.4g} in the search)"
@@ -283,15 +275,40 @@ def deployable_refit(ctx: TrialContext, constraints: Constraints,
         "because a refit of the same steps grew past the limit; returning the least violating "
         "refit (deployed_constraints_ holds its values).", ConstraintViolationWarning,
         stacklevel=4)
-    return pipeline, took, measured, chosen
+    return least.model, least.seconds, least.measured, (*least.pick, False)
 
 
-def _growth(z: Sequence[int], obs: Observation,
-            measured: dict[str, float]) -> dict[tuple[tuple[int, ...], str], float]:
-    """By ``(z, key)``: the ratio of each value ``measured`` on the refit of ``z`` to the one its
-    evaluation ``obs`` recorded in the search."""
-    return {(tuple(z), key): value / obs.constraints[key]
-            for key, value in measured.items() if obs.constraints.get(key)}
+@dataclass(frozen=True)
+class _Refitted:
+    """One pipeline refitted by the refit check: ``pick``, ``(z, θ, observation)`` of its
+    evaluation; the model fitted on all rows and the seconds its fit took; the values measured
+    on it (:func:`measure_deployed`) and its violation with them in place of the search's
+    (:meth:`~admm_automl.constraints.ranking.Constraints.violation`: 0 when it meets every
+    constraint — every evaluation refitted there met them all in the search)."""
+
+    pick: Pick
+    model: Any
+    seconds: float
+    measured: dict[str, float]
+    violation: float
+
+    def growth(self) -> dict[tuple[tuple[int, ...], str], float]:
+        """By ``(z, key)``: the ratio of each value measured on this refit of ``z`` to the one
+        its evaluation recorded in the search."""
+        z, _, obs = self.pick
+        return {(tuple(z), key): value / obs.constraints[key]
+                for key, value in self.measured.items() if obs.constraints.get(key)}
+
+
+def _refitted(ctx: TrialContext, constraints: Constraints, pick: Pick, X: Any, y: np.ndarray,
+              rows: np.ndarray | None = None) -> _Refitted:
+    """The pipeline of ``pick`` (``(z, θ, observation)``) refitted on (X, y) (on ``rows`` of
+    them when given; :func:`refit`), measured and judged (:class:`_Refitted`)."""
+    z, theta, obs = pick
+    model, seconds = refit(ctx, z, theta, X, y, iterations=obs.iterations,
+                           rounds=obs.refit_rounds, rows=rows)
+    measured = measure_deployed(ctx, model)
+    return _Refitted(pick, model, seconds, measured, constraints.violation(obs, measured))
 
 
 def _feasible_evaluations(evaluations: Sequence[Evaluation], constraints: Constraints,
