@@ -10,9 +10,10 @@ a run reads a file, and the run would block on it forever. So:
   (``O_CREAT | O_EXCL | O_NOFOLLOW``: it is never an existing file, nor a link), then renamed onto
   the name with ``os.replace``, which replaces a link itself, never its target; a killed process
   leaves the old file or the new one, never half of one;
-* a file used in place (the journal, appended to; the lock) is opened by :func:`open_file`, which
-  refuses a link or a special file with a :class:`~admm_automl.exceptions.RunDirectoryError`
-  naming the path;
+* a file used in place (the lock) is opened by :func:`open_file`, which refuses a link or a
+  special file with a :class:`~admm_automl.exceptions.RunDirectoryError` naming the path; a file
+  appended to (the journal) is opened the same way by :func:`open_appending`, which also returns
+  the complete lines it already holds, or moves an old file aside;
 * a file read back is read by :func:`read_file`, which refuses the same, so nothing blocks on a
   FIFO: its type is checked with ``os.lstat`` before it is opened (and again on the descriptor);
 * a folder of the run (``predictions/``, a report's figures) is made by :func:`make_folder`,
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from .exceptions import RunDirectoryError
 
-__all__ = ["check_file", "make_folder", "open_file", "read_file", "write_file"]
+__all__ = ["check_file", "make_folder", "open_appending", "open_file", "read_file", "write_file"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after the check cannot block open
@@ -88,6 +89,39 @@ def open_file(path: "str | os.PathLike[str]", flags: int, mode: int = 0o666) -> 
         os.close(fd)
         raise
     return fd
+
+
+def open_appending(path: "str | os.PathLike[str]", *, move_aside: bool = False
+                   ) -> tuple[int, bytes | None]:
+    """A descriptor to append to the file ``path`` used in place (made if missing; a symbolic
+    link or a special file refused, as by :func:`open_file`), and the complete lines the file
+    already holds — None when it holds nothing. A last line cut short (by a crash) is cut off
+    the file. With ``move_aside``, a file that holds anything is first renamed beside it, to the
+    first free name of ``name-1.ext``, ``name-2.ext``, ..., and a new, empty one begun."""
+    path = Path(path)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+    fd = open_file(path, flags)
+    if move_aside and os.fstat(fd).st_size > 0:
+        os.close(fd)
+        k = 1
+        while os.path.lexists(aside := path.with_name(f"{path.stem}-{k}{path.suffix}")):
+            k += 1
+        path.rename(aside)  # a link is renamed itself, never followed
+        fd = open_file(path, flags)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        if not data:
+            return fd, None
+        complete = data[: data.rfind(b"\n") + 1]
+        if len(complete) < len(data):
+            os.ftruncate(fd, len(complete))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, complete
 
 
 def read_file(path: "str | os.PathLike[str]") -> bytes | None:

@@ -25,7 +25,7 @@ from .reporting.report import leaderboard, write_report
 from .reporting.rundir import as_method, run_summary, write_run
 from .run import params
 from .run.deadline import Deadline, warn_overrun
-from .run.inputs import check_sensitive_features, check_target, check_X
+from .run.inputs import check_fit_X, check_sensitive_features, check_target, check_X
 from .run.lock import run_lock
 from .final.refit import refit_models
 from .final.results import fitted_attributes, metric_score
@@ -362,7 +362,7 @@ class ADMM(BaseEstimator):
         """
         deadline = Deadline(self.time_budget)  # it covers set-up and worker start-up too
         self._validate_params()
-        X = check_X(self, X, reset=True)
+        X = check_fit_X(self, X)
         y, task, target_type = check_target(X, y, self._fixed_task or self.task,
                                             type(self).__name__)
         check_sensitive_features(sensitive_features, len(y), self.constraints)

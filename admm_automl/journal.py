@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ._files import open_file, read_file
+from ._files import open_appending, read_file
 from .exceptions import ResumeError
 from .records import Observation, Status
 
@@ -112,31 +112,22 @@ class Journal:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # opened in place, so a link or a special file is refused, never followed (``_files``)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-        fd = open_file(self.path, flags)
-        if os.fstat(fd).st_size > 0:
+        # opened in place, so a link or a special file is refused, never followed; a line cut
+        # short by a crash is cut off; without ``resume`` an old journal is moved aside
+        fd, held = open_appending(self.path, move_aside=not resume)
+        try:
+            if held is not None:
+                self._resume(held)
+        except BaseException:
             os.close(fd)
-            if resume:
-                self._resume()
-            else:
-                self._move_aside()
-            fd = open_file(self.path, flags)
-        fresh = os.fstat(fd).st_size == 0
+            raise
         self._fh = os.fdopen(fd, "a", encoding="utf-8")
-        if fresh:
+        if held is None:
             self._write({HEADER_KEY: self.header})
 
-    def _resume(self) -> None:
-        assert self.path is not None
-        data = read_file(self.path) or b""
-        complete = data[: data.rfind(b"\n") + 1]
-        if len(complete) < len(data):  # a line cut short by a crash
-            fd = open_file(self.path, os.O_RDWR)
-            try:
-                os.ftruncate(fd, len(complete))
-            finally:
-                os.close(fd)
+    def _resume(self, complete: bytes) -> None:
+        """Load the records of the journal's ``complete`` lines, refusing another run's header
+        or a record this version cannot read back (:class:`ResumeError`)."""
         recorded, records, self.unfinished = _parse(complete.decode("utf-8"))
         if recorded is None:
             raise ResumeError(
@@ -165,14 +156,6 @@ class Journal:
         self.records = records
         self.n_resumed = len(records)
         self._next_id = max((int(r["eval_id"]) for r in records), default=-1) + 1
-
-    def _move_aside(self) -> None:
-        assert self.path is not None
-        k = 1
-        while os.path.lexists(
-                aside := self.path.with_name(f"{self.path.stem}-{k}{self.path.suffix}")):
-            k += 1
-        self.path.rename(aside)
 
     def _write(self, obj: dict[str, Any]) -> None:
         if self._fh is not None:

@@ -369,7 +369,7 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
                if float(r["fidelity"]) >= 1.0 and not r.get("budget_stop")]
     if not any(r["status"] == "ok" for r in records):
         raise RuntimeError("Optuna-TPE: no pipeline finished within the budget")
-    evaluations = evaluations_of(records, space)
+    evaluations = evaluations_of(records, space, len(ctx.y), len(ctx.splits))
     observations = [e.observation for e in evaluations]
     best = min(evaluations, key=lambda e: constraints.rank(e.observation))
     obs = best.observation
@@ -377,7 +377,7 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     # the estimator's refit check (size and latency measured again on the refitted model; the
     # next feasible pipelines tried if it misses): the same help as the package's methods get
     pipeline, _, _, other = deployable_refit(
-        space, ctx, constraints, evaluations, (best.z, best.theta, obs), X, y, deadline, feasible)
+        ctx, constraints, evaluations, (best.z, best.theta, obs), X, y, deadline, feasible)
     if other is not None:
         obs, feasible = other[2], other[3]
         best = next(e for e in evaluations if e.eval_id == obs.eval_id)

@@ -78,9 +78,12 @@ class Constraints:
         return ", ".join(f"{c.key} {c.sense} {float(c.threshold):g}" for c in self.items)
 
     # -------------------------------------------------------------------- measures
-    def h(self, obs: Observation) -> np.ndarray:
-        """Unit-free violation of every constraint (≤ 0 when met; 1 when not measured)."""
-        values = np.array([_as_float(obs.constraints.get(k)) for k in self.keys], dtype=float)
+    def h(self, obs: Observation, refitted: dict[str, float] | None = None) -> np.ndarray:
+        """Unit-free violation of every constraint (≤ 0 when met; 1 when not measured); a value
+        in ``refitted`` (measured on the model refitted on all rows) replaces the
+        observation's."""
+        found = {**obs.constraints, **refitted} if refitted else obs.constraints
+        values = np.array([_as_float(found.get(k)) for k in self.keys], dtype=float)
         finite = np.isfinite(values)
         values = np.where(finite, values, 0.0)
         diff = np.where(self._upper, values - self._threshold, self._threshold - values)
@@ -90,21 +93,23 @@ class Constraints:
         """The paper's g of every constraint (ε = 1)."""
         return np.maximum(self.h(obs) + 1.0, 0.0)
 
-    def violation(self, obs: Observation) -> float:
-        """Total violation Σ max(h, 0); 0 means every constraint is met."""
-        return float(sum(max(float(v), 0.0) for v in self.h(obs)))
+    def violation(self, obs: Observation, refitted: dict[str, float] | None = None) -> float:
+        """Total violation Σ max(h, 0); 0 means every constraint is met (``refitted``: as in
+        :meth:`h`)."""
+        return float(sum(max(float(v), 0.0) for v in self.h(obs, refitted)))
 
-    def rank(self, obs: Observation) -> tuple:
+    def rank(self, obs: Observation, refitted: dict[str, float] | None = None) -> tuple:
         """Sort key: feasible observations by loss, then the least violating successful ones,
-        then failed ones."""
+        then failed ones (``refitted``: as in :meth:`h`)."""
         if not obs.ok:
             return (2, obs.loss)
-        violation = self.violation(obs)
+        violation = self.violation(obs, refitted)
         return (0, obs.loss) if violation == 0.0 else (1, violation, obs.loss)
 
-    def feasible(self, obs: Observation) -> bool:
-        """A successful observation that meets every constraint."""
-        return self.rank(obs)[0] == 0
+    def feasible(self, obs: Observation, refitted: dict[str, float] | None = None) -> bool:
+        """A successful observation that meets every constraint (``refitted``: as in
+        :meth:`h`)."""
+        return self.rank(obs, refitted)[0] == 0
 
     def describe(self, obs: Observation,
                  refitted: dict[str, float] | None = None) -> list[str]:
@@ -117,20 +122,18 @@ class Constraints:
         replaces the observation's, which is shown beside it,
         ``"model_size <= 21000: 2.47e+04 refitted (2.023e+04 in the search), NOT met (18 % over)"``."""
         refitted = refitted or {}
-        searched = obs
-        if refitted:
-            obs = Observation(obs.loss, constraints={**obs.constraints, **refitted})
+        values = {**obs.constraints, **refitted}
         lines = []
-        for c, key, h in zip(self.items, self.keys, self.h(obs)):
-            value = _as_float(obs.constraints.get(key))
-            point = _as_float(obs.constraints.get(key + POINT))
+        for c, key, h in zip(self.items, self.keys, self.h(obs, refitted)):
+            value = _as_float(values.get(key))
+            point = _as_float(values.get(key + POINT))
             head = f"{key} {c.sense} {float(c.threshold):g}: "
             if not math.isfinite(value):
                 lines.append(head + "not measured (the evaluation failed)")
                 continue
             shown = f"{value:.4g}"
             if key in refitted:
-                shown += (f" refitted ({_as_float(searched.constraints.get(key)):.4g} in the "
+                shown += (f" refitted ({_as_float(obs.constraints.get(key)):.4g} in the "
                           "search)")
             if math.isfinite(point):
                 shown += (f" ({float(getattr(c, 'confidence', 0) or 0):.0%} bound; {point:.4g} "

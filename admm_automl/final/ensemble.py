@@ -241,7 +241,7 @@ def build_ensemble(outcome: SearchOutcome, size: int, best_eval_id: int,
         # with constraints, measuring the ensemble fits it once more per split
         measuring = (sum(len(split.train) for split in ctx.splits) / n_rows
                      if len(constraints) else 0.0)
-        refit = {i: evaluations[i].refit_seconds(n_rows, len(ctx.splits)) for i in candidates}
+        refit = {i: evaluations[i].refit_seconds for i in candidates}
         costs = [_fit_cost(outcome, evaluations[i], refit[i], i == best_eval_id)
                  + measuring * refit[i] for i in candidates]
     counts, ens_loss = ensemble_selection(predictions, loss, size, costs, time_left)

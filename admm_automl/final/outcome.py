@@ -3,10 +3,11 @@ optimiser's result and every evaluation, typed.
 
 The journal's records (JSON objects, :mod:`admm_automl.journal`) are the search's memory; past
 the search they are read once, here, into :class:`Evaluation`: its id, its configuration and
-pipeline, its :class:`~admm_automl.records.Observation`, and its point ``(z, θ)`` in the space
-(encoded on first use, at most once). The best evaluation, the refit, the ensemble and its stack
-read evaluations only; the records themselves stay in :attr:`SearchOutcome.records` for the
-tables that show them as they were journaled (``history_``, ``cv_results_``).
+pipeline, its :class:`~admm_automl.records.Observation`, the seconds a refit of its pipeline on
+all rows should take, and its point ``(z, θ)`` in the space (encoded on first use, at most
+once). The best evaluation, the refit, the ensemble and its stack read evaluations only; the
+records themselves stay in :attr:`SearchOutcome.records` for the tables that show them as they
+were journaled (``history_``, ``cv_results_``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..journal import observation_of
 from ..methods.driver import Result
 from ..records import Observation, Status
 from ..space.space import PipelineSpace
-from .library import refit_seconds
+from .library import refit_seconds_estimate
 
 __all__ = ["Evaluation", "SearchOutcome", "Task", "evaluations_of"]
 
@@ -60,10 +61,12 @@ class Evaluation:
     #: the pipeline's name, as the journal writes it
     pipeline: str
     observation: Observation
-    #: the training rows of its fits (None where the record has none)
-    n_train: int | None
-    #: the seconds the workers' prefix cache saved its fits (added back for a refit's estimate)
+    #: the seconds the workers' prefix cache saved its fits
     seconds_saved: float
+    #: the seconds a refit of its pipeline on all the run's rows should take, estimated from
+    #: its fits as the library estimates them during the search
+    #: (:func:`~.library.refit_seconds_estimate`)
+    refit_seconds: float
     encode: Callable[[Mapping[str, Any]], Point] = field(repr=False)
 
     @functools.cached_property
@@ -89,26 +92,22 @@ class Evaluation:
         """Its status is ok (as the journal says: its loss is not looked at)."""
         return self.observation.status is Status.OK
 
-    def refit_seconds(self, n_rows: int, n_splits: int) -> float:
-        """The seconds a refit of its pipeline on all ``n_rows`` rows should take
-        (:func:`~.library.refit_seconds`)."""
-        return refit_seconds(self.observation.fit_time, self.seconds_saved, self.n_train,
-                             n_rows, n_splits)
 
-
-def evaluations_of(records: Sequence[Mapping[str, Any]], space: PipelineSpace
-                   ) -> list[Evaluation]:
+def evaluations_of(records: Sequence[Mapping[str, Any]], space: PipelineSpace, n_rows: int,
+                   n_splits: int) -> list[Evaluation]:
     """The :class:`Evaluation` of every journal record, in the journal's order, their points in
-    ``space``."""
+    ``space``, their refits estimated for ``n_rows`` rows from fits over ``n_splits`` validation
+    splits."""
     def encode(config: Mapping[str, Any]) -> Point:
         z, theta = space.encode(config)
         return z, space.encoding.project(theta)
 
     return [Evaluation(
         eval_id=int(r["eval_id"]), config=r["config"], pipeline=r.get("pipeline", ""),
-        observation=observation_of(r), n_train=r.get("n_train"),
+        observation=observation_of(r),
         seconds_saved=float((r.get("prefix_cache") or {}).get("seconds_saved") or 0.0),
-        encode=encode) for r in records]
+        refit_seconds=refit_seconds_estimate(r, n_rows, n_splits), encode=encode)
+        for r in records]
 
 
 @dataclass

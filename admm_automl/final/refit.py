@@ -30,6 +30,7 @@ import contextlib
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
@@ -117,8 +118,8 @@ DEPLOY_TRIES = 5
 Deployable = tuple[tuple[int, ...], np.ndarray, Observation, bool]
 
 
-def refit(space: PipelineSpace, context: TrialContext, z: Sequence[int], theta: np.ndarray,
-          X: Any, y: Any, iterations: int | None = None, rounds: int | None = None,
+def refit(context: TrialContext, z: Sequence[int], theta: np.ndarray, X: Any, y: Any,
+          iterations: int | None = None, rounds: int | None = None,
           rows: np.ndarray | None = None) -> tuple[Any, float]:
     """The pipeline of ``(z, θ)`` fitted on all of (X, y) — on ``rows`` of them when given —
     with the run's preprocessing and model seed (by :func:`fit_on_labels`), and the seconds it
@@ -139,7 +140,7 @@ def affordable_rows(ctx: TrialContext, evaluation: Evaluation, deadline: Clock
                     ) -> np.ndarray | None:
     """The rows the best evaluation's pipeline is refitted on when it was evaluated on a
     subsample only (a probe, a low rung) and its estimated refit on all rows
-    (:meth:`~.outcome.Evaluation.refit_seconds`) would not end within what is left of the time
+    (:attr:`~.outcome.Evaluation.refit_seconds`) would not end within what is left of the time
     budget, plus the overrun ``fit`` tolerates: a class-stratified subsample of the share the
     time left affords, never less than the share it was evaluated on (about the probe's own fit
     time); None — all rows — otherwise.
@@ -152,7 +153,7 @@ def affordable_rows(ctx: TrialContext, evaluation: Evaluation, deadline: Clock
     if fidelity >= 1.0 or left is None or deadline.budget is None:
         return None
     n = len(ctx.y)
-    estimate = evaluation.refit_seconds(n, len(ctx.splits))
+    estimate = evaluation.refit_seconds
     share = max(fidelity, (max(left, 0.0) + overrun_tolerance(deadline.budget))
                 / max(estimate, 1e-9))
     if share >= 1.0:
@@ -185,8 +186,7 @@ def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.nda
         first = (fitted["best_z_"], fitted["best_theta_"],
                  outcome.by_eval_id[fitted["best_eval_id_"]].observation)
         best, seconds, deployed, other = deployable_refit(
-            space, ctx, constraints, outcome.evaluations, first, X, y, deadline,
-            fitted["feasible_"])
+            ctx, constraints, outcome.evaluations, first, X, y, deadline, fitted["feasible_"])
         chosen = {} if other is None else {
             **best_attributes(space, outcome.task.metric, *other[:3]), "feasible_": other[3]}
         best_id = chosen.get("best_eval_id_", fitted["best_eval_id_"])
@@ -196,8 +196,8 @@ def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.nda
             choice, X, y, ctx.y, {best_id: best, **kept_bags(outcome, choice.weights)})
         if ensemble is not None and deployed:
             measured = measure_deployed(ctx, ensemble)
-            if constraints.feasible(_as_deployed(Observation(choice.loss, constraints=dict(
-                    choice.constraints)), measured)):
+            if constraints.feasible(Observation(choice.loss, constraints=dict(choice.constraints)),
+                                    measured):
                 deployed = measured
             else:  # the single pipeline meets them refitted; the ensemble does not
                 ensemble = choice = None
@@ -246,12 +246,7 @@ def _one_repeat(splits: Sequence[Any]) -> list[Any]:
     return out
 
 
-def _as_deployed(obs: Observation, deployed: dict[str, float]) -> Observation:
-    """``obs`` with the values measured on the refitted model in place of the search's."""
-    return Observation(obs.loss, constraints={**obs.constraints, **deployed})
-
-
-def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Constraints,
+def deployable_refit(ctx: TrialContext, constraints: Constraints,
                      evaluations: Sequence[Evaluation], best: Pick, X: Any, y: np.ndarray,
                      deadline: Clock, feasible: bool
                      ) -> tuple[Any, float, dict[str, float], Deployable | None]:
@@ -261,21 +256,18 @@ def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Const
     None when ``best`` is returned and ``feasible`` stands, else ``(z, θ, observation,
     feasible)`` of the pipeline returned (``best`` itself, infeasible refitted, when it is the
     least violating of those tried)."""
-    z, theta, obs = best
+    obs = best[2]
     evaluation = next((e for e in evaluations if e.eval_id == obs.eval_id), None)
-    pipeline, seconds = refit(space, ctx, z, theta, X, y, iterations=obs.iterations,
-                              rounds=obs.refit_rounds,
-                              rows=None if evaluation is None else affordable_rows(
-                                  ctx, evaluation, deadline))
-    deployed = measure_deployed(ctx, pipeline)
-    if not deployed or not feasible or constraints.feasible(_as_deployed(obs, deployed)):
-        return pipeline, seconds, deployed, None
+    first = _refitted(ctx, constraints, best, X, y, rows=None if evaluation is None
+                      else affordable_rows(ctx, evaluation, deadline))
+    deployed = first.measured
+    if not deployed or not feasible or first.violation == 0.0:
+        return first.model, first.seconds, deployed, None
     # how much a refit of the same steps grew each value over the search's, by (z, key): a
     # candidate whose value times that growth misses is not refitted (a k-NN stores its rows,
     # whatever its k: every k-NN refit misses a size the first missed by a margin)
-    growth = _growth(z, obs, deployed)
-    tried = [(constraints.violation(_as_deployed(obs, deployed)), pipeline, seconds, deployed,
-              (z, theta, obs, False))]
+    growth = first.growth()
+    tried = [first]
     skipped = 0
     for candidate in _feasible_evaluations(evaluations, constraints, exclude=obs.eval_id):
         # the search kept back the time of one refit: the others may use what is left and the
@@ -283,25 +275,20 @@ def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Const
         left = deadline.left()
         if left is not None:
             left += overrun_tolerance(deadline.budget)
-        if len(tried) > DEPLOY_TRIES or (left is not None and candidate.refit_seconds(
-                len(ctx.y), len(ctx.splits)) > left):
+        if len(tried) > DEPLOY_TRIES or (left is not None and candidate.refit_seconds > left):
             break
-        other, z = candidate.observation, candidate.z
-        expected = {key: other.constraints[key] * growth[tuple(z), key] for key in deployed
-                    if (tuple(z), key) in growth and key in other.constraints}
-        if expected and not constraints.feasible(_as_deployed(other, expected)):
+        other, z = candidate.observation, tuple(candidate.z)
+        expected = {key: other.constraints[key] * growth[z, key] for key in deployed
+                    if (z, key) in growth and key in other.constraints}
+        if expected and constraints.violation(other, expected) > 0.0:
             skipped += 1
             continue
-        theta = candidate.theta
-        refitted, took = refit(space, ctx, z, theta, X, y, iterations=other.iterations,
-                               rounds=other.refit_rounds)
-        measured = measure_deployed(ctx, refitted)
-        if constraints.feasible(_as_deployed(other, measured)):
-            return refitted, took, measured, (z, theta, other, True)
-        growth.update(_growth(z, other, measured))
-        tried.append((constraints.violation(_as_deployed(other, measured)), refitted, took,
-                      measured, (z, theta, other, False)))
-    _, pipeline, took, measured, chosen = min(tried, key=lambda t: t[0])
+        refitted = _refitted(ctx, constraints, (candidate.z, candidate.theta, other), X, y)
+        if refitted.violation == 0.0:
+            return refitted.model, refitted.seconds, refitted.measured, (*refitted.pick, True)
+        growth.update(refitted.growth())
+        tried.append(refitted)
+    least = min(tried, key=lambda r: r.violation)
     misses = "; ".join(
         f"{c.key} {deployed[c.key]:.4g} refitted (limit {c.threshold:g}; "
         f"{obs.constraints.get(c.key, np.nan):.4g} in the search)"
@@ -313,15 +300,40 @@ def deployable_refit(space: PipelineSpace, ctx: TrialContext, constraints: Const
         "because a refit of the same steps grew past the limit; returning the least violating "
         "refit (deployed_constraints_ holds its values).", ConstraintViolationWarning,
         stacklevel=4)
-    return pipeline, took, measured, chosen
+    return least.model, least.seconds, least.measured, (*least.pick, False)
 
 
-def _growth(z: Sequence[int], obs: Observation,
-            measured: dict[str, float]) -> dict[tuple[tuple[int, ...], str], float]:
-    """By ``(z, key)``: the ratio of each value ``measured`` on the refit of ``z`` to the one its
-    evaluation ``obs`` recorded in the search."""
-    return {(tuple(z), key): value / obs.constraints[key]
-            for key, value in measured.items() if obs.constraints.get(key)}
+@dataclass(frozen=True)
+class _Refitted:
+    """One pipeline refitted by the refit check: ``pick``, ``(z, θ, observation)`` of its
+    evaluation; the model fitted on all rows and the seconds its fit took; the values measured
+    on it (:func:`measure_deployed`) and its violation with them in place of the search's
+    (:meth:`~admm_automl.constraints.ranking.Constraints.violation`: 0 when it meets every
+    constraint — every evaluation refitted there met them all in the search)."""
+
+    pick: Pick
+    model: Any
+    seconds: float
+    measured: dict[str, float]
+    violation: float
+
+    def growth(self) -> dict[tuple[tuple[int, ...], str], float]:
+        """By ``(z, key)``: the ratio of each value measured on this refit of ``z`` to the one
+        its evaluation recorded in the search."""
+        z, _, obs = self.pick
+        return {(tuple(z), key): value / obs.constraints[key]
+                for key, value in self.measured.items() if obs.constraints.get(key)}
+
+
+def _refitted(ctx: TrialContext, constraints: Constraints, pick: Pick, X: Any, y: np.ndarray,
+              rows: np.ndarray | None = None) -> _Refitted:
+    """The pipeline of ``pick`` (``(z, θ, observation)``) refitted on (X, y) (on ``rows`` of
+    them when given; :func:`refit`), measured and judged (:class:`_Refitted`)."""
+    z, theta, obs = pick
+    model, seconds = refit(ctx, z, theta, X, y, iterations=obs.iterations,
+                           rounds=obs.refit_rounds, rows=rows)
+    measured = measure_deployed(ctx, model)
+    return _Refitted(pick, model, seconds, measured, constraints.violation(obs, measured))
 
 
 def _feasible_evaluations(evaluations: Sequence[Evaluation], constraints: Constraints,

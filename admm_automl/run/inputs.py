@@ -24,28 +24,40 @@ from ..exceptions import DataError, IdentifierColumnWarning
 from ..final.labels import LabelEncodedClassifier, fit_on_labels, label_indices  # noqa: F401
 
 
-def check_X(estimator: Any, X: Any, reset: bool = False) -> Any:
-    """Validate X for ``estimator`` (at ``fit`` with ``reset``, which records the columns; else
-    against the columns of ``fit``) and keep mixed columns as a frame."""
-    if not reset:
-        check_is_fitted(estimator)
-    if hasattr(X, "iloc"):
-        if X.ndim != 2:
-            raise DataError("X must be 2-D (rows x columns); for one feature pass "
-                            "X.to_frame() or X.reshape(-1, 1)")
-        if X.shape[0] < (2 if reset else 1) or X.shape[1] < 1:
-            raise DataError(f"X has shape {X.shape}; need at least 2 rows and 1 column")
-        check_unique_columns(X)
-    else:
-        X = check_array(X, dtype=None, ensure_all_finite="allow-nan", input_name="X",
-                        ensure_min_samples=2 if reset else 1)
-    if not reset:
-        X = conform(X, estimator._column_kinds, getattr(estimator, "feature_names_in_", None))
-    validate_data(estimator, X, skip_check_array=True, reset=reset)
-    if reset:
-        X = as_frame_if_mixed(X)
-        estimator._column_kinds = column_kinds(X)
-        warn_identifier_columns(X, estimator._column_kinds)
+def check_fit_X(estimator: Any, X: Any) -> Any:
+    """Validate X at ``fit`` (at least 2 rows), record its columns on ``estimator`` (their names
+    and count, as scikit-learn does, and their kinds) and keep mixed columns as a frame; a
+    column that looks like an identifier is warned of."""
+    X = _two_dimensional(X, min_rows=2)
+    validate_data(estimator, X, skip_check_array=True, reset=True)
+    X = as_frame_if_mixed(X)
+    estimator._column_kinds = column_kinds(X)
+    warn_identifier_columns(X, estimator._column_kinds)
+    return X
+
+
+def check_X(estimator: Any, X: Any) -> Any:
+    """Validate X for the fitted ``estimator``: against the columns of ``fit``
+    (:func:`conform`)."""
+    check_is_fitted(estimator)
+    X = conform(_two_dimensional(X, min_rows=1), estimator._column_kinds,
+                getattr(estimator, "feature_names_in_", None))
+    validate_data(estimator, X, skip_check_array=True, reset=False)
+    return X
+
+
+def _two_dimensional(X: Any, min_rows: int) -> Any:
+    """X checked to be a table of at least ``min_rows`` rows and one column: a DataFrame as it
+    is (its column names unique), anything else as scikit-learn's array (NaN allowed)."""
+    if not hasattr(X, "iloc"):
+        return check_array(X, dtype=None, ensure_all_finite="allow-nan", input_name="X",
+                           ensure_min_samples=min_rows)
+    if X.ndim != 2:
+        raise DataError("X must be 2-D (rows x columns); for one feature pass "
+                        "X.to_frame() or X.reshape(-1, 1)")
+    if X.shape[0] < min_rows or X.shape[1] < 1:
+        raise DataError(f"X has shape {X.shape}; need at least 2 rows and 1 column")
+    check_unique_columns(X)
     return X
 
 

@@ -200,7 +200,8 @@ def _search(s: SearchSettings, prepared: Task, space: PipelineSpace, executor: A
         check_time_budget(s.time_budget, objective.journal.records, executor.name,
                           deadline.elapsed())
     records = objective.journal.records
-    return SearchOutcome(prepared, result, records, evaluations_of(records, space),
+    return SearchOutcome(prepared, result, records,
+                         evaluations_of(records, space, len(ctx.y), len(ctx.splits)),
                          objective.n_failed, optimizer.constraints, s.rho, library.predictions,
                          _trial_threads(executor), executor.name, models_dir, library.models,
                          objective.n_timeouts,

@@ -87,8 +87,9 @@ def _record(eval_id, pipeline, fidelity, loss, status="ok", **extra):
 
 
 def _evaluations(*records):
-    """The typed evaluations of journal records (their points, never asked for, need no space)."""
-    return evaluations_of(records, tiny_space())
+    """The typed evaluations of journal records (their points, never asked for, need no space;
+    their refit estimates, never asked for, any rows)."""
+    return evaluations_of(records, tiny_space(), 100, 1)
 
 
 @pytest.mark.parametrize("probe_loss,rival", [
