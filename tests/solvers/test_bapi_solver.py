@@ -199,7 +199,7 @@ def test_yaml_and_command_line(one_thread, tmp_path):
     path = tmp_path / "bapi.yaml"
     path.write_text(yaml.safe_dump({
         "estimator": {"search_space": "iterative", "max_evals": 8, "random_state": 0,
-                      "inner_iter": 3, "inner_iter_step": 0,
+                      "inner_iter": 3, "inner_iter_step": 0, "ensemble_size": 0,
                       "theta_solver": {"name": "bapi", "params": {"cost": "iterations"}}},
         "data": {"dataset": "breast_cancer"},
     }))
