@@ -458,24 +458,34 @@ def test_the_portfolio_option(tmp_path, capsys):
 
 
 def test_the_ensemble_predict_uses_is_shown_and_recorded(tmp_path, capsys):
-    # without the portfolio, whose configurations change whenever it is learned again: these 8
-    # evaluations give an ensemble of several members that beats the best single pipeline
+    # a space file of fast learners of different kinds (the default space's boosted learners
+    # took most of this test's time), without the portfolio: these 8 evaluations give an
+    # ensemble of several members that beats the best single pipeline
+    from admm_automl.testing.spaces import DIVERSE_LEARNERS
+
+    space = tmp_path / "diverse.yaml"
+    space.write_text(yaml.safe_dump({"name": "diverse", "modules": [
+        {"name": "scaler", "choices": [{"name": "none"}, {
+            "name": "standard", "class": "sklearn.preprocessing.StandardScaler"}]},
+        {"name": "estimator", "choices": [{"name": k, **v} for k, v in DIVERSE_LEARNERS.items()]},
+    ]}), encoding="utf-8")
+    out = tmp_path / "run"
     assert main(["fit", "--dataset", "breast_cancer", "--max-evals", "8", "--seed", "0",
                  "--executor", "serial", "--cv", "holdout", "--portfolio", "none",
-                 "--output", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    summary = json.loads((tmp_path / "summary.json").read_text())
+                 "--search-space", str(space), "--output", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
     ensemble = summary["ensemble"]
     assert ensemble is not None and len(ensemble["members"]) >= 2
     assert sum(m["weight"] for m in ensemble["members"]) == pytest.approx(1.0)
-    assert f"Model: an ensemble of {len(ensemble['members'])} pipelines" in out
-    assert "Best single pipeline:" in out and "the test score below is the ensemble's" in out
-    _check_saved_model(tmp_path, out, ensemble=True)
+    assert f"Model: an ensemble of {len(ensemble['members'])} pipelines" in stdout
+    assert "Best single pipeline:" in stdout and "the test score below is the ensemble's" in stdout
+    _check_saved_model(out, stdout, ensemble=True)
     if HAS_MATPLOTLIB:
-        report = (tmp_path / "report.md").read_text()
+        report = (out / "report.md").read_text()
         assert "model used by predict" in report and "an ensemble of" in report
     else:
-        assert "Report: not written" in out and "admm-automl[report]" in out
+        assert "Report: not written" in stdout and "admm-automl[report]" in stdout
 
 
 # ----------------------------------------------------------------------------- fairness

@@ -107,7 +107,7 @@ def test_a_constrained_fit_records_the_metric_per_evaluation():
         warnings.simplefilter("ignore")
         model = ADMMClassifier(search_space=tiny_space(), theta_solver="random",
                                z_solver="random", executor="serial", max_evals=6,
-                               random_state=0, ensemble_size=0,
+                               random_state=0, ensemble_size=0, cv=None,
                                constraints=["demographic_parity_difference <= 0.2"]).fit(
             X[["x"]], y, sensitive_features=X["sex"])
     values = model.history_["constraint:demographic_parity_difference"]

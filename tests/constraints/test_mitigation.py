@@ -335,7 +335,7 @@ def test_the_portfolio_s_leading_pipelines_are_also_tried_mitigated_first(hidden
     monkeypatch.setattr(loader, "module_available",
                         lambda name, real=loader.module_available: name not in hidden and real(name))
     loader._load_builtin.cache_clear()
-    X, y = unfair(n=600)
+    X, y = unfair(n=300)  # 300 rows: the portfolio's forests fit 4 times a trial
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -383,13 +383,26 @@ def test_a_serial_trial_killed_twice_is_recorded_failed_on_the_third_start(tmp_p
 
 
 # ----------------------------------------------------------- damaged run files
-@pytest.fixture
-def finished(tmp_path, breast_cancer_full):
-    """A finished run with an ensemble (its kept predictions in ``predictions/``)."""
+@pytest.fixture(scope="module")
+def finished_once(tmp_path_factory, breast_cancer_full):
+    """A finished run with an ensemble, fitted once for the module (the tests damage copies)."""
     X, Y = breast_cancer_full
-    first = ADMM(**FAST, max_evals=10, output_dir=tmp_path).fit(X, Y)
+    folder = tmp_path_factory.mktemp("finished")
+    first = ADMM(**FAST, max_evals=10, output_dir=folder).fit(X, Y)
     assert len(first.ensemble_weights_) >= 2
-    return tmp_path, first
+    return folder, first
+
+
+@pytest.fixture
+def finished(finished_once, tmp_path):
+    """A finished run with an ensemble (its kept predictions in ``predictions/``): a copy of
+    the module's run directory, which the test may damage, and the model fitted there."""
+    import shutil
+
+    folder, first = finished_once
+    copy = tmp_path / "run"
+    shutil.copytree(folder, copy)
+    return copy, first
 
 
 @pytest.mark.parametrize("damage", ["shape", "not numbers", "fifo", "deleted"])

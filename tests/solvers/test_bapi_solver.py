@@ -176,7 +176,7 @@ def test_admm_and_jopt_train_iterative_learners_for_chosen_lengths(
         search_space="iterative",
         theta_solver={"name": "bapi", "params": {"cost": "iterations", "epsilon": 0.001}},
         z_solver="random", method=method, max_evals=14, inner_iter=3, inner_iter_step=0,
-        inner_iter_max=3, random_state=0, executor="serial",
+        inner_iter_max=3, random_state=0, executor="serial", ensemble_size=0,
     ).fit(*breast_cancer)
     history = model.history_
     assert len(history) == 14 and (history["status"] == "ok").all()
@@ -199,7 +199,7 @@ def test_yaml_and_command_line(one_thread, tmp_path):
     path = tmp_path / "bapi.yaml"
     path.write_text(yaml.safe_dump({
         "estimator": {"search_space": "iterative", "max_evals": 8, "random_state": 0,
-                      "inner_iter": 3, "inner_iter_step": 0,
+                      "inner_iter": 3, "inner_iter_step": 0, "ensemble_size": 0,
                       "theta_solver": {"name": "bapi", "params": {"cost": "iterations"}}},
         "data": {"dataset": "breast_cancer"},
     }))

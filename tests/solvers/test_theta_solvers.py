@@ -618,7 +618,8 @@ def test_cli_theta_solver_and_schedule_flags_reach_the_estimator(tmp_path, name)
     code, stdout, stderr = _cli(
         ["fit", "--dataset", "breast_cancer", "--search-space", "paper_small",
          "--theta-solver", name, "--max-evals", "6", "--inner-iter", "3",
-         "--inner-iter-step", "2", "--inner-iter-max", "9", "--seed", "0", "--output", out]
+         "--inner-iter-step", "2", "--inner-iter-max", "9", "--seed", "0", "--output", out,
+         "--cv", "holdout", "--ensemble-size", "0"]  # the flags, not the folds or the ensemble
     )
     assert code == 0, stderr
     assert "Evaluations: 6 " in stdout
