@@ -74,6 +74,24 @@ class BaseConstraint(ParamsMixin):
         confidence bound, the point value on these rows (None for the others)."""
         return float(self.measure(pipeline, X, y, rows)), None
 
+    def combine_bounds(self, bounds: np.ndarray, points: np.ndarray, distinct: float) -> float:
+        """The bound of one evaluation from the bounds and point values of its splits
+        (``distinct``: how many splits have validation rows of their own — k folds: k; a
+        holdout: 1; repeats of the folds validate the same rows again and add nothing).
+
+        For a bound on a metric of the validation rows (a fairness metric's bootstrap bound) it
+        is the bound *of the splits' mean*: the mean of the point values plus the splits' margins
+        (bound − point) combined as the independent errors of a mean are (normal approximation),
+        their root mean square over √k, k the distinct splits. Why not the mean of the splits'
+        bounds: that is the bound of one fold's rows, √k too wide for a value read on all of
+        them: with 5 folds it asked a pipeline for the margin of a fifth of its validation rows
+        (on 4 500 rows of the adult census data, +0.030 over a demographic parity difference of
+        0.20, where the bound of the folds' mean is +0.014)."""
+        margins = bounds - points
+        k = min(max(distinct, 1.0), len(margins))
+        spread = float(np.sqrt(np.mean(margins ** 2)) / np.sqrt(k))
+        return float(np.mean(points)) + (spread if margins.sum() >= 0 else -spread)
+
     def feasible(self, value: float | None) -> bool:
         if value is None or not math.isfinite(value):
             return False
@@ -94,31 +112,30 @@ def measure_all(measures: dict[str, BaseConstraint], pipeline: Any, X: Any, y: n
             into.setdefault(name + POINT, []).append(float(point))
 
 
-def combine_splits(measured: dict[str, list[float]], splits: Sequence[Any]) -> dict[str, float]:
+def combine_splits(measured: dict[str, list[float]], splits: Sequence[Any],
+                   measures: dict[str, BaseConstraint]) -> dict[str, float]:
     """Each constraint's value for one evaluation from its values on the validation ``splits``
     (:func:`measure_all`): the mean over the splits; for a value that is a confidence bound (its
-    point value recorded beside it, ``name + POINT``), the bound *of that mean*: the mean of the
-    point values plus the splits' margins (bound − point) combined as the independent errors of
-    a mean are (normal approximation), their root mean square over √k, where k is the number of
-    splits whose validation rows are distinct (k folds: k; a holdout: 1; repeats of the folds
-    validate the same rows again and add nothing).
-
-    Why not the mean of the splits' bounds: that is the bound of one fold's rows, √k too wide for
-    a value read on all of them: with 5 folds it asked a pipeline for the margin of a fifth of
-    its validation rows (on 4 500 rows of the adult census data, +0.030 over a demographic parity
-    difference of 0.20, where the bound of the folds' mean is +0.014)."""
+    point value recorded beside it, ``name + POINT``), the constraint's own
+    :meth:`~BaseConstraint.combine_bounds` of the splits' bounds and point values."""
     out = {name: float(np.mean(values)) for name, values in measured.items() if values}
-    bounded = [name for name in out if name + POINT in out]
-    if not bounded:
-        return out
     rows = [np.asarray(split.valid) for split in splits]
     distinct = len(np.unique(np.concatenate(rows))) / np.mean([len(r) for r in rows])
-    for name in bounded:
-        margins = np.asarray(measured[name], float) - np.asarray(measured[name + POINT], float)
-        k = min(max(distinct, 1.0), len(margins))
-        spread = float(np.sqrt(np.mean(margins ** 2)) / np.sqrt(k))
-        out[name] = out[name + POINT] + (spread if margins.sum() >= 0 else -spread)
+    for name, constraint in measures.items():
+        if name in out and name + POINT in out:
+            out[name] = constraint.combine_bounds(np.asarray(measured[name], float),
+                                                  np.asarray(measured[name + POINT], float),
+                                                  distinct)
     return out
+
+
+def check_confidence(key: str, confidence: Any) -> None:
+    """A clear error unless ``confidence`` is None or a number in [0.5, 1)."""
+    c = confidence
+    if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float))
+                          or not 0.5 <= c < 1.0):
+        raise InvalidParameterError(
+            f"{key}: confidence must be None or a number in [0.5, 1), got {c!r}")
 
 
 class CallableConstraint(BaseConstraint):

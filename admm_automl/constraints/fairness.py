@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..exceptions import DataError, InvalidParameterError
-from .base import BaseConstraint
+from .base import BaseConstraint, check_confidence
 from .registry import CONSTRAINTS
 
 _METRICS = ("roc_auc", "accuracy", "selection_rate", "tpr", "fpr")
@@ -222,11 +222,7 @@ class _FairlearnMetric(_GroupConstraint):
 
     def validate(self) -> None:
         super().validate()
-        c = self.confidence
-        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float))
-                              or not 0.5 <= c < 1.0):
-            raise InvalidParameterError(
-                f"{self.name}: confidence must be None or a number in [0.5, 1), got {c!r}")
+        check_confidence(self.name, self.confidence)
         n = self.n_bootstrap
         if isinstance(n, bool) or not isinstance(n, int) or n < 10:
             raise InvalidParameterError(

@@ -210,7 +210,7 @@ def run_iterative_trial(
     result.update(
         loss=loss, iterations=int(iterations), curve=mean_curve, continued_from=int(min(starts)),
         trained_iterations=int(sum(iterations - s for s in starts)),
-        constraints=combine_splits(measured, ctx.splits),
+        constraints=combine_splits(measured, ctx.splits, ctx.measures),
         n_train=int(len(ctx.splits[0].train_rows(fidelity))),
     )
     return result

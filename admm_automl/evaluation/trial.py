@@ -352,7 +352,7 @@ class _Trial:
         """What every result carries, however the trial ended: the constraints measured, the
         training rows and what the pool of fitted prefixes saved."""
         ctx, result = self.ctx, self.result
-        result["constraints"] = combine_splits(self.measured, ctx.splits)
+        result["constraints"] = combine_splits(self.measured, ctx.splits, ctx.measures)
         result["n_train"] = (int(len(ctx.splits[0].train_rows(self.fidelity))) if ctx.splits
                              else 0)
         if self.cache.enabled:

@@ -380,5 +380,5 @@ def measure_constraints(ctx: TrialContext, model: Any) -> dict[str, float]:
             fitted.fit(take_rows(ctx.X, split.train), ctx.y[split.train])
             X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
             measure_all(ctx.measures, fitted, X_valid, y_valid, split.valid, measured)
-    return combine_splits(measured, ctx.splits)
+    return combine_splits(measured, ctx.splits, ctx.measures)
 

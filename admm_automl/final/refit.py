@@ -229,7 +229,7 @@ def measure_deployed(ctx: TrialContext, model: Any) -> dict[str, float]:
     for split in splits:
         measure_all(measures, model, take_rows(ctx.X, split.valid), ctx.y[split.valid],
                     split.valid, measured)
-    return combine_splits(measured, splits)
+    return combine_splits(measured, splits, measures)
 
 
 def _one_repeat(splits: Sequence[Any]) -> list[Any]:

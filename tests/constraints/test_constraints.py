@@ -212,6 +212,71 @@ def test_latency_with_an_injected_timer_is_exact():
     assert short.measure(model, X.iloc[:20], Y[:20], np.arange(20)) == pytest.approx(0.2 / 20)
 
 
+class CallTimer:
+    """Each timed predict 'takes' the next of ``durations`` seconds (the timer is read before
+    and after each call)."""
+
+    def __init__(self, durations):
+        self.durations, self.now, self.running = list(durations), 0.0, False
+
+    def __call__(self):
+        if self.running:
+            self.now += self.durations.pop(0)
+        self.running = not self.running
+        return self.now
+
+
+def _folds(n, k):
+    from admm_automl.evaluation.splits import Split
+
+    rows = np.arange(n)
+    return [Split(np.setdiff1d(rows, f), f, np.setdiff1d(rows, f))
+            for f in np.array_split(rows, k)]
+
+
+def test_a_latency_with_confidence_bounds_the_next_reading_of_the_model():
+    """With ``confidence`` the value is an upper prediction bound of a new reading: one
+    reading's bound widens with the spread of its own calls; several splits' readings give
+    the log-scale bound with Student's quantile, however the splits share rows; without
+    ``confidence`` the value is the median reading and the splits' mean, as before."""
+    from scipy.stats import t
+    from sklearn.naive_bayes import GaussianNB
+
+    from admm_automl.constraints.base import combine_splits
+    from admm_automl.records import POINT
+
+    model = GaussianNB().fit(X, Y)
+    rows, batch = np.arange(50), X.iloc[:50]
+
+    def reading(durations, confidence=0.9):
+        latency = PredictionLatency(1e-3, batch_size=50, repeats=len(durations), warmup=0,
+                                    confidence=confidence, timer=CallTimer(durations))
+        return latency.measure_point(model, batch, Y[:50], rows)
+
+    assert reading([0.5] * 5) == (pytest.approx(0.01), 0.01)  # steady calls: no margin
+    bound, point = reading([0.4, 0.45, 0.5, 0.55, 0.6])
+    assert point == 0.01 and 1.02 * point < bound < 1.2 * point
+    wider, _ = reading([0.3, 0.4, 0.5, 0.6, 0.7])
+    assert wider > bound
+    assert reading([0.4, 0.45, 0.5, 0.55, 0.6], confidence=None) == (0.01, None)
+
+    latency = PredictionLatency(1e-5, confidence=0.9)
+    values = [0.8e-5, 1.0e-5, 1.25e-5]
+    logs = np.log(values)
+    expected = np.exp(logs.mean() + t.ppf(0.9, 2) * logs.std(ddof=1) * np.sqrt(4 / 3))
+    measured = {"latency": values, "latency" + POINT: values}
+    for splits in (_folds(300, 3), _folds(300, 1) * 3):  # folds, or one holdout read 3 times
+        combined = combine_splits(measured, splits, {"latency": latency})
+        assert combined["latency"] == pytest.approx(expected)
+        assert combined["latency" + POINT] == pytest.approx(np.mean(values))
+    assert expected > 1.5e-5 > max(values)  # a limit every reading met is not met
+    plain = combine_splits({"latency": values}, _folds(300, 3),
+                           {"latency": PredictionLatency(1e-5)})
+    assert plain == {"latency": pytest.approx(np.mean(values))}
+    with pytest.raises(InvalidParameterError, match="confidence must be None or a number"):
+        PredictionLatency(1e-5, confidence=1.5).validate()
+
+
 @pytest.mark.serial  # timed against a budget: `make test` runs it alone
 @pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"),
                     reason="needs CPU affinity (Linux)")

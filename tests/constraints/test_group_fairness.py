@@ -277,23 +277,25 @@ def test_the_bound_of_cross_validated_values_is_the_bound_of_their_mean():
     root mean square over √k (k distinct validation sets); a holdout keeps its bound; repeated
     folds validate the same rows, so their k is the folds', not the splits'; a ratio's bound
     is a lower one; plain values are averaged."""
+    from admm_automl.constraints import DemographicParityDifference, DemographicParityRatio
     from admm_automl.constraints.base import combine_splits
     from admm_automl.records import POINT
 
     key = "demographic_parity_difference"
+    measures = {key: DemographicParityDifference(0.1), "r": DemographicParityRatio(0.8)}
     measured = {key: [0.15, 0.25, 0.2, 0.2], key + POINT: [0.1, 0.1, 0.1, 0.1],
                 "latency": [1.0, 2.0, 3.0, 2.0]}
     margins = np.array([0.05, 0.15, 0.1, 0.1])
-    folds = combine_splits(measured, _splits(400, 4))
+    folds = combine_splits(measured, _splits(400, 4), measures)
     assert folds[key] == pytest.approx(0.1 + np.sqrt(np.mean(margins ** 2)) / 2)
     assert folds[key + POINT] == pytest.approx(0.1) and folds["latency"] == 2.0
     assert folds[key] < np.mean(measured[key])  # not the mean of the bounds
     holdout = {key: [0.2], key + POINT: [0.1]}
-    assert combine_splits(holdout, _splits(400, 4)[:1])[key] == pytest.approx(0.2)
-    repeated = combine_splits(measured, _splits(400, 2, repeats=2))
+    assert combine_splits(holdout, _splits(400, 4)[:1], measures)[key] == pytest.approx(0.2)
+    repeated = combine_splits(measured, _splits(400, 2, repeats=2), measures)
     assert repeated[key] == pytest.approx(0.1 + np.sqrt(np.mean(margins ** 2)) / np.sqrt(2))
     ratio = {"r": [0.7, 0.8], "r" + POINT: [0.8, 0.9]}
-    assert combine_splits(ratio, _splits(400, 2))["r"] == pytest.approx(0.85 - 0.1 / np.sqrt(2))
+    assert combine_splits(ratio, _splits(400, 2), measures)["r"] == pytest.approx(0.85 - 0.1 / np.sqrt(2))
 
 
 def test_a_cross_validated_bound_is_close_to_the_bootstrap_bound_on_all_the_rows():
@@ -311,7 +313,7 @@ def test_a_cross_validated_bound_is_close_to_the_bootstrap_bound_on_all_the_rows
     measured = {}
     for split in splits:
         measure_all({c.key: c}, model, X.iloc[split.valid], y[split.valid], split.valid, measured)
-    combined = combine_splits(measured, splits)
+    combined = combine_splits(measured, splits, {c.key: c})
     margin = combined[c.key] - combined[c.key + ":point"]
     rows = np.arange(3000)
     bound, point = c.measure_point(model, X, y, rows)
