@@ -14,6 +14,7 @@ from .registry import CONSTRAINTS
 from .base import BaseConstraint, check_confidence
 
 
+_TINY = np.finfo(float).tiny
 #: the clocks a latency can be read on: CPU seconds of the predicting process, or wall seconds
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
@@ -142,7 +143,9 @@ class PredictionLatency(BaseConstraint):
         folds included, so ``distinct`` does not apply."""
         from scipy.stats import norm, t
 
-        logs = np.log(np.maximum(points, 1e-300))
+        points = np.maximum(np.asarray(points, float), _TINY)  # a coarse timer can read 0
+        bounds = np.maximum(np.asarray(bounds, float), points)
+        logs = np.log(points)
         k = len(logs)
         if within is None:  # each split's bound is its reading times exp(z × its own error)
             z = norm.ppf(self.confidence) * np.sqrt(2.0)
@@ -159,6 +162,6 @@ def _median_log_error(times: list[float]) -> float:
     deviation (1.4826 × the median absolute deviation of their logs) / √n; 0 for one call."""
     if len(times) < 2:
         return 0.0
-    logs = np.log(np.maximum(times, 1e-300))
+    logs = np.log(np.maximum(times, _TINY))
     mad = float(np.median(np.abs(logs - np.median(logs))))
     return 1.2533 * 1.4826 * mad / np.sqrt(len(logs))
