@@ -129,6 +129,24 @@ class RecordingLatency(PredictionLatency):
         return value
 
 
+def test_a_latency_with_confidence_is_searched_and_refitted_as_a_bound(breast_cancer):
+    """With ``confidence`` each evaluation records the bound of a new reading as the value and
+    the reading itself beside it (``history_``), and the returned model is read again as a
+    bound, shown beside its reading."""
+    from admm_automl.final.results import describe_constraints
+
+    X, y = breast_cancer
+    model = ADMMClassifier(search_space=DIVERSE, max_evals=6, ensemble_size=0,
+                           constraints=[{"name": "latency", "threshold": 1.0,
+                                         "confidence": 0.9}], **SERIAL).fit(X, y)
+    ok = model.history_[model.history_["status"] == "ok"]
+    bound, point = ok["constraint:latency"], ok["constraint:latency:point"]
+    assert len(ok) and (bound >= point).all() and (bound > point).any()
+    deployed = model.deployed_constraints_
+    assert deployed["latency"] >= deployed["latency:point"] > 0
+    assert "(90% bound; " in describe_constraints(model)[0]
+
+
 def test_the_latency_of_the_ensemble_predict_uses_is_measured_and_reported(breast_cancer):
     """With an ensemble, the latency reported (attribute, the per-constraint lines, summary.json)
     is a measurement of the voting ensemble itself, not of its best member."""
