@@ -119,13 +119,15 @@ def combine_splits(measured: dict[str, list[float]], splits: Sequence[Any],
     point value recorded beside it, ``name + POINT``), the constraint's own
     :meth:`~BaseConstraint.combine_bounds` of the splits' bounds and point values."""
     out = {name: float(np.mean(values)) for name, values in measured.items() if values}
+    bounded = {name: c for name, c in measures.items() if name in out and name + POINT in out}
+    if not bounded:
+        return out
     rows = [np.asarray(split.valid) for split in splits]
     distinct = len(np.unique(np.concatenate(rows))) / np.mean([len(r) for r in rows])
-    for name, constraint in measures.items():
-        if name in out and name + POINT in out:
-            out[name] = constraint.combine_bounds(np.asarray(measured[name], float),
-                                                  np.asarray(measured[name + POINT], float),
-                                                  distinct)
+    for name, constraint in bounded.items():
+        out[name] = constraint.combine_bounds(np.asarray(measured[name], float),
+                                              np.asarray(measured[name + POINT], float),
+                                              distinct)
     return out
 
 

@@ -213,8 +213,8 @@ def measure_deployed(ctx: TrialContext, model: Any) -> dict[str, float]:
     """The values of the run's constraints measured on the fitted object itself
     (``of_the_model``: size, latency) for ``model`` as ``predict`` uses it, read as a trial
     reads its fold models: on every split's validation rows, combined as the search combines
-    them (:func:`~admm_automl.constraints.base.combine_splits`, the mean); empty when the run
-    has none.
+    them (:func:`~admm_automl.constraints.base.combine_splits`: the mean, or for a latency with
+    ``confidence`` the bound of a new reading); empty when the run has none.
 
     Why every split and not one: a latency is a noisy reading (one model's readings in one
     process vary by 4-7 % on a quiet core, up to 20 % under load), and the search's value is the
