@@ -313,7 +313,14 @@ def test_latency_on_the_cpu_clock_holds_on_a_busy_core():
             stdout=subprocess.PIPE, text=True)
         assert hog.stdout.readline().strip() == "spinning"
         time.sleep(0.2)
-        busy_cpu, busy_wall = (c.measure(model, data, None, rows) for c in (cpu, wall))
+        # The scheduler does not always split the core evenly at once (on the CI machine the
+        # neighbour once held only a quarter of it over a reading: wall 1.36 x CPU), so the
+        # reading is taken again, at most three times, until the neighbour shows in the wall
+        # clock; what is tested is the CPU clock's reading while it does.
+        for _ in range(3):
+            busy_cpu, busy_wall = (c.measure(model, data, None, rows) for c in (cpu, wall))
+            if busy_wall > 1.4 * busy_cpu:
+                break
     finally:
         if hog is not None:
             hog.kill()
