@@ -113,10 +113,14 @@ class PredictionLatency(BaseConstraint):
                       rows: np.ndarray) -> tuple[float, float | None]:
         if self.confidence is None:
             return float(self.measure(pipeline, X, y, rows)), None
+        from scipy.stats import norm
+
         times = self.readings(pipeline, X, rows)
         point = statistics.median(times)
-        return self.combine_bounds(np.array([point]), np.array([point]), 1.0,
-                                   within=_median_log_error(times)), point
+        # one reading's bound of a new reading: its log error counted twice (√2), once for the
+        # reading and once for the new one; ``combine_bounds`` recovers that error from it
+        z = max(float(norm.ppf(self.confidence)), 0.0) * np.sqrt(2.0)
+        return point * float(np.exp(z * _median_log_error(times))), point
 
     def readings(self, pipeline: Any, X: Any, rows: np.ndarray) -> list[float]:
         """Seconds per row of each of the ``repeats`` timed calls (see the class docstring)."""
@@ -135,11 +139,10 @@ class PredictionLatency(BaseConstraint):
                 times.append((timer() - start) / n)
         return times
 
-    def combine_bounds(self, bounds: np.ndarray, points: np.ndarray, distinct: float,
-                       within: float | None = None) -> float:
+    def combine_bounds(self, bounds: np.ndarray, points: np.ndarray, distinct: float) -> float:
         """The upper prediction bound of a new reading from the splits' readings ``points``
-        (the class docstring); ``within`` is one reading's own log error, recovered from the
-        splits' ``bounds`` when not given. Every split is a reading of its own, repeats of the
+        (the class docstring), with one reading's own log error recovered from the splits'
+        ``bounds`` (``measure_point``). Every split is a reading of its own, repeats of the
         folds included, so ``distinct`` does not apply."""
         from scipy.stats import norm, t
 
@@ -147,10 +150,8 @@ class PredictionLatency(BaseConstraint):
         bounds = np.maximum(np.asarray(bounds, float), points)
         logs = np.log(points)
         k = len(logs)
-        if within is None:  # each split's bound is its reading times exp(z × its own error)
-            z = norm.ppf(self.confidence) * np.sqrt(2.0)
-            within = (float(np.sqrt(np.mean((np.log(bounds / points) / z) ** 2))) if z > 0
-                      else 0.0)
+        z = norm.ppf(self.confidence) * np.sqrt(2.0)
+        within = float(np.sqrt(np.mean((np.log(bounds / points) / z) ** 2))) if z > 0 else 0.0
         spread = max(float(np.std(logs, ddof=1)) if k > 1 else 0.0, within)
         q = t.ppf(self.confidence, k - 1) if k > 1 else norm.ppf(self.confidence)
         bound = float(np.exp(np.mean(logs) + q * spread * np.sqrt(1.0 + 1.0 / k)))
