@@ -20,6 +20,8 @@ from admm_automl.evaluation import (
 from admm_automl.evaluation import shrink
 from admm_automl.evaluation.data import take_rows
 from admm_automl.evaluation.policy import TrialPolicy, trial_limit
+from admm_automl.final.ensemble import _members as ensemble_members
+from admm_automl.final.outcome import evaluations_of
 from admm_automl.final.refit import refit
 from admm_automl.final.results import records_to_frame
 from admm_automl.journal import Journal
@@ -157,6 +159,10 @@ def test_a_random_forest_shrunk_in_a_search_is_refitted_at_the_trees_it_ran():
     assert 4 <= obs.iterations == record["iterations"] < 128
     model, _ = refit(ctx, (0,), theta, X, Y, iterations=obs.iterations)
     assert model[-1].n_estimators == obs.iterations and len(model[-1].estimators_) == obs.iterations
+    # refitted as an ensemble member too, from the journal's record
+    (evaluation,) = evaluations_of([record], space, len(Y), len(ctx.splits))
+    ((_, member),) = ensemble_members(ctx, {evaluation.eval_id: evaluation}, [evaluation.eval_id])
+    assert member[-1].n_estimators == obs.iterations
 
 
 def test_the_seconds_against_the_length_lie_between_proportional_and_flat():
