@@ -162,6 +162,16 @@ class ADMM(BaseEstimator):
         Seconds one evaluation may take (status ``timeout``). None with a ``time_budget``: a
         quarter of the time left, at least a tenth of the budget; from 10 000 training rows a
         pipeline is first fitted on a tenth of them (:mod:`admm_automl.evaluation.objective`).
+    shrink_to_fit : bool, default=False
+        Size a trial to the time limit it runs under before it starts, where its learner's
+        training length is tunable and it does not stop early (the default space's random
+        forests and extra trees): its first split's pipeline is fitted on an eighth of its rows,
+        and when that fit, scaled to the whole trial, passes half of the seconds the limit
+        leaves, the trial runs at the trees predicted to take a fifth of them (recorded as its
+        ``iterations``, which the refit trains, with the configured number as ``shrunk_from`` in
+        ``history_``); one whose fewest trees would not fit is not started (status
+        ``timeout``). Off: such a trial runs as configured and is stopped between its folds
+        once they project past its limit (:mod:`admm_automl.evaluation.shrink`).
     memory_limit : int, optional
         Address-space limit per worker process in MiB (status ``memout``).
     cache_size : float, default=256
@@ -249,7 +259,8 @@ class ADMM(BaseEstimator):
         Its configuration, ``{"module": choice, "module__param": value}``.
     best_iterations_ : int or None
         The training length it was evaluated at, when the search chose one (``theta_solver="bapi"``
-        on learners that declare ``iterations``); it is in ``best_params_`` and the refit uses it.
+        on learners that declare ``iterations``) or its trial was shrunk to fit its time limit
+        (``shrink_to_fit``); it is in ``best_params_`` and the refit uses it.
     best_rounds_ : int or None
         The boosting rounds its evaluation kept by early stopping on the validation rows (the
         mean over the folds, rounded), when its learner declares ``stopping`` (the default
@@ -301,7 +312,7 @@ class ADMM(BaseEstimator):
         fairness_mitigation: Any = "auto", scoring: Any = None,
         cv: Any = "auto", validation_size: float = 0.2, executor: str = "auto",
         n_jobs: int = -1, dask_address: str | None = None, asynchronous: bool = True,
-        trial_timeout: float | None = None,
+        trial_timeout: float | None = None, shrink_to_fit: bool = False,
         memory_limit: int | None = None, cache_size: float = 256.0, output_dir: Any = None,
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
@@ -330,6 +341,7 @@ class ADMM(BaseEstimator):
         self.dask_address = dask_address
         self.asynchronous = asynchronous
         self.trial_timeout = trial_timeout
+        self.shrink_to_fit = shrink_to_fit
         self.memory_limit = memory_limit
         self.cache_size = cache_size
         self.output_dir = output_dir

@@ -265,7 +265,10 @@ def make_record(eval_id: int, key: str, request: Any, result: dict[str, Any], *,
     ``iterations``): what :func:`observation_of` reads back. A failed trial, or one whose loss is
     not finite, is recorded with ``worst_loss`` (its own loss stays in ``raw_loss``); ``stopped``
     marks a trial cut by the end of the time budget or never begun, which says nothing of the
-    pipeline: its status is ``cancelled`` and it carries ``budget_stop`` (not replayed)."""
+    pipeline: its status is ``cancelled`` and it carries ``budget_stop`` (not replayed). A trial
+    shrunk to fit its time limit (``shrunk_from`` in its result) records the iterations it ran,
+    which the refit trains, and the configured ones as ``shrunk_from``; its ``config`` stays the
+    one asked for, as its key does."""
     status = "cancelled" if stopped else result.get("status", "failed")
     loss = result.get("loss", math.nan)
     if status != "ok" or not math.isfinite(loss):
@@ -292,6 +295,9 @@ def make_record(eval_id: int, key: str, request: Any, result: dict[str, Any], *,
         record["iterations"] = request.iterations
         record["curve"] = result.get("curve", [])
         record["continued_from"] = result.get("continued_from", 0)
+    elif result.get("shrunk_from") is not None:  # run at fewer iterations to fit its time limit
+        record["iterations"] = int(result["iterations"])
+        record["shrunk_from"] = int(result["shrunk_from"])
     if result.get("rounds"):  # early stopping's rounds, one per split (evaluation.stopping)
         record["rounds"] = [int(r) for r in result["rounds"]]
     if result.get("traceback"):

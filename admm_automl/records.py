@@ -83,7 +83,9 @@ class Observation:
     ``((t, loss), ...)`` at the checkpoints of :func:`admm_automl.evaluation.iterative.checkpoints`
     up to ``iterations`` (the last entry is ``loss``); ``continued_from`` is the length a held,
     partly trained model was continued from (0: trained from scratch), so ``fit_time`` covers only
-    ``iterations − continued_from`` iterations.
+    ``iterations − continued_from`` iterations. A trial shrunk to fit its time limit
+    (:mod:`admm_automl.evaluation.shrink`) has ``iterations`` too, with no curve: the length it
+    ran at instead of the configured one, which the refit trains.
 
     ``rounds``: the boosting rounds early stopping kept on each split's validation rows, when the
     pipeline's estimator stops early (:mod:`admm_automl.evaluation.stopping`); empty otherwise.

@@ -13,7 +13,10 @@ metric (AUROC, log-loss, RMSE for ADMM and FLAML alike).
 that dataset (leave-one-dataset-out, ``experiments/portfolio_lodo.yaml`` from
 ``experiments/portfolio.py``); digits and diabetes are not among the portfolio's datasets, so they
 run the shipped one. ``ADMM`` is the best single pipeline of the same search (``ensemble_size=0``
-gives it; the ``ADMM+ens`` run scores both, see :func:`run_one`). ``FLAML`` is
+gives it; the ``ADMM+ens`` run scores both, see :func:`run_one`). ``ADMM+ens+shrink`` is
+``ADMM+ens`` with ``shrink_to_fit=True`` (a forest's trial sized to its time limit before it
+starts, :mod:`admm_automl.evaluation.shrink`), for the campaign that decides whether the default
+takes it; it runs only when ``--methods`` names it. ``FLAML`` is
 ``AutoML().fit(X, y, task=..., time_budget=B, n_jobs=1, seed=0)``; ``RF`` is scikit-learn's
 ``RandomForestClassifier`` / ``Regressor`` with its defaults (``n_jobs=1``, seed 0) behind the
 package's imputation and one-hot encoding; ``TPOT`` is TPOT 1.1's ``TPOTClassifier`` /
@@ -39,6 +42,8 @@ Usage::
     python experiments/vs_automl.py run --data-dir ../shared/data              # both budgets
     python experiments/vs_automl.py run --data-dir ../shared/data --budgets 60 --datasets pc4 sonar
     python experiments/vs_automl.py run --data-dir ../shared/data --budgets 60 --seeds 0 1 2 3 4
+    python experiments/vs_automl.py run --data-dir ../shared/data --budgets 60 \
+        --methods ADMM+ens ADMM+ens+shrink --seeds 0 1 2                     # the shrink's arms
     python experiments/vs_automl.py table                                      # print the tables
     python experiments/vs_automl.py --smoke --data-dir ../shared/data          # CI: ~1 minute
 
@@ -76,7 +81,12 @@ RESULTS = REPO / "experiments" / "results" / "vs_automl"
 LODO_FILE = REPO / "experiments" / "portfolio_lodo.yaml"
 #: scikit-learn's bundled tasks with their natural test metric
 BUNDLED = {"digits": "accuracy", "diabetes": "r2"}
-METHODS = ("ADMM", "ADMM+ens", "FLAML", "AutoGluon", "AutoGluon-best", "RF", "TPOT")
+METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "FLAML", "AutoGluon", "AutoGluon-best", "RF",
+           "TPOT")
+#: variants of the default that run only when ``--methods`` names them (a campaign's arm)
+OPT_IN = ("ADMM+ens+shrink",)
+#: the methods whose result records the ensemble's weights and kind
+ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink")
 #: AutoGluon-Tabular's presets per method
 AUTOGLUON_PRESETS = {"AutoGluon": "medium_quality", "AutoGluon-best": "best_quality"}
 #: AutoGluon's own environment (`make autogluon`)
@@ -87,14 +97,15 @@ TIE = 1e-3
 
 
 def available_methods() -> list[str]:
-    """The methods whose library is installed (TPOT in this environment, AutoGluon in its own)."""
+    """The methods whose library is installed (TPOT in this environment, AutoGluon in its own),
+    but the :data:`OPT_IN` variants."""
     def available(method: str) -> bool:
         if method == "TPOT":
             return importlib.util.find_spec("tpot") is not None
         if method in AUTOGLUON_PRESETS:
             return AUTOGLUON_PYTHON.is_file()
         return True
-    return [m for m in METHODS if available(m)]
+    return [m for m in METHODS if m not in OPT_IN and available(m)]
 
 
 def load_split(name: str, data_dir: str | None, seed: int = 0):
@@ -130,15 +141,19 @@ def lodo_portfolio(name: str) -> object:
 
 def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 0):
     """``(model, fit keyword arguments)`` of one method. ``ADMM+ens-<z>`` (``ADMM-<z>``) is the
-    default with the z-solver ``<z>`` (``ADMM+ens-blds``), for the comparison of z-solvers."""
+    default with the z-solver ``<z>`` (``ADMM+ens-blds``), for the comparison of z-solvers;
+    ``+shrink`` turns ``shrink_to_fit`` on (``ADMM+ens+shrink``)."""
     if method.startswith("ADMM"):
         from admm_automl import ADMMClassifier, ADMMRegressor
 
         base, _, z_solver = method.partition("-")
+        shrink = base.endswith("+shrink")
+        base = base.removesuffix("+shrink")
         cls = ADMMClassifier if task == "classification" else ADMMRegressor
         return cls(time_budget=budget, random_state=seed, portfolio=lodo_portfolio(dataset),
                    n_jobs=1,
-                   ensemble_size=0 if base == "ADMM" else 16, z_solver=z_solver or "cmab"), {}
+                   ensemble_size=0 if base == "ADMM" else 16, z_solver=z_solver or "cmab",
+                   **({"shrink_to_fit": True} if shrink else {})), {}
     if method == "FLAML":
         from flaml import AutoML
 
@@ -267,9 +282,9 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
                   "best": str(getattr(model, "best_params_", None)
                               or getattr(model, "best_estimator", None)),
                   "ensemble": ({str(k): v for k, v in model.ensemble_weights_.items()}
-                               if name == "ADMM+ens" else None),
+                               if name in ENSEMBLES else None),
                   "ensemble_kind": (getattr(model, "ensemble_kind_", None)
-                                    if name == "ADMM+ens" else None),
+                                    if name in ENSEMBLES else None),
                   **search_steps(model)}
         write_result(out.with_name(out.name.replace(method, name, 1)), result)
     return json.loads(out.read_text())
@@ -531,7 +546,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--datasets", nargs="*", help="default: every shared dataset + bundled")
     parser.add_argument("--dataset", help="run-one: the dataset")
-    parser.add_argument("--methods", nargs="*", default=None, help=f"default: {METHODS}")
+    parser.add_argument("--methods", nargs="*", default=None,
+                        help=f"of {METHODS}; default: every installed one but {OPT_IN}")
     parser.add_argument("--method", help="run-one: the method")
     parser.add_argument("--budgets", nargs="*", type=float, default=[60.0, 300.0])
     parser.add_argument("--budget", type=float, help="run-one: the budget")

@@ -18,6 +18,9 @@ The objective applies a :class:`TrialPolicy`; its values are the run's time poli
   seconds it would spend until then go to the next trials. AutoGluon's bagged models stop the
   same way after each fold. Under a 60 s budget a third of a run used to go to trials that
   reached their limit, each of them run to it.
+* **shrink** — with the run's ``shrink_to_fit`` on, a trial whose learner's training length is
+  tunable and does not stop early is sized to that limit before it starts, or not started
+  (:mod:`.shrink`).
 """
 
 from __future__ import annotations
@@ -87,8 +90,15 @@ def trial_limit(seconds: float | None, budget_end: bool = False) -> Iterator[Non
         _limit = saved
 
 
+def current_limit() -> tuple[float, bool] | None:
+    """The limit of the trial running in this process (:func:`trial_limit`): its end
+    (``time.perf_counter``) and whether that end is the time budget's; None when none is known."""
+    return _limit
+
+
 class LimitProjected(Exception):
-    """A trial's folds so far project its end past its limit (:class:`FoldClock`)."""
+    """A trial's folds so far project its end past its limit (:class:`FoldClock`), or its
+    shortest training is predicted past it (:func:`.shrink.shrink_to_limit`)."""
 
     def __init__(self, message: str, budget_end: bool) -> None:
         super().__init__(message)

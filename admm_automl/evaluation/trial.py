@@ -37,6 +37,7 @@ from .kept import DEFAULT_CACHE_MB, KeptStore
 from .metrics import Metric
 from .policy import FoldClock, LimitProjected
 from .prefix_cache import PrefixCache, fit_pipeline, prefix_keys
+from .shrink import shrink_to_limit
 from .splits import Split
 from .stopping import fit_stopped
 
@@ -68,6 +69,10 @@ class TrialContext:
     #: the group of each row given beside X (``fit(X, y, sensitive_features=s)``), an object
     #: array; the fits of a mitigation that reads them are passed their rows' (:meth:`fit_params`)
     sensitive_features: np.ndarray | None = None
+    #: size a full-data trial of a learner with a tunable training length that does not stop
+    #: early to the time limit it runs under, or do not start it (:mod:`.shrink`); off: every
+    #: trial runs as configured
+    shrink_to_fit: bool = False
 
     def fit_params(self, model: Any, rows: np.ndarray) -> dict[str, Any]:
         """What ``model.fit`` on ``rows`` takes beyond (X, y): the rows' ``sensitive_features``
@@ -191,12 +196,16 @@ def run_trial(
     ``cv="folds"``) fits its learner on every split first, then its decision
     (:func:`deferred_peers`). Under a known limit (:func:`.policy.trial_limit`) the trial stops
     between folds, status ``timeout``, once its folds project its end past that limit
-    (:class:`~.policy.FoldClock`).
+    (:class:`~.policy.FoldClock`). With the context's ``shrink_to_fit``, a trial that would not
+    fit in that limit is first sized to it, at fewer iterations of its learner
+    (``result["iterations"]``, the configured ones in ``result["shrunk_from"]``), or not started,
+    status ``timeout`` (:mod:`.shrink`).
     """
     trial = _Trial(ctx, z, theta, fidelity)
     result = trial.result
     try:
         trial.scorer = ctx.metric.make_scorer(ctx.labels)
+        trial.shrink()
         trial.fit_and_score()
         trial.conclude()
     except LimitProjected as stop:  # it would reach its limit: the seconds until then go elsewhere
@@ -231,13 +240,24 @@ class _Trial:
         self.stopping = ctx.space.stopping(z)
         self.wrapped = ctx.space.wraps(z)
         self.scorer: Any = None
+        #: the training length the pipeline is built at (None: as configured; :meth:`shrink`)
+        self.iterations: int | None = None
+
+    def shrink(self) -> None:
+        """Size the trial to its limit (:func:`~.shrink.shrink_to_limit`): its pipelines are
+        then built at the length that fits, which the result records."""
+        shrunk = shrink_to_limit(self.ctx, self.z, self.theta, self.fidelity)
+        if shrunk is not None:
+            self.iterations = shrunk.iterations
+            self.result.update(iterations=shrunk.iterations, shrunk_from=shrunk.shrunk_from)
 
     def fit_and_score(self) -> None:
         """Every split fitted and scored in turn, or — where the last step decides from its
         peers' held-out scores (:func:`deferred_peers`) — every split's learner fitted, then
         every decision taken, then every split scored."""
         ctx, clock, n_splits = self.ctx, FoldClock(), len(self.ctx.splits)
-        peers = deferred_peers(ctx.pipeline(self.z, self.theta), ctx.splits)
+        peers = deferred_peers(ctx.pipeline(self.z, self.theta, iterations=self.iterations),
+                               ctx.splits)
         if peers is None:
             for i, split in enumerate(ctx.splits):
                 self.score(split, *self.fit(i, split))
@@ -259,7 +279,7 @@ class _Trial:
         input on the validation rows, the validation rows and labels; ``learner_only``: the
         last step's learner alone, its decision deferred (:func:`deferred_peers`)."""
         ctx, z, theta, fidelity = self.ctx, self.z, self.theta, self.fidelity
-        pipeline = ctx.pipeline(z, theta)
+        pipeline = ctx.pipeline(z, theta, iterations=self.iterations)
         rows = split.train_rows(fidelity)
         X_train, y_train = take_rows(ctx.X, rows), ctx.y[rows]
         X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]

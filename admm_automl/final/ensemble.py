@@ -312,12 +312,14 @@ def fit_ensemble(choice: EnsembleChoice, X: Any, y: Any, y_search: Any,
 
 def _members(ctx: TrialContext, evaluations: dict[int, Evaluation], ids: Iterable[int]
              ) -> list[tuple[str, Any]]:
-    """The unfitted pipelines of evaluations ``ids``, named ``eval<id>``, as the refit builds them."""
+    """The unfitted pipelines of evaluations ``ids``, named ``eval<id>``, as the refit builds them
+    (at the length a trial shrunk to fit its time limit ran at: ``observation.iterations``)."""
     members = []
     for eval_id in ids:
         member = evaluations[eval_id]
         members.append((f"eval{eval_id}", ctx.pipeline(
-            member.z, member.theta, rounds=member.observation.refit_rounds)))
+            member.z, member.theta, iterations=member.observation.iterations,
+            rounds=member.observation.refit_rounds)))
     return members
 
 

@@ -125,6 +125,10 @@ PARAMETERS: tuple[Param, ...] = (
     _p("trial_timeout", None, v.POSITIVE_NUMBER, v.NONE, flag="--trial-timeout", type=float,
        help="seconds one evaluation may take (default with a time budget: a quarter of the "
        "time left)"),
+    _p("shrink_to_fit", False, v.BOOL, flag="--shrink-to-fit", action="store_true",
+       help="size a forest's trial to its time limit before it starts: at fewer trees when a "
+       "throwaway fit on an eighth of the rows predicts it past half of the limit, or not at "
+       "all when even its fewest trees would not fit"),
     _p("memory_limit", None, v.int_at_least(1), v.NONE, flag="--memory-limit", type=int,
        help="MiB one worker process may use"),
     _p("cache_size", DEFAULT_CACHE_MB, v.NON_NEGATIVE_NUMBER),

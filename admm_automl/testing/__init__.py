@@ -28,8 +28,8 @@
   for the optimisers.
 * :mod:`.iterative` — learners that count the iterations they train (imported by class path).
 * :mod:`.estimators` — misbehaving estimators (raising, NaN, sleeping, busy in C, memory hog,
-  one that kills its process at a chosen fit, a slow good one) and a scaler that counts its
-  fits.
+  one that kills its process at a chosen fit, a slow good one, a forest whose fit takes a known
+  time) and a scaler that counts its fits.
 * :mod:`.spaces` — small pipeline spaces.
 * :data:`EXTRA_PACKAGES` — the importable packages of the optional extras (``pip install
   admm-automl[...]``), for tests that hide them or skip on their absence.
@@ -41,6 +41,7 @@ from .estimators import (
     KilledAtFitNB,
     MemoryHogClassifier,
     NaNClassifier,
+    NappingForest,
     RaisingClassifier,
     SegfaultingClassifier,
     SleepingClassifier,
@@ -95,6 +96,7 @@ __all__ = [
     "KilledAtFitNB",
     "MemoryHogClassifier",
     "NaNClassifier",
+    "NappingForest",
     "RaisingClassifier",
     "SegfaultingClassifier",
     "SleepingClassifier",

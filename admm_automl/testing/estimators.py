@@ -1,6 +1,6 @@
-"""Misbehaving and instrumented estimators, for tests of failure capture, timeouts, memory limits
-and caching (they live in an importable module so that worker processes can load them by their
-class path)."""
+"""Misbehaving and instrumented estimators, for tests of failure capture, timeouts, memory limits,
+trials sized to their limit and caching (they live in an importable module so that worker
+processes can load them by their class path)."""
 
 from __future__ import annotations
 
@@ -107,6 +107,34 @@ class SleepingClassifier(_Base):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         return np.full((len(X), len(self.classes_)), 1.0 / len(self.classes_))
+
+
+class NappingForest(_Base):
+    """A forest whose fit takes a known time: it sleeps ``fixed`` seconds, and ``seconds`` per
+    tree and per thousand rows, as a random forest's fit grows with its trees and its rows on
+    large data (for trials sized to their time limit, whatever the machine's load, which only
+    lengthens a sleep). Every fit of the process is recorded in the class attribute ``fits`` as
+    ``(rows, trees)``; it predicts the training rows' class shares."""
+
+    fits: list[tuple[int, int]] = []
+
+    def __init__(self, n_estimators: int = 100, seconds: float = 1e-3, fixed: float = 0.0,
+                 warm_start: bool = False, random_state: Any = None) -> None:
+        self.n_estimators = n_estimators
+        self.seconds = seconds
+        self.fixed = fixed
+        self.warm_start = warm_start
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> "NappingForest":
+        NappingForest.fits.append((len(X), int(self.n_estimators)))
+        time.sleep(self.fixed + self.seconds * self.n_estimators * len(X) / 1000)
+        self._remember(y)
+        self.shares_ = np.array([np.mean(np.asarray(y) == c) for c in self.classes_])
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        return np.tile(self.shares_, (len(X), 1))
 
 
 class BusyClassifier(_Base):

@@ -65,3 +65,18 @@ def test_with_seeds_the_rule_is_decided_on_each_datasets_mean_over_its_seeds(tmp
     means = next(line for line in script.table(tmp_path).splitlines()
                  if line.startswith("seed means: rule"))
     assert means.endswith("NOT met; no model on pc4")
+
+
+def test_the_shrink_arm_is_the_default_with_shrink_to_fit_and_runs_only_when_named(
+        tmp_path, load_script):
+    script = load_script("vs_automl")
+    shrink, _ = script.make_model("ADMM+ens+shrink", "digits", "classification", 60.0, seed=2)
+    default, _ = script.make_model("ADMM+ens", "digits", "classification", 60.0, seed=2)
+    assert shrink.shrink_to_fit and not default.shrink_to_fit
+    assert {**shrink.get_params(), "shrink_to_fit": False} == default.get_params()
+    assert "ADMM+ens+shrink" not in script.available_methods()
+    for dataset, (ens, arm) in {"pc4": (0.93, 0.94), "sonar": (0.90, 0.90)}.items():
+        _result(tmp_path, 60, dataset, "ADMM+ens", ens)
+        _result(tmp_path, 60, dataset, "ADMM+ens+shrink", arm)
+    assert ("ADMM+ens vs ADMM+ens+shrink (shared, 2 datasets): 0 wins / 1 ties / 1 losses"
+            in script.table(tmp_path))  # compared with the default in the table

@@ -48,6 +48,12 @@ def test_fit_options_set_the_parameters_they_name():
     assert params.fit_overrides(_parser().parse_args(["fit", "--dataset", "iris"])) == {}
 
 
+def test_shrink_to_fit_is_off_by_default_and_an_option_of_fit():
+    assert ADMM().shrink_to_fit is False and params.SearchSettings().shrink_to_fit is False
+    args = _parser().parse_args(["fit", "--dataset", "iris", "--shrink-to-fit"])
+    assert params.fit_overrides(args) == {"shrink_to_fit": True}
+
+
 @pytest.mark.parametrize("name, value, message", [
     ("rho", 0.0, "'rho' parameter of ADMM must be a positive number"),
     ("cv", 1, "'cv' parameter"),

@@ -69,6 +69,7 @@ def test_a_finished_run_resumed_with_the_same_budget_evaluates_nothing(tmp_path,
     ({"validation_size": 0.3}, r"splits\.validation_size: recorded 0\.2, now 0\.3"),
     ({"random_state": 1}, r"model_seed: recorded"),
     ({"search_space": "paper_small"}, r"space\.name: recorded \"tiny\", now \"paper_small\""),
+    ({"shrink_to_fit": True}, r"shrink_to_fit: only in the new run"),
 ])
 def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change, expected,
                                                                 breast_cancer_full):
