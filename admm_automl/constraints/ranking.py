@@ -96,6 +96,8 @@ class Constraints:
     def violation(self, obs: Observation, refitted: dict[str, float] | None = None) -> float:
         """Total violation Σ max(h, 0); 0 means every constraint is met (``refitted``: as in
         :meth:`h`)."""
+        if not self.keys:  # nothing to violate (every run without constraints ranks this way)
+            return 0.0
         return float(sum(max(float(v), 0.0) for v in self.h(obs, refitted)))
 
     def rank(self, obs: Observation, refitted: dict[str, float] | None = None) -> tuple:

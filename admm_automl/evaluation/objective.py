@@ -231,6 +231,12 @@ class PipelineObjective:
                   ticket)
         return ticket
 
+    def answered(self, ticket: int) -> bool:
+        """Whether the request of ``ticket`` is answered and waits for :meth:`collect`: just
+        after :meth:`submit`, whether it was answered at once (from the cache or the replay)
+        without a trial, so that the caller need not count it as in flight."""
+        return any(t == ticket for t, _ in reversed(self._ready))
+
     def collect(self, timeout: float | None = None) -> list[tuple[int, Observation]]:
         """Wait until at least one submitted request is answered (or ``timeout`` seconds pass,
         or none is pending) and return ``(ticket, observation)`` of every one answered since the

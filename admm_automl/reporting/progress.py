@@ -133,8 +133,8 @@ class ProgressDisplay(RunListener):
             obs = item.observation
             if obs.ok and obs.fidelity >= 1.0:
                 self.best_any = min(self.best_any, obs.loss)
-        # an asynchronous run still has trials in flight (those answered now included)
-        running = recorder.in_flight - len(items)
+        # an asynchronous run still has trials in flight (those answered now no longer count)
+        running = recorder.in_flight
         self.current = f"{running} trial{'s' * (running > 1)} running" if running > 0 else ""
 
     def run_finished(self, recorder: Recorder, stop_reason: str) -> None:

@@ -272,6 +272,11 @@ class ToyEngine:
         self._running.append((now + obs.duration, ticket, ticket, key, obs))
         return ticket
 
+    def answered(self, ticket: int) -> bool:
+        """Whether ``ticket`` is answered and waits for :meth:`collect` (as the engine's
+        :meth:`~admm_automl.evaluation.PipelineObjective.answered`)."""
+        return any(t == ticket for t, _ in self._ready)
+
     def collect(self, timeout: float | None = None) -> list[tuple[int, Observation]]:
         if not self._ready and self._running:
             first = min(self._running) if self.clock is not None else self._running[0]

@@ -19,14 +19,19 @@ def data(n=25, dim=3, seed=0):
     return X, np.sin(4 * X[:, 0]) + X[:, 1] ** 2 + 0.01 * rng.normal(size=n)
 
 
-def test_negative_log_posterior_gradient_matches_finite_differences():
+@pytest.mark.parametrize("fast_inverse", [False, True])
+def test_negative_log_posterior_gradient_matches_finite_differences(fast_inverse):
     X, y = data()
-    gp = _gp.MaternGP(X, y, fit=False)
+    gp = _gp.MaternGP(X, y, fit=False, fast_inverse=fast_inverse)
     raw = np.array([0.3, -0.2, 0.5, 0.4, -3.0])
     value, grad = gp._loss(raw)
     numeric = optimize.approx_fprime(raw, lambda r: gp._loss(r)[0], 1e-6)
     assert np.isfinite(value)
     np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-4)
+    # the two ways to K⁻¹ differ in rounding only
+    other = _gp.MaternGP(X, y, fit=False, fast_inverse=not fast_inverse)._loss(raw)
+    np.testing.assert_allclose(other[0], value, rtol=1e-12)
+    np.testing.assert_allclose(other[1], grad, rtol=1e-9, atol=1e-12)
 
 
 def test_map_fit_lowers_the_loss_and_keeps_length_scales_moderate():
@@ -198,6 +203,28 @@ def test_matern52_value_is_matern52_bit_for_bit():
     d2[rng.random(d2.shape) < 0.1] = 0.0
     d2[rng.random(d2.shape) < 0.05] = -1e-17  # rounding below 0, as squared distances can be
     assert np.array_equal(matern52(d2)[0], matern52_value(d2))
+
+
+def test_cho_inverse_is_the_symmetric_inverse_cho_solve_gives():
+    """``K⁻¹`` by ``potri`` from the factor: exactly symmetric, equal to the solve with the
+    identity up to rounding, and a failure where the factor is singular."""
+    from scipy import linalg
+
+    from admm_automl._numerics.gp.model import cho_inverse
+
+    rng = np.random.default_rng(0)
+    for n in (1, 7, 150):
+        A = rng.normal(size=(n, n))
+        K = A @ A.T + 1e-3 * np.eye(n)
+        L = linalg.cholesky(K, lower=True)
+        inv = cho_inverse(L)
+        assert np.array_equal(inv, inv.T)
+        want = linalg.cho_solve((L, True), np.eye(n))
+        np.testing.assert_allclose(inv, want, rtol=0, atol=1e-10 * np.abs(want).max())
+        np.testing.assert_allclose(inv @ K, np.eye(n), atol=1e-6)
+    L[3, 3] = 0.0
+    with pytest.raises(linalg.LinAlgError):
+        cho_inverse(L)
 
 
 def test_append_factored_keeps_the_factor_and_the_inverse_of_a_fresh_factorisation():

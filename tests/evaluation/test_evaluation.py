@@ -338,6 +338,24 @@ def test_a_request_asked_while_the_same_trial_is_in_flight_is_answered_by_it():
         objective.close()
 
 
+def test_a_cache_hit_is_answered_at_submit_and_the_objective_says_so():
+    """``answered(ticket)``: a request answered at once from the cache waits for ``collect``
+    (the recorder keeps it out of the trials in flight); a trial sent to the executor does
+    not, until it ends."""
+    objective = PipelineObjective(context(), SerialExecutor(), Journal(), worst_loss=1.0)
+    try:
+        first = objective.submit(Request(z_of("gnb"), THETA))
+        assert not objective.answered(first)
+        [(ticket, observation)] = objective.collect()
+        assert ticket == first and not objective.answered(first)
+        later = objective.submit(Request(z_of("gnb"), THETA))
+        assert objective.answered(later) and objective.pending == 1
+        assert objective.collect() == [(later, replace(observation, cached=True))]
+        assert not objective.answered(later) and len(objective.journal) == 1
+    finally:
+        objective.close()
+
+
 @pytest.mark.slow
 def test_collect_hands_back_a_quick_trial_before_a_slow_one_and_journals_it_first():
     objective = PipelineObjective(context(), ProcessExecutor(2), Journal(), worst_loss=1.0,

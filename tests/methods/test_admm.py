@@ -256,6 +256,43 @@ def test_incumbent_is_the_best_over_all_evaluations(make_optimizer):
     assert result.incumbent.observation.loss == min(losses)
 
 
+def test_the_recorders_incumbent_is_the_first_best_by_rank_at_every_record():
+    """Observations feasible or not, failed, on a subsample, answered again from the cache: after
+    each the incumbent is the first full-data one of the least rank (the rank of the incumbent is
+    kept between records, and read again when someone else set the incumbent)."""
+    from types import SimpleNamespace
+
+    from admm_automl.constraints.ranking import Constraints
+    from admm_automl.methods.driver import Budget, Recorder
+
+    rng = np.random.default_rng(0)
+    observations = [
+        Observation(float(rng.choice([0.1, 0.2, 0.3, 0.5])),
+                    Status.OK if rng.random() < 0.8 else Status.FAILED,
+                    constraints={"size": float(rng.uniform(0, 2))},
+                    fidelity=1.0 if rng.random() < 0.8 else 0.5, cached=bool(rng.random() < 0.3))
+        for _ in range(300)]
+    # a worse one than the incumbent of the first 150: a failed evaluation at full data
+    outside = next(i for i, o in enumerate(observations[:150])
+                   if o.fidelity >= 1.0 and not o.ok)
+    feed = iter(observations)
+    constraints = Constraints([SimpleNamespace(key="size", threshold=1.0, sense="<=")])
+    recorder = Recorder(ENC, lambda requests, **kw: [next(feed) for _ in requests],
+                        Budget(None, 1e9), constraints)
+    z = tuple(0 for _ in ENC.module_names)
+    point = (z, ENC.project(np.zeros(len(ENC.discrete))), 1.0)
+    for i in range(len(observations)):
+        if i == 150:  # an incumbent set from outside is ranked afresh
+            recorder.incumbent = recorder.evaluated[outside]
+        recorder.evaluate([point], "z")
+        full = [e for e in recorder.evaluated[(150 if i >= 150 else 0):]
+                if e.observation.fidelity >= 1.0]
+        if i >= 150:
+            full = [recorder.evaluated[outside], *full]
+        want = min(full, key=lambda e: constraints.rank(e.observation), default=None)
+        assert recorder.incumbent is want, i
+
+
 def test_failed_observations_do_not_stop_the_run(make_engine, make_optimizer):
     engine = make_engine(loss=lambda c: 1.0 if c["model"] == "c" else synthetic_loss(c))
 

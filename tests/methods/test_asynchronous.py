@@ -21,11 +21,13 @@ def _durations(config):
 
 
 class _Watch:
-    """Wraps a toy engine's submit/collect: records what is in flight at each submit."""
+    """Wraps a toy engine's submit/collect: records what is in flight at each submit (a
+    request the engine answers at once, from its cache, is not: ``at_once``)."""
 
     def __init__(self, engine):
         self.engine = engine
         self.in_flight = {}
+        self.at_once = set()  # tickets answered at submit, until collected
         self.overlaps = []  # (key submitted, keys already in flight)
         self.max_in_flight = 0
         submit, collect = engine.submit, engine.collect
@@ -34,6 +36,9 @@ class _Watch:
             key = engine._key(request)
             self.overlaps.append((key, set(self.in_flight.values())))
             ticket = submit(request, time_left, tags)
+            if any(t == ticket for t, _ in engine._ready):
+                self.at_once.add(ticket)
+                return ticket
             self.in_flight[ticket] = key
             self.max_in_flight = max(self.max_in_flight, len(self.in_flight))
             return ticket
@@ -42,6 +47,7 @@ class _Watch:
             answers = collect(timeout)
             for ticket, _ in answers:
                 self.in_flight.pop(ticket, None)
+                self.at_once.discard(ticket)
             return answers
 
         engine.submit, engine.collect = watched_submit, watched_collect
@@ -267,6 +273,56 @@ def test_a_sub_problems_view_of_the_pending_set_follows_submits_and_answers():
         for p in even:
             want[identity(p[0], p[2])] = want.get(identity(p[0], p[2]), 0) + 1
         assert dict(view.identities(identity)) == want
+
+
+def test_a_cache_hit_answered_at_submit_is_never_in_flight_and_recorded_once(make_engine,
+                                                                             fake_clock):
+    """A point the engine answers at once from its cache does not enter the in-flight set, its
+    views or the workers' waits; it holds its worker's place until it is collected (so a
+    sub-problem's loop tells it before asking again, as when it went through the in-flight set),
+    and that collect records it once, as a cache hit: listeners, ``on_done``, the evaluation
+    count and the incumbent see it as before."""
+    from admm_automl.constraints.ranking import Constraints
+    from admm_automl.methods.driver import Budget, Recorder
+
+    engine = make_engine(SYNTHETIC, duration=_durations, clock=fake_clock)
+    seen = {"evaluating": [], "evaluated": []}
+
+    class _Listen(RunListener):
+        def evaluating(self, recorder, points, phase):
+            seen["evaluating"].append(len(points))
+
+        def evaluated(self, recorder, items):
+            seen["evaluated"].append([(i.z, i.observation.cached) for i in items])
+
+    recorder = Recorder(SYNTHETIC.encoding, engine, Budget(10, None, clock=lambda: fake_clock.now),
+                        Constraints(()), listeners=[_Listen()], workers=4)
+    configs = []
+    view = recorder.pending.view(lambda p: configs.append(p[0]) or p[0])
+    z = tuple(0 for _ in SYNTHETIC.encoding.n_choices)
+    point = (z, np.full(len(SYNTHETIC.encoding.theta_names), 0.5), 1.0)
+    done = []
+    first = recorder.submit(point, "z", on_done=done.append)
+    assert recorder.in_flight == 1 and first in recorder.pending.points and len(view) == 1
+    [(ticket, fresh)] = recorder.collect()
+    assert ticket == first and not fresh.cached and recorder.n_evals == 1
+    best = recorder.incumbent
+    again = recorder.submit(point, "z", on_done=done.append)  # the cache answers it at once
+    assert recorder.in_flight == 0 and not recorder.pending.points and len(view) == 0
+    assert configs == [z] and not recorder.waits._slots
+    assert recorder.outstanding == 1 and recorder.free_workers() == 3
+    [(ticket, cached)] = recorder.collect()
+    assert ticket == again and cached.cached and cached.loss == fresh.loss
+    assert recorder.n_evals == 1 and len(recorder.evaluated) == 2 and recorder.incumbent is best
+    assert recorder.evaluated[-1].observation is cached and len(recorder.fresh) == 1
+    assert done == [fresh, cached] and seen["evaluating"] == [1, 1]
+    assert seen["evaluated"] == [[(z, False)], [(z, True)]]
+    assert recorder.outstanding == 0 and recorder.free_workers() == 4
+    assert recorder.collect() == [] and len(recorder.evaluated) == 2
+    # one left uncollected at the end of a run is drained, once
+    recorder.submit(point, "z", on_done=done.append)
+    recorder.drain()
+    assert len(recorder.evaluated) == 3 and len(done) == 3 and recorder.outstanding == 0
 
 
 def test_workers_waiting_for_proposals_are_measured_and_a_warning_given():

@@ -345,6 +345,17 @@ def test_bo_batch_with_points_pending_is_one_fit_and_one_search_and_repeats_none
     assert all(s.id in solver.pending_ for s in (*pending, *batch))
 
 
+@pytest.mark.parametrize("batch_size", [1, 4])
+def test_bo_fits_by_potri_only_with_several_workers(batch_size):
+    """The GP's fit takes ``K⁻¹`` by ``potri`` (other rounding, half the cost) only when the
+    problem has several workers: a serial run keeps the solve, and so its exact history."""
+    history = spread_history(3, 0.3, n=12, include_optimum=False)
+    problem, _, _ = quadratic_problem(history=history, batch_size=batch_size)
+    solver = make("bo").setup(problem, np.random.default_rng(0))
+    solver.ask()
+    assert solver.gp_.fast_inverse is (batch_size > 1)
+
+
 def test_bo_polish_starts_fall_as_the_pending_set_grows():
     from admm_automl._numerics.gp.surrogate import POLISH_MAX_PENDING, n_starts
 

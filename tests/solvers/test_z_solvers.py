@@ -442,6 +442,26 @@ def test_cmab_posterior_prefers_the_best_arms():
     assert picks == BEST_ADDITIVE
 
 
+def test_cmab_draws_every_module_at_once_as_one_call_per_module_would():
+    """The Beta draw over all modules' arms in one call: each module's values, and the stream
+    after it, are those of one call per module (Algorithm A1's draw, as the seed fixes it)."""
+    problem, _ = make_problem(n_train=None)
+    solver = Z_SOLVERS.create("cmab")
+    solver.setup(problem, np.random.default_rng(3))
+    solver.run(30)
+    solver.ask_batch(3)  # pulls pending count too
+    assert any(m.sum() for m in solver.pending_counts_)
+    twin = np.random.default_rng(0)
+    twin.bit_generator.state = solver.rng_.bit_generator.state
+    z, _ = solver._ask()
+    want = [twin.beta(solver.alpha0 + r, solver.delta0 + n + m - r)
+            for n, m, r in zip(solver.counts_, solver.pending_counts_, solver.rewards_)]
+    assert [len(w) for w in solver.draw_] == list(N_CHOICES)
+    assert all(np.array_equal(a, b) for a, b in zip(solver.draw_, want))
+    assert z == tuple(int(np.argmax(w)) for w in want)
+    assert solver.rng_.random() == twin.random()
+
+
 def test_cmab_batch_pulls_take_the_draws_best_pipeline_not_in_flight(monkeypatch):
     """A batch of pulls after the posterior has settled on one pipeline: every pull is a new
     pipeline from a single draw (the draw's best one not pending), not redrawn until new; the

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, optimize
+from scipy.linalg import lapack
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -72,6 +73,23 @@ def _sq_dist(X1: np.ndarray, X2: np.ndarray, inv_sq_ls: np.ndarray) -> np.ndarra
     B = X2 * np.sqrt(inv_sq_ls)
     d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * (A @ B.T)
     return np.maximum(d2, 0.0)
+
+
+def cho_inverse(L: np.ndarray) -> np.ndarray:
+    """``K⁻¹`` from the lower Cholesky factor ``L`` of ``K`` (zeros above its diagonal, as
+    :func:`scipy.linalg.cholesky` returns it), by LAPACK's ``potri``: ``L⁻¹`` and then
+    ``L⁻ᵀL⁻¹`` in place, half the work of solving ``K X = I`` column by column, which is what
+    ``cho_solve`` with the identity does. ``potri`` writes the lower triangle only (the upper
+    keeps ``L``'s zeros), so the sum with the transpose, its diagonal halved (exact in binary),
+    is the symmetric inverse. Single-threaded on the 2-core VM: 0.31 against 0.67 ms for
+    n = 150, 1.4 against 2.8–3.7 ms for 300, 3.7 against 8.0 ms for 450; the values agree
+    with ``cho_solve``'s to ~1e-15 relative."""
+    inv, info = lapack.dpotri(L, lower=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"potri failed (info {info})")
+    inv = inv + inv.T
+    inv[np.diag_indices(len(inv))] *= 0.5
+    return inv
 
 
 @dataclass(frozen=True)
@@ -147,6 +165,13 @@ class MaternGP:
     block update of ``K⁻¹`` (cost O(n²m) for m new points instead of O(n³)), and
     :meth:`with_targets` swaps the targets of the same points (O(n²)).
 
+    ``fast_inverse``: the fit's loss takes ``K⁻¹`` from the Cholesky factor by LAPACK's
+    ``potri`` (:func:`cho_inverse`, 2–2.5× faster at 150–450 points) instead of solving with
+    the identity. The two agree to ~1e-15 relative, but that rounding moves the MAP
+    hyperparameters in their last digits, and so, a few asks later, the points asked: a seeded
+    serial run's history must stay what it was, so only a run with several workers, whose
+    history depends on the order its trials end anyway, asks for it (``bo``).
+
     Why not scikit-learn's ``GaussianProcessRegressor``: it maximises the likelihood without
     priors (so on few points the length scales run to their bounds), refits from scratch at every
     call and has no gradient of the prediction; each of these is what makes this class sharper
@@ -155,12 +180,13 @@ class MaternGP:
 
     def __init__(self, X: np.ndarray, y: np.ndarray, params: KernelParams | None = None, *,
                  fit: bool = True, min_noise: float = MIN_NOISE, gtol: float = 1e-2,
-                 prior_mean: str = "max") -> None:
+                 prior_mean: str = "max", fast_inverse: bool = False) -> None:
         if prior_mean not in PRIOR_MEANS:
             raise ValueError(f"prior_mean must be one of {PRIOR_MEANS}, got {prior_mean!r}")
         self.X = np.atleast_2d(np.asarray(X, dtype=float))
         self.min_noise = float(min_noise)
         self.prior_mean = prior_mean
+        self.fast_inverse = bool(fast_inverse)
         self.params = params if params is not None else KernelParams.default(self.X.shape[1])
         self._set_y(y)
         if fit:
@@ -202,10 +228,12 @@ class MaternGP:
         K[np.diag_indices(n)] += p.noise
         try:
             L = linalg.cholesky(K, lower=True, check_finite=False)
+            # K⁻¹ is the fit's main cost at a few hundred points (``fast_inverse``)
+            K_inv = (cho_inverse(L) if self.fast_inverse
+                     else linalg.cho_solve((L, True), np.eye(n), check_finite=False))
         except linalg.LinAlgError:
             return 1e300, np.zeros_like(raw)
         alpha = linalg.cho_solve((L, True), y, check_finite=False)
-        K_inv = linalg.cho_solve((L, True), np.eye(n), check_finite=False)
         nll = 0.5 * float(y @ alpha) + float(np.log(np.diag(L)).sum()) + 0.5 * n * _LOG_2PI
         W = np.outer(alpha, alpha) - K_inv  # d nll / d K = −W/2
         G = W * (p.scale * dM)
