@@ -99,7 +99,9 @@ Time: ``run`` takes about tasks × methods × seeds × budget / parallel plus st
 600 rows, in ``--out`` or a temporary folder) takes under a minute on a quiet machine.
 
 Results: ``experiments/results/constrained/<task>/<method>/seed<k>.json``, one per run (never
-committed); a run whose file exists is not repeated unless ``--force``. ``analyze`` (also at the
+committed), and for the package's methods the run's ``history_`` beside it
+(``seed<k>.history.csv.gz``, to read which pipelines the search tried and what each measured);
+a run whose file exists is not repeated unless ``--force``. ``analyze`` (also at the
 end of ``run``) prints per task: the fraction of runs feasible on the test rows, its ceiling
 (the expected number of runs in which an ideal model, with the run's selection rate in every
 group, meets the demographic parity limits on the test rows: ``ideal_chance``), the median test
@@ -358,7 +360,8 @@ def run_estimator(method: str, task: str, thresholds: dict, X: Any, y: np.ndarra
                                            "duration"].sum()),
             "description": str(model.best_params_)
             + ("" if model.ensemble_ is None else f" in an ensemble of "
-               f"{len(model.ensemble_weights_)}")}
+               f"{len(model.ensemble_weights_)}"),
+            "history": h}
 
 
 def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
@@ -550,6 +553,7 @@ def run_one(task: str, method: str, seed: int, budget: float, thresholds: dict, 
         got = run_estimator(method, task, thresholds, X_train, y_train, budget, seed)
     wall = time.monotonic() - start
     test, feasible = measure_on_test(task, thresholds, got.pop("model"), X_test, y_test)
+    history = got.pop("history", None)
     result = {"task": task, "dataset": TASKS[task].dataset, "method": method, "seed": seed,
               "budget": budget, "train_rows": len(y_train), "test_rows": len(y_test),
               "thresholds": thresholds, "test": test, "test_feasible": feasible,
@@ -558,6 +562,8 @@ def run_one(task: str, method: str, seed: int, budget: float, thresholds: dict, 
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_suffix(".partial")
     partial.write_text(json.dumps(result, indent=1, default=float))
+    if history is not None:  # before the result, whose file marks the run done
+        history.to_csv(out.with_name(f"seed{seed}.history.csv.gz"), index=False)
     partial.replace(out)
     return result
 
