@@ -116,6 +116,21 @@ def test_log_h_is_monotone_and_finite_over_a_huge_range():
     assert np.all(np.diff(values) > 0)
 
 
+def test_log_h_stays_on_its_asymptote_where_the_exact_bracket_rounds_away():
+    """Far below the incumbent ``log h(z)`` is ``−z²/2 − log√(2π) − 2 log|z| + log(1 − 3/z²)`` to
+    ``15/z⁴``; the exact form's bracket (≈ 1/z²) rounds to 0 or below as ``|z|`` nears
+    ``1/√ε``, which gave NaN (and errors of 1.4 in the log) between −4e7 and −6.7e7."""
+    z = -np.logspace(3, 9, 5000)
+    asymptote = -0.5 * z**2 - 0.5 * math.log(2 * math.pi) - 2 * np.log(-z) + np.log1p(-3 / z**2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an invalid log is a RuntimeWarning
+        values = _gp.log_h(z)
+    np.testing.assert_allclose(values, asymptote, rtol=0, atol=1e-6)
+    # either side of the cut, the two forms agree
+    near = np.array([-999.9, -1000.1])
+    assert abs(np.diff(_gp.log_h(near))[0] - np.diff(-0.5 * near**2 - 2 * np.log(-near))[0]) < 1e-6
+
+
 def test_clean_targets():
     np.testing.assert_array_equal(
         _gp.clean_targets(np.array([1.0, np.nan, 3.0, np.inf, -np.inf])), [1.0, 3.0, 3.0, 3.0, 3.0]

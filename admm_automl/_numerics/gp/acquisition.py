@@ -26,7 +26,10 @@ Penalty = Callable[[np.ndarray], np.ndarray]
 _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_2PI_HALF = 0.5 * _LOG_2PI
 _LOG_PI_2_HALF = 0.5 * math.log(math.pi / 2.0)
-_INV_SQRT_EPS = 1.0 / math.sqrt(np.finfo(float).eps)
+#: below it ``log h`` is the asymptote: there the bracket ``1 − |z|Φ(z)/φ(z) ≈ 1/z²`` has lost
+#: ``ε·z²`` of its relative precision (2e-10 at |z| = 1e3, all of it at 1/√ε) while the
+#: asymptote's next neglected term is ``15/z⁴`` (1.5e-11)
+_ASYMPTOTE_BELOW = -1e3
 
 
 def _log1mexp(a: np.ndarray) -> np.ndarray:
@@ -46,15 +49,17 @@ def log_h(z: np.ndarray) -> np.ndarray:
     least h(−1) ≈ 0.083 there). Below, ``zΦ(z)`` cancels ``φ(z)``; with the scaled complementary
     error function ``Φ(z)/φ(z) = erfcx(−z/√2)·√(π/2)``,
     ``log h = −z²/2 − log√(2π) + log1mexp(log(|z|·erfcx(−z/√2)) + log√(π/2))``.
-    For ``z < −1/√ε`` the bracket is below machine precision and the asymptote
-    ``h(z) ≈ φ(z)/z²`` gives ``log h ≈ −z²/2 − log√(2π) − 2·log|z|``.
+    The bracket is ``≈ 1/z²``, so it keeps ``ε·z²`` of relative rounding; below ``z = −1e3`` the
+    asymptote ``h(z) ≈ φ(z)/z²·(1 − 3/z²)`` is the more accurate (to ``15/z⁴``) and gives
+    ``log h ≈ −z²/2 − log√(2π) − 2·log|z| + log1p(−3/z²)``. (A cut at ``−1/√ε``, as first written
+    here, let the bracket round to ≥ 0 near it: ``log`` of 0 or of a negative number.)
     """
     z = np.asarray(z, dtype=float)
     out = np.empty_like(z)
     upper = z > -1.0
     zu = z[upper]
     out[upper] = np.log(np.exp(-0.5 * zu * zu) / math.sqrt(2 * math.pi) + zu * special.ndtr(zu))
-    mid = ~upper & (z > -_INV_SQRT_EPS)
+    mid = ~upper & (z > _ASYMPTOTE_BELOW)
     zm = z[mid]
     out[mid] = (
         -0.5 * zm * zm
@@ -63,7 +68,7 @@ def log_h(z: np.ndarray) -> np.ndarray:
     )
     low = ~upper & ~mid
     zl = z[low]
-    out[low] = -0.5 * zl * zl - _LOG_2PI_HALF - 2.0 * np.log(np.abs(zl))
+    out[low] = -0.5 * zl * zl - _LOG_2PI_HALF - 2.0 * np.log(np.abs(zl)) + np.log1p(-3.0 / (zl * zl))
     return out
 
 
