@@ -54,8 +54,14 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
+#: where this tree and its environment live, written as these names in a record: a failed
+#: trial's traceback names its files, and a record made in one clone is compared in another
+_PLACES = {sys.prefix: "<prefix>", str(Path(__file__).resolve().parents[1]): "<tree>"}
+
+
 def _plain(value: Any) -> Any:
-    """JSON-able, with floats rounded to 12 significant digits and NaN as a string."""
+    """JSON-able, with floats rounded to 12 significant digits, NaN as a string and the tree's
+    and environment's paths as names (:data:`_PLACES`)."""
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
@@ -65,7 +71,11 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         value = float(value)
         return repr(value) if not math.isfinite(value) else float(f"{value:.12g}")
-    if isinstance(value, (str, int, bool)) or value is None:
+    if isinstance(value, str):
+        for place, name in _PLACES.items():
+            value = value.replace(place, name)
+        return value
+    if isinstance(value, (int, bool)) or value is None:
         return value
     return repr(value)
 
