@@ -68,7 +68,8 @@ def log_h(z: np.ndarray) -> np.ndarray:
     )
     low = ~upper & ~mid
     zl = z[low]
-    out[low] = -0.5 * zl * zl - _LOG_2PI_HALF - 2.0 * np.log(np.abs(zl)) + np.log1p(-3.0 / (zl * zl))
+    out[low] = (-0.5 * zl * zl - _LOG_2PI_HALF - 2.0 * np.log(np.abs(zl))
+                + np.log1p(-3.0 / (zl * zl)))
     return out
 
 
