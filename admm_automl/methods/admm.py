@@ -15,9 +15,19 @@ One iteration t (:meth:`_ADMMRun.iterate`):
    b = δ − λ/ρ, solved by the θ-solver, which returns its winner; inactive discrete coordinates
    take the closed form clip(b, 0, 1).
 2. δ-step: δ = P_D(θ̃^d + λ/ρ) (nearest admissible value).
-3. z-step with θ fixed at θ^{t+1} (and the slack u fixed at the θ-step winner's), solved by the
-   z-solver.
-4. Dual step: λ ← λ + ρ(θ̃^d − δ); μ ← μ + ρ(g − 1 + u) at the new iterate.
+3. z-step with θ fixed at θ^{t+1}, solved by the z-solver; each candidate's constraint term at
+   its own optimal slack u (below).
+4. Dual step: λ ← λ + ρ(θ̃^d − δ); μ ← μ + ρ(g − 1 + u) at the new iterate, u its optimal slack:
+   μ ← max(0, μ + ρ(g − 1)).
+
+The slack in the z-step. Liu et al. (2020, eq. A32) fix u at the θ-step winner's. When that
+winner is over a limit its slack is 0, and the z-step's term (ρ/2)(g − 1 + μ/ρ)² is then
+two-sided: it charges a candidate well inside the limit as much as one over it (at μ = 0, a
+pipeline at a tenth of the limit as much as one at 1.9 times it), and the dual step at that u
+lowers μ below 0 after a feasible choice, which rewards violation in the steps after (60 s
+fairness runs went to μ = −0.10). Minimising u with z, in closed form as the θ-step does per
+evaluation, keeps the term one-sided and μ ≥ 0: the augmented Lagrangian of an inequality
+constraint (Rockafellar 1973).
 
 Sub-solvers run ``I_t`` new evaluations per call: fixed ``I`` or adaptive ``min(I0 + F·t, Imax)``
 (AdADMM-F, §5 of the paper), capped, when the schedule has a ``share``, at that share of the
@@ -243,8 +253,6 @@ class _ADMMRun:
             self._evaluate_warm_points()
             self.theta_step(self._size(n))
             self.delta_step()
-        if s.current is not None:  # the slack of the θ-step winner, fixed in the z-step
-            s.u = optimal_slack(self.constraints.g(s.current), s.mu, self.rho)
         warm = s.t == 0 and bool(self.warm_arms)
         size = (min(self._size(n), max(len(self.warm_arms), self.options.batch_size)) if warm
                 else self._size(n))
@@ -421,12 +429,13 @@ class _ADMMRun:
                               np.flatnonzero(enc.discrete))
 
     def z_step(self, n: int, warm: bool = False) -> tuple[tuple[int, ...], Observation | None]:
-        """z^{t+1}: the z-solver with θ (and the slack u) fixed; returns its winner. With
+        """z^{t+1}: the z-solver with θ fixed, each candidate at its optimal slack (module
+        docstring); returns its winner. With
         ``warm`` (the first z-step of a run with a warm start) its problem's ``warm_start`` is
         the warm start's pipelines not yet evaluated (:meth:`_warm_left`), which the z-solver
         places where its method puts a start."""
         s, enc = self.state, self.encoding
-        theta, u, mu = s.theta.copy(), s.u.copy(), s.mu
+        theta, mu = s.theta.copy(), s.mu
 
         def point(sug: Suggestion) -> tuple:
             return (enc.check_z(sug.config), theta, 1.0 if sug.fidelity is None else sug.fidelity)
@@ -451,8 +460,8 @@ class _ADMMRun:
             return p[0] if np.array_equal(p[1][active], theta[active]) else None
 
         def augment(zc: tuple[int, ...], obs: Observation) -> float:
-            # with θ fixed the coupling penalty does not depend on z
-            return obs.loss + constraint_value(self.constraints, obs, mu, self.rho, u)
+            # with θ fixed the coupling penalty does not depend on z; u at its optimum
+            return obs.loss + constraint_value(self.constraints, obs, mu, self.rho)
 
         problem = ZProblem(
             n_choices=enc.n_choices, evaluate=evaluate, augment=augment,
@@ -476,11 +485,14 @@ class _ADMMRun:
         return (enc.check_z(best[0]), best[1]) if best is not None else (s.z, s.current)
 
     def dual_step(self, chosen: Observation | None) -> None:
-        """λ ← λ + ρ(θ̃^d − δ); in ADMM mode, μ ← μ + ρ(g(z^{t+1}, θ^{t+1}) − 1 + u)."""
+        """λ ← λ + ρ(θ̃^d − δ); in ADMM mode, μ ← μ + ρ(g(z^{t+1}, θ^{t+1}) − 1 + u) with u
+        the chosen point's optimal slack (so μ stays ≥ 0; module docstring)."""
         s, enc, rho = self.state, self.encoding, self.rho
         s.lam = s.lam + rho * (s.theta[enc.discrete] - s.delta)
         if len(self.constraints) and self.constraints.mode == "admm" and chosen is not None:
-            self._set_mu(update_multipliers(s.mu, self.constraints.g(chosen), s.u, rho))
+            g = self.constraints.g(chosen)
+            s.u = optimal_slack(g, s.mu, rho)
+            self._set_mu(update_multipliers(s.mu, g, s.u, rho))
 
     def _run_solver(self, solver: Any, n: int) -> None:
         """``solver.run(n)``, after telling it the answers to its earlier trials that another

@@ -7,8 +7,10 @@ With the paper's ``g ≤ ε`` (ε = 1), slack ``u ∈ [0, ε]`` and multiplier �
 
 * θ-min adds (ρ/2) Σ (g − ε + u + μ/ρ)² with, per evaluation, the optimal slack in closed form
   ``u = clip(ε − g − μ/ρ, 0, ε)`` (the paper searches u with BO; the closed form is exact);
-* z-min adds the same term with u fixed at the θ-min winner's slack;
-* μ ← μ + ρ (g − ε + u) at the new iterate.
+* z-min adds the same term, each candidate at its own optimal slack too (the paper fixes u at
+  the θ-min winner's; why not: :mod:`admm_automl.methods.admm`);
+* μ ← μ + ρ (g − ε + u) at the new iterate, u its optimal slack, which is
+  ``max(0, μ + ρ (g − ε))``.
 
 In ``"penalty"`` mode the term is a fixed weight times the total violation; in ``"filter"`` mode
 it is 0.

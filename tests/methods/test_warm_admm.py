@@ -311,3 +311,31 @@ def test_the_budget_left_is_measured_from_the_first_evaluation(make_engine, fake
     # 6 evaluations of 2 s from t = 30: now 42 s, 78 s left at 2 s each
     assert fake_clock.now == pytest.approx(42.0)
     assert recorder.evaluations_left() == pytest.approx(39.0)
+
+
+def test_the_multiplier_update_at_the_optimal_slack_is_the_inequality_one():
+    """μ + ρ(g − 1 + u*) with u* the optimal slack is max(0, μ + ρ(g − 1)): never below 0."""
+    from admm_automl.methods.lagrangian import optimal_slack, update_multipliers
+
+    rng = np.random.default_rng(0)
+    for rho in (0.1, 1.0, 10.0):
+        g, mu = rng.uniform(0, 3, 200), rng.uniform(0, 2, 200)
+        new = update_multipliers(mu, g, optimal_slack(g, mu, rho), rho)
+        np.testing.assert_allclose(new, np.maximum(0.0, mu + rho * (g - 1.0)), atol=1e-12)
+
+
+def test_the_multipliers_never_fall_below_zero_and_a_feasible_pipeline_wins_a_z_step(
+        make_engine):
+    """Plain pipelines three times over the limit, "q" ones well inside it: every z-step after
+    the first is won by a "q" pipeline (a candidate inside the limit is not charged for its
+    margin) and μ, read from every evaluation's tags, is never negative."""
+    from admm_automl.methods.registry import make_optimizer
+
+    engine = Unfair(make_engine(SPACE))
+    result = make_optimizer("admm", ENC, engine, theta_solver="random", z_solver="cmab",
+                            space=SPACE, schedule=Schedule(4, 0, 4), max_evals=40, seed=0,
+                            constraints=[Limit()]).run()
+    mus = [tags["mu:c"] for _, _, tags in engine.log if "mu:c" in tags]
+    assert len(mus) == len(engine.log) and min(mus) >= 0.0
+    winners = [ENC.choice_names[0][s.z[0]] for s in result.states[1:]]
+    assert winners and all(w == "q" for w in winners)
