@@ -42,15 +42,13 @@ def update_multipliers(mu: np.ndarray, g: np.ndarray, u: np.ndarray, rho: float)
 
 def constraint_value(
     constraints: Constraints, obs: Observation, mu: np.ndarray | None = None, rho: float = 1.0,
-    u: np.ndarray | None = None,
 ) -> float:
     """The constraint part of a sub-problem value in the mode of ``constraints``; in ``"admm"``
-    mode with multipliers ``mu`` and slack ``u`` (None: the optimal slack of this observation)."""
+    mode with multipliers ``mu``, at this observation's optimal slack."""
     if not constraints.items or constraints.mode == "filter":
         return 0.0
     if constraints.mode == "penalty":
         return constraints.weight * constraints.violation(obs)
     g = constraints.g(obs)
     mu = np.zeros(len(constraints.items)) if mu is None else mu
-    slack = optimal_slack(g, mu, rho) if u is None else u
-    return constraint_term(g, slack, mu, rho)
+    return constraint_term(g, optimal_slack(g, mu, rho), mu, rho)
