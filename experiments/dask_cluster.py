@@ -19,6 +19,15 @@ the test AUROC of the fitted model on a 30 % hold-out. What the run must show: n
 lost, the search ends normally. The script exits with an error if the journal and the history
 disagree.
 
+Where the faults' cost goes: the scheduler's task stream (``distributed.get_task_stream``, on a
+client of the script's own) gives each trial's worker and compute interval. Per fault the table
+after the main one prints, for the window from the fault to the next one (or to the end): the
+trials that ended in it, the seconds until the replacement worker's first trial started, and the
+surviving workers' busy share of the window (their trials' compute time over the window's
+length times their number): a survivor slowed by the replacement's start-up (a new Python
+process, the task's data unpickled, its trial process started, all on the same cores) shows as
+a busy share near 100 % with fewer trials, a survivor left waiting as a low one.
+
 Usage::
 
     .venv/bin/python experiments/dask_cluster.py                       # breast cancer, 60 s
@@ -133,6 +142,8 @@ def run_one(args: argparse.Namespace, mode: str, folder: Path) -> dict[str, Any]
     from sklearn.metrics import roc_auc_score
     from sklearn.model_selection import train_test_split
 
+    from distributed import Client, get_task_stream
+
     from admm_automl import ADMM
     from admm_automl.datasets import load_dataset
     from admm_automl.journal import Journal
@@ -148,11 +159,13 @@ def run_one(args: argparse.Namespace, mode: str, folder: Path) -> dict[str, Any]
                                   daemon=True) if mode == "faults" else None
         model = ADMM(executor="dask", dask_address=cluster.address, time_budget=args.budget,
                      random_state=args.seed, output_dir=folder / "run")
-        started = time.monotonic()
-        if killer is not None:
-            killer.start()
-        model.fit(X_train, y_train)
-        wall = time.monotonic() - started
+        with Client(cluster.address, set_as_default=False, timeout=30) as watcher, \
+                get_task_stream(client=watcher) as stream:
+            started, started_wall = time.monotonic(), time.time()
+            if killer is not None:
+                killer.start()
+            model.fit(X_train, y_train)
+            wall = time.monotonic() - started
         stop.set()
         if killer is not None:
             killer.join(timeout=30)
@@ -172,8 +185,44 @@ def run_one(args: argparse.Namespace, mode: str, folder: Path) -> dict[str, Any]
                                   bins=[0.0, *(f * args.budget for f in PLAN), np.inf])[0].tolist(),
         "best_loss": float(model.best_loss_) if hasattr(model, "best_loss_") else None,
         "test_auroc": float(roc_auc_score(y_test, model.predict_proba(X_test)[:, 1])),
-        "events": events, "machine": platform.node(), "date": str(date.today()),
+        "events": events, "trials": trial_intervals(stream.data, started_wall),
+        "machine": platform.node(), "date": str(date.today()),
     }
+
+
+def trial_intervals(stream: list[dict[str, Any]], origin: float) -> list[list[Any]]:
+    """``[worker, start, stop]`` of each trial's compute in the task stream, in seconds from
+    ``origin`` (the search's start on the wall clock, which the task stream uses)."""
+    out = []
+    for task in stream:
+        if not str(task.get("key", "")).startswith("trial-"):
+            continue
+        for ss in task.get("startstops", ()):
+            if ss.get("action") == "compute":
+                out.append([task["worker"], round(ss["start"] - origin, 3),
+                            round(ss["stop"] - origin, 3)])
+    return sorted(out, key=lambda t: t[1])
+
+
+def fault_windows(row: dict[str, Any]) -> list[str]:
+    """Per fault of a ``faults`` run (module docstring): trials ended in the window after it, the
+    seconds to the replacement's first trial, the survivors' busy share."""
+    times = [float(e.split(" s:")[0]) for e in row["events"] if "killed" in e]
+    trials = row["trials"]
+    lines = []
+    for k, t in enumerate(times):
+        end = times[k + 1] if k + 1 < len(times) else row["wall"]
+        before = {w for w, a, b in trials if a < t}
+        after = [(w, a, b) for w, a, b in trials if b > t and a < end]
+        new = [a for w, a, b in after if w not in before]
+        survivors = {w for w, a, b in after if w in before and a < t + 0.5}
+        busy = sum(min(b, end) - max(a, t) for w, a, b in after if w in survivors)
+        share = busy / ((end - t) * len(survivors)) if survivors else float("nan")
+        ended = sum(t < b <= end for w, a, b in trials)
+        lines.append(f"| {t:.1f}-{end:.1f} s | {ended} | "
+                     f"{f'{min(new) - t:.1f}' if new else 'none'} | {len(survivors)} | "
+                     f"{share:.0%} |")
+    return lines
 
 
 def table(rows: list[dict[str, Any]]) -> None:
@@ -192,6 +241,21 @@ def table(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         for event in r["events"]:
             print(f"- {r['mode']}: {event}")
+    for r in rows:
+        if r["events"]:
+            print(f"\n{r['mode']}: the window after each fault\n")
+            print("| window | trials ended | replacement's first trial after (s) | survivors | "
+                  "survivors busy |")
+            print("|---|---|---|---|---|")
+            print("\n".join(fault_windows(r)))
+    quiet = [r for r in rows if not r["events"]]
+    if quiet:  # the same windows, undisturbed
+        times = [float(e.split(" s:")[0]) for r in rows for e in r["events"] if "killed" in e]
+        cuts = [*times, quiet[0]["wall"]]
+        counts = [sum(a < b_ <= c for _, _, b_ in quiet[0]["trials"])
+                  for a, c in zip(cuts, cuts[1:])]
+        if counts:
+            print(f"\nquiet: trials ended in the same windows: {counts}")
 
 
 def main(argv: list[str] | None = None) -> None:

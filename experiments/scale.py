@@ -55,6 +55,10 @@ Usage::
     .venv/bin/python experiments/scale.py table
     .venv/bin/python experiments/scale.py --smoke   # CI: 4 workers, both modes, 4 s, 0.05 s trials
     nice .venv/bin/python experiments/scale.py driver --seeds 0 1 2 --budget 30   # 1-256, ~4 min
+    # a cluster started as a user starts it, its scheduler and workers separate processes:
+    dask scheduler --host 127.0.0.1 --port 8786 &
+    dask worker tcp://127.0.0.1:8786 --nworkers 4 --nthreads 16 &
+    nice .venv/bin/python experiments/scale.py run --address tcp://127.0.0.1:8786 --workers 64
 """
 
 from __future__ import annotations
@@ -119,11 +123,21 @@ class SleepingArtificial:
         return result
 
 
-def cluster(workers: int) -> tuple[Any, Any]:
+def cluster(workers: int, address: str | None = None) -> tuple[Any, Any]:
     """A local Dask cluster of ``workers`` threads on 127.0.0.1 (at most 4 worker processes,
-    the threads spread over them) and its client."""
+    the threads spread over them) and its client; with ``address``, a client of the running
+    cluster there (``dask scheduler`` + ``dask worker``, as a user starts them), which must
+    have ``workers`` threads, and no local cluster."""
     from distributed import Client, LocalCluster
 
+    if address is not None:
+        client = Client(address, set_as_default=False)
+        threads = sum(client.nthreads().values())
+        if threads != workers:
+            client.close()
+            sys.exit(f"the cluster at {address} has {threads} worker threads, not --workers "
+                     f"{workers}")
+        return None, client
     processes = min(workers, 4)
     local = LocalCluster(n_workers=processes, threads_per_worker=max(1, workers // processes),
                          processes=True, host="127.0.0.1", dashboard_address=None)
@@ -393,7 +407,7 @@ def run(args: argparse.Namespace) -> None:
         cost_file = root / f"overhead-{workers}.json"
         if not todo and cost_file.is_file():
             continue
-        local, client = cluster(workers)
+        local, client = cluster(workers, args.address)
         try:
             if not cost_file.is_file():
                 cost_file.write_text(json.dumps(overhead(client, workers)))
@@ -407,7 +421,8 @@ def run(args: argparse.Namespace) -> None:
                 path_of(root, *p).write_text(json.dumps(out))
         finally:
             client.close()
-            local.close()
+            if local is not None:
+                local.close()
     table(root, args.budget)
 
 
@@ -490,6 +505,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--long", action="store_true",
                         help="also 1 worker at 16x the budget (the batch-efficiency target)")
     parser.add_argument("--root", default=str(RESULTS))
+    parser.add_argument("--address", default=None,
+                        help="run on the Dask cluster at this scheduler address (one --workers "
+                             "size: the cluster's worker threads) instead of a local one")
     parser.add_argument("--profile", action="store_true",
                         help="write each run's cProfile listing beside its result")
     parser.add_argument("--smoke", action="store_true",
@@ -497,6 +515,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.workers is None:
         args.workers = [1, 16, 64, 256] if args.command == "driver" else [1, 4, 16, 64]
+    if args.address is not None and len(args.workers) != 1:
+        parser.error("--address runs one cluster: give its worker threads as one --workers")
     if args.command == "driver":
         driver(args)
         return
