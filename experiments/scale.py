@@ -398,7 +398,7 @@ def path_of(root: Path, workers: int, mode: str, seed: int, budget: float) -> Pa
 def run(args: argparse.Namespace) -> None:
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
-    plan = [(w, mode, seed, args.budget) for w in args.workers for mode in MODES
+    plan = [(w, mode, seed, args.budget) for w in args.workers for mode in args.modes
             for seed in args.seeds]
     if args.long:  # the 1-worker search at 16x the budget, against the 16-worker one
         plan += [(1, "batch", seed, 16 * args.budget) for seed in args.seeds]
@@ -502,6 +502,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per run")
     parser.add_argument("--mean-cost", type=float, default=2.0,
                         help="mean simulated seconds of a trial over the learners")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES),
+                        help="batch, async or both (run)")
     parser.add_argument("--long", action="store_true",
                         help="also 1 worker at 16x the budget (the batch-efficiency target)")
     parser.add_argument("--root", default=str(RESULTS))
