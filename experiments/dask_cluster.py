@@ -204,10 +204,16 @@ def trial_intervals(stream: list[dict[str, Any]], origin: float) -> list[list[An
     return sorted(out, key=lambda t: t[1])
 
 
+def kill_times(row: dict[str, Any]) -> list[float]:
+    """The seconds into the search at which ``row``'s faults killed something (its events read
+    ``"<seconds> s: killed ..."``)."""
+    return [float(e.split(" s:")[0]) for e in row["events"] if "killed" in e]
+
+
 def fault_windows(row: dict[str, Any]) -> list[str]:
     """Per fault of a ``faults`` run (module docstring): trials ended in the window after it, the
     seconds to the replacement's first trial, the survivors' busy share."""
-    times = [float(e.split(" s:")[0]) for e in row["events"] if "killed" in e]
+    times = kill_times(row)
     trials = row["trials"]
     lines = []
     for k, t in enumerate(times):
@@ -250,7 +256,7 @@ def table(rows: list[dict[str, Any]]) -> None:
             print("\n".join(fault_windows(r)))
     quiet = [r for r in rows if not r["events"]]
     if quiet:  # the same windows, undisturbed
-        times = [float(e.split(" s:")[0]) for r in rows for e in r["events"] if "killed" in e]
+        times = [t for r in rows for t in kill_times(r)]
         cuts = [*times, quiet[0]["wall"]]
         counts = [sum(a < b_ <= c for _, _, b_ in quiet[0]["trials"])
                   for a, c in zip(cuts, cuts[1:])]
