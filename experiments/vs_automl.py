@@ -23,10 +23,13 @@ package's imputation and one-hot encoding; ``TPOT`` is TPOT 1.1's ``TPOTClassifi
 ``TPOTRegressor`` with ``max_time_mins = B / 60`` and its defaults, when ``import tpot`` works: it
 is not a dependency (it brings Dask and more); ``pip install tpot 'setuptools<81'`` adds it (its
 ``stopit`` dependency imports ``pkg_resources``, which newer setuptools no longer ship).
-``AutoGluon`` and ``AutoGluon-best`` are AutoGluon-Tabular's ``TabularPredictor(label=...,
-eval_metric=...).fit(train, time_limit=B, presets=..., num_cpus=1, num_gpus=0)`` with its default
-preset (``medium_quality``) and with ``best_quality`` (bagged k-fold models stacked in layers): the
-preset a user who wants the best model is told to pick. AutoGluon pins pandas below 2.4, which
+``AutoGluon``, ``AutoGluon-best`` and ``AutoGluon-v150`` are AutoGluon-Tabular's
+``TabularPredictor(label=..., eval_metric=...).fit(train, time_limit=B, presets=..., num_cpus=1,
+num_gpus=0)`` with its default preset (``medium_quality``), with ``best_quality`` (bagged k-fold
+models stacked in layers: the preset a user who wants the best model is told to pick) and with
+``best_quality_v150`` (AutoGluon 1.5's newer best preset: one bagged layer of its 2025 CPU
+zero-shot portfolio, with early stopping of the portfolio; its neural networks are skipped here,
+as torch is not installed). AutoGluon pins pandas below 2.4, which
 this package's environment is past, so it runs in its own virtual environment (``make
 autogluon``: ``.venv-autogluon`` with ``autogluon.tabular[lightgbm,catboost,xgboost]``, no torch;
 ``AUTOGLUON_PYTHON`` names another interpreter): the split goes to it as CSV files, it returns the
@@ -81,14 +84,15 @@ RESULTS = REPO / "experiments" / "results" / "vs_automl"
 LODO_FILE = REPO / "experiments" / "portfolio_lodo.yaml"
 #: scikit-learn's bundled tasks with their natural test metric
 BUNDLED = {"digits": "accuracy", "diabetes": "r2"}
-METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "FLAML", "AutoGluon", "AutoGluon-best", "RF",
-           "TPOT")
+METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "FLAML", "AutoGluon", "AutoGluon-best",
+           "AutoGluon-v150", "RF", "TPOT")
 #: variants of the default that run only when ``--methods`` names them (a campaign's arm)
 OPT_IN = ("ADMM+ens+shrink",)
 #: the methods whose result records the ensemble's weights and kind
 ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink")
 #: AutoGluon-Tabular's presets per method
-AUTOGLUON_PRESETS = {"AutoGluon": "medium_quality", "AutoGluon-best": "best_quality"}
+AUTOGLUON_PRESETS = {"AutoGluon": "medium_quality", "AutoGluon-best": "best_quality",
+                     "AutoGluon-v150": "best_quality_v150"}
 #: AutoGluon's own environment (`make autogluon`)
 AUTOGLUON_PYTHON = Path(os.environ.get("AUTOGLUON_PYTHON",
                                        REPO / ".venv-autogluon" / "bin" / "python"))
@@ -391,7 +395,8 @@ def table(root: Path) -> str:
                         if keep(d) and reference in by and other in by}
                 if both:
                     lines.append(compare(reference, other, label, both))
-        peers = [m for m in ("FLAML", "AutoGluon", "AutoGluon-best") if m in methods]
+        peers = [m for m in ("FLAML", "AutoGluon", "AutoGluon-best", "AutoGluon-v150")
+                 if m in methods]
         if "ADMM+ens" in methods:
             lines.append(verdict(rows, peers))
         if any("#" in d for d in rows):

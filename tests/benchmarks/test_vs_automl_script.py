@@ -80,3 +80,16 @@ def test_the_shrink_arm_is_the_default_with_shrink_to_fit_and_runs_only_when_nam
         _result(tmp_path, 60, dataset, "ADMM+ens+shrink", arm)
     assert ("ADMM+ens vs ADMM+ens+shrink (shared, 2 datasets): 0 wins / 1 ties / 1 losses"
             in script.table(tmp_path))  # compared with the default in the table
+
+
+def test_autogluon_s_newer_best_preset_is_a_peer_of_its_own_in_the_rule(tmp_path, load_script):
+    script = load_script("vs_automl")
+    assert script.AUTOGLUON_PRESETS["AutoGluon-v150"] == "best_quality_v150"
+    for dataset, (ens, best, v150) in {"pc4": (0.93, 0.92, 0.94), "sonar": (0.90, 0.89, 0.91),
+                                       "adult": (0.91, 0.90, 0.92)}.items():
+        _result(tmp_path, 60, dataset, "ADMM+ens", ens)
+        _result(tmp_path, 60, dataset, "AutoGluon-best", best)
+        _result(tmp_path, 60, dataset, "AutoGluon-v150", v150)
+    rule = next(line for line in script.table(tmp_path).splitlines() if line.startswith("rule"))
+    assert "AutoGluon-best: ahead on 3 of 3 that differ (>= 2/3), mean higher -> met" in rule
+    assert "AutoGluon-v150: ahead on 0 of 3 that differ (< 2/3), mean not higher -> NOT met" in rule
