@@ -24,7 +24,8 @@ from .reporting.progress import watching
 from .reporting.report import leaderboard, write_report
 from .reporting.rundir import as_method, run_summary, write_run
 from .run import params
-from .run.deadline import Deadline, warn_overrun
+from .clock import Deadline
+from .run.deadline import warn_overrun
 from .run.inputs import check_fit_X, check_sensitive_features, check_target, check_X
 from .run.lock import run_lock
 from .final.refit import refit_models

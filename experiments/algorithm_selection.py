@@ -86,7 +86,7 @@ def run_one(dataset: str, X, y, method: str, seed: int, budget: float, out: Path
                            split_seed=SPLIT_SEED)  # 1 - AUROC
     objective = open_run(problem, seed, out_dir=out)
     splits = objective.ctx.splits
-    # no start_time, unlike the benchmark runner's runs: the budget is counted from the
+    # no deadline, unlike the benchmark runner's runs: the budget is counted from the
     # optimiser's start, after the set-up, as in the runs recorded in experiments/README.md
     optimizer = make_optimizer("select", space.encoding, objective, z_solver=METHODS[method],
                                time_budget=budget, seed=benchmark_seeds(seed).solvers,

@@ -375,7 +375,8 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     from admm_automl.evaluation.splits import resolve_cv
     from admm_automl.methods.driver import Budget
     from admm_automl.constraints.ranking import Constraints
-    from admm_automl.run.deadline import Deadline, refit_reserve
+    from admm_automl.clock import Deadline
+    from admm_automl.run.deadline import refit_reserve, trial_policy
     from admm_automl.final.library import PredictionLibrary
     from admm_automl.final.outcome import evaluations_of
     from admm_automl.final.refit import deployable_refit
@@ -398,11 +399,11 @@ def run_tpe(task: str, thresholds: dict, X: Any, y: np.ndarray, budget: float,
     constraints = Constraints(prepared.constraints, mode="filter")
     library = PredictionLibrary(len(y), len(ctx.splits), 0, rank=constraints.rank)
     objective = open_objective(ctx, executor=single_threaded_executor("process"),
-                               worst_loss=prepared.worst_loss, start_time=deadline.start,
-                               policy=deadline.trial_policy(None), observers=[library])
+                               worst_loss=prepared.worst_loss, deadline=deadline,
+                               policy=trial_policy(deadline, None), observers=[library])
     try:
         n_evals, _ = run_optuna(
-            space, objective, Budget(None, budget, start_time=deadline.start,
+            space, objective, Budget(None, deadline,
                                      reserve=lambda: refit_reserve(library, budget, False)),
             seed=seed, option="tpe", constraints=prepared.constraints)
     finally:

@@ -163,6 +163,7 @@ def run_one(problem_name: str, executor: str, method: str, *, seed: int,
             max_evals: int | None = None, time_budget: float | None = None,
             overhead_aware: bool | None = None) -> dict[str, Any]:
     """One timed run; returns the snapshots, the losses and the run's summary numbers."""
+    from admm_automl.clock import Deadline
     from admm_automl.methods.driver import Budget, Schedule
     from admm_automl.benchmarks import peers
     from admm_automl.benchmarks.runner import open_run, parse_method
@@ -205,7 +206,7 @@ def run_one(problem_name: str, executor: str, method: str, *, seed: int,
                 if sampler not in peers.OPTUNA_SAMPLERS:
                     return {"skipped": f"this checkout has no Optuna {sampler} peer"}
                 clock.t0 = time.perf_counter()
-                budget = Budget(max_evals, time_budget)
+                budget = Budget(max_evals, Deadline(time_budget))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     peers.run_optuna(problem.space, engine, budget, seed=seed, option=sampler)

@@ -323,6 +323,7 @@ def driver_run(workers: int, seed: int, budget: float, mean_cost: float,
     driver's CPU share, its CPU seconds per proposal (everything the driver's process does per
     trial: the solvers' asks, the engine's journal and cache, the ADMM steps) and the
     utilisation the workers would have if the driver were the only limit."""
+    from admm_automl.clock import Deadline
     from admm_automl.evaluation import PipelineObjective
     from admm_automl.journal import Journal
     from admm_automl.methods.driver import Schedule
@@ -344,11 +345,12 @@ def driver_run(workers: int, seed: int, budget: float, mean_cost: float,
     if profiler is not None:
         profiler.enable()
     try:
-        start = clock()
+        deadline = Deadline(budget, clock=clock)
+        start = deadline.start
         result = make_optimizer(
             "admm", task.space.encoding, objective, theta_solver="bo", z_solver=Z_SOLVER,
-            schedule=Schedule(16, 16, 128), time_budget=budget, seed=seed, clock=clock,
-            start_time=start, batch_size=workers, asynchronous=workers > 1, listeners=[Keep()],
+            schedule=Schedule(16, 16, 128), deadline=deadline, seed=seed,
+            batch_size=workers, asynchronous=workers > 1, listeners=[Keep()],
         ).run()
         wall, cpu = clock() - start, clock.cpu()
     finally:

@@ -54,6 +54,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..clock import Deadline
 from ..methods.driver import Budget, Schedule
 from ..exceptions import InvalidParameterError
 from ..space import PipelineSpace, load_space
@@ -269,7 +270,7 @@ def data_problem(
 
 def open_run(
     problem: Problem, seed: int, *, out_dir: "str | Path | None" = None,
-    start_time: float | None = None, trial_timeout: float | None = None,
+    deadline: Deadline | None = None, trial_timeout: float | None = None,
     cache_size: float | None = None, header: dict[str, Any] | None = None,
 ) -> Any:
     """The objective of run ``seed`` of ``problem``, through the run set-up of
@@ -279,10 +280,11 @@ def open_run(
     (:func:`~admm_automl.run.executor.single_threaded_executor`); the task is the problem's for
     ``seed``, with a prefix cache of ``cache_size`` MiB when given; ``header`` (default:
     ``problem.header(seed)``) is the first line of the journal, ``out_dir/journal.jsonl`` (in
-    memory without ``out_dir``); the records' times run from ``start_time`` (default: now).
+    memory without ``out_dir``); the records' times run on ``deadline`` (default: a clock started
+    now).
 
     Trials have a fixed ``trial_timeout`` or none, not the estimator's automatic timeouts and
-    probes (:meth:`~admm_automl.run.deadline.Deadline.trial_policy`), on purpose: every method
+    probes (:func:`~admm_automl.run.deadline.trial_policy`), on purpose: every method
     of a benchmark evaluates a pipeline the same way, whatever it has found so far.
     """
     from ..run.executor import single_threaded_executor
@@ -296,7 +298,7 @@ def open_run(
         task = replace(task, cache_size=cache_size)
     # no crash marks: a benchmark function cannot crash, and a pipeline problem runs isolated
     return open_objective(task, executor=executor, worst_loss=problem.worst_loss,
-                          output_dir=out_dir, header=header, start_time=start_time,
+                          output_dir=out_dir, header=header, deadline=deadline,
                           trial_timeout=trial_timeout, crash_marks=False)
 
 
@@ -314,8 +316,6 @@ def run(
     ``peer``, when given, is the search instead of the method's (which then only names the run):
     ``peer(space, engine, budget, seed=seed) -> (n_evals, stop_reason)``, as the Optuna and FLAML
     peers are called."""
-    from ..run.deadline import Deadline
-
     method = parse_method(method) if isinstance(method, str) else method
     if time_budget is None and max_evals is None:
         raise InvalidParameterError("give time_budget or max_evals (or both)")
@@ -329,13 +329,13 @@ def run(
     # No reserve: nothing is refitted after a benchmark run, the search is what is measured.
     header = problem.header(seed) if problem.header is not None else None
     deadline = Deadline(time_budget)
-    objective = open_run(problem, seed, out_dir=out, start_time=deadline.start,
+    objective = open_run(problem, seed, out_dir=out, deadline=deadline,
                          trial_timeout=trial_timeout, cache_size=method.cache_size, header=header)
     journal = objective.journal
     try:
         n_evals, stop_reason = _search(problem, method, objective, seed=seed, peer=peer,
-                                       max_evals=max_evals, time_budget=time_budget,
-                                       start=deadline.start, overhead_aware=overhead_aware,
+                                       max_evals=max_evals, deadline=deadline,
+                                       overhead_aware=overhead_aware,
                                        method_options=method_options or {})
     finally:
         objective.close()
@@ -383,14 +383,15 @@ def code_commit() -> str | None:
 
 
 def _search(problem: Problem, method: Method, objective: Any, *, seed: int,
-            max_evals: int | None, time_budget: float | None, start: float,
+            max_evals: int | None, deadline: Deadline,
             peer: Callable[..., tuple[int, str]] | None,
             overhead_aware: bool | None = None,
             method_options: dict[str, Any] | None = None) -> tuple[int, str]:
-    """Search ``objective`` by ``method`` (or by ``peer``) within the budget that started at
-    ``start``; returns (n_evals, stop_reason). Our methods come from the method registry, seeded
-    by :func:`~admm_automl.run.seeds.benchmark_seeds`; the peers take the run's seed as the int
-    their own generators are seeded with, and evaluate through the same objective."""
+    """Search ``objective`` by ``method`` (or by ``peer``) within ``max_evals`` and the time
+    budget of ``deadline``; returns (n_evals, stop_reason). Our methods come from the method
+    registry, seeded by :func:`~admm_automl.run.seeds.benchmark_seeds`; the peers take the run's
+    seed as the int their own generators are seeded with, and evaluate through the same
+    objective."""
     from ..methods.registry import make_optimizer
     from ..run.seeds import benchmark_seeds
 
@@ -398,13 +399,13 @@ def _search(problem: Problem, method: Method, objective: Any, *, seed: int,
         optimizer = make_optimizer(
             {"name": method.kind, "params": method.params}, problem.space.encoding, objective,
             theta_solver=method.theta_solver, z_solver=method.z_solver, rho=method.rho,
-            schedule=method.schedule, max_evals=max_evals, time_budget=time_budget,
-            seed=benchmark_seeds(seed).solvers, n_train=problem.n_train, start_time=start,
+            schedule=method.schedule, max_evals=max_evals, deadline=deadline,
+            seed=benchmark_seeds(seed).solvers, n_train=problem.n_train,
             space=problem.space, overhead_aware=overhead_aware, **(method_options or {}),
         )
         result = optimizer.run()
         return result.n_evals, result.stop_reason
-    budget = Budget(max_evals, time_budget, start_time=start)
+    budget = Budget(max_evals, deadline)
     if peer is not None:
         return peer(problem.space, objective, budget, seed=seed)
     peer = {"optuna": run_optuna, "flaml": run_flaml, "smac3": run_smac}[method.kind]

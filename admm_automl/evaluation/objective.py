@@ -35,6 +35,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from ..clock import Deadline
 from ..journal import Journal, make_record, observation_of
 from ..records import Observation, Request
 from .policy import PROBE_FIDELITY, TrialPolicy
@@ -103,9 +104,10 @@ class PipelineObjective:
         Loss given to failed, timed-out and memory-exhausted pipelines.
     policy : TrialPolicy, optional
         The trials' timeout and probe rules (default: none but the end of the time budget).
-    start_time : float, optional
-        ``time.monotonic()`` value from which the records' ``time`` runs (default: now); a resumed
-        journal's times continue after its last one.
+    deadline : Deadline, optional
+        The run's clock (:class:`~admm_automl.clock.Deadline`): the records' ``time`` is its
+        elapsed seconds (default: a clock started now); a resumed journal's times continue after
+        its last one.
     observers : sequence of Observer
         Told of every recorded evaluation, and of the replayed ones now.
     crash_marks : bool, default=True
@@ -127,7 +129,7 @@ class PipelineObjective:
         *,
         worst_loss: float,
         policy: TrialPolicy | None = None,
-        start_time: float | None = None,
+        deadline: Deadline | None = None,
         observers: Sequence[Observer] = (),
         crash_marks: bool = True,
     ) -> None:
@@ -151,7 +153,8 @@ class PipelineObjective:
                 for observer in self.observers:
                     observer.observed(rec, observation_of(rec), learner, None)
         elapsed = max((float(r.get("time") or 0.0) for r in journal.records), default=0.0)
-        self._t0 = (time.monotonic() if start_time is None else start_time) - elapsed
+        self.deadline = Deadline(None) if deadline is None else deadline
+        self._resumed_seconds = elapsed  # a resumed journal's times continue after its last
         self.crash_marks = (crash_marks and getattr(executor, "in_process", False)
                             and journal.path is not None)
         for mark in journal.unfinished:
@@ -397,8 +400,8 @@ class PipelineObjective:
         record = make_record(
             self.journal.next_id(), key, request, result, config=config,
             pipeline=" -> ".join(config[m] for m in space.encoding.module_names),
-            worst_loss=self.worst_loss, time=time.monotonic() - self._t0, tags=tags,
-            stopped=stopped,
+            worst_loss=self.worst_loss, time=self.deadline.elapsed() + self._resumed_seconds,
+            tags=tags, stopped=stopped,
         )
         observation = observation_of(record)
         # observers first: the library writes the predictions it keeps to the run directory

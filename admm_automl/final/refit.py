@@ -31,10 +31,11 @@ import os
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from ..clock import Deadline
 from ..constraints.base import combine_splits, measure_all
 from ..constraints.ranking import Constraints
 from ..evaluation.data import take_rows
@@ -99,15 +100,6 @@ def overrun_tolerance(budget: float) -> float:
     return max(1.0, 0.02 * budget)
 
 
-class Clock(Protocol):
-    """What the refit reads of the run's clock (:class:`admm_automl.run.deadline.Deadline`): the
-    time budget (None: none) and the seconds left of it."""
-
-    budget: float | None
-
-    def left(self) -> float | None: ...
-
-
 #: how many other pipelines that met every constraint in the search are refitted, best first,
 #: when the refitted best misses a constraint measured on the model itself: each try costs a refit,
 #: and past the first few the candidates' scores fall while a size or a latency rarely changes
@@ -136,7 +128,7 @@ def refit(context: TrialContext, z: Sequence[int], theta: np.ndarray, X: Any, y:
     return pipeline, time.perf_counter() - start
 
 
-def affordable_rows(ctx: TrialContext, evaluation: Evaluation, deadline: Clock
+def affordable_rows(ctx: TrialContext, evaluation: Evaluation, deadline: Deadline
                     ) -> np.ndarray | None:
     """The rows the best evaluation's pipeline is refitted on when it was evaluated on a
     subsample only (a probe, a low rung) and its estimated refit on all rows
@@ -171,7 +163,7 @@ def affordable_rows(ctx: TrialContext, evaluation: Evaluation, deadline: Clock
 
 
 def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.ndarray,
-                 fitted: dict[str, Any], ensemble_size: int, deadline: Clock,
+                 fitted: dict[str, Any], ensemble_size: int, deadline: Deadline,
                  stacking: bool = True) -> dict[str, Any]:
     """``best_pipeline_`` (and ``refit_time_``, ``deployed_constraints_``, and the ``best_*``
     attributes and ``feasible_`` when the refit check of the module docstring returns another
@@ -248,7 +240,7 @@ def _one_repeat(splits: Sequence[Any]) -> list[Any]:
 
 def deployable_refit(ctx: TrialContext, constraints: Constraints,
                      evaluations: Sequence[Evaluation], best: Pick, X: Any, y: np.ndarray,
-                     deadline: Clock, feasible: bool
+                     deadline: Deadline, feasible: bool
                      ) -> tuple[Any, float, dict[str, float], Deployable | None]:
     """The refit check of the module docstring: ``best`` (``(z, θ, observation)`` of the run's
     best evaluation among ``evaluations``; ``feasible``: whether it met every constraint) refitted

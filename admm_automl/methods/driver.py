@@ -31,6 +31,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..clock import Deadline
 from ..constraints.ranking import Constraints
 from ..exceptions import BudgetExhausted, DriverBoundWarning, InvalidParameterError
 from ..records import NO_WORKER_LEFT, Observation, Request, Status
@@ -102,38 +103,42 @@ class Schedule:
 
 
 class Budget:
-    """The limits of a run: ``max_evals`` new evaluations and/or ``time_budget`` seconds of wall
-    clock counted from ``start_time`` (a ``clock()`` value; default: when the budget is made),
-    optimiser overhead included. ``reserve()``, when given, is the seconds of the budget kept back
-    for work after the run (the estimator's refit); it is read at every check, so it may grow
-    with what the run learns."""
+    """The limits of a run: ``max_evals`` new evaluations and/or the time budget of ``deadline``
+    (the run's one clock, :class:`~admm_automl.clock.Deadline`; a caller that starts it early
+    counts its own set-up, such as starting worker processes), optimiser overhead included.
+    ``reserve()``, when given, is the seconds of the budget kept back for work after the run (the
+    estimator's refit); it is read at every check, so it may grow with what the run learns."""
 
     def __init__(
         self,
         max_evals: int | None,
-        time_budget: float | None,
+        deadline: Deadline,
         *,
-        clock: Callable[[], float] = time.monotonic,
-        start_time: float | None = None,
         reserve: Callable[[], float] | None = None,
     ) -> None:
-        if max_evals is None and time_budget is None:
+        if max_evals is None and deadline.budget is None:
             raise InvalidParameterError("give max_evals or time_budget (or both)")
         self.max_evals = max_evals
-        self.time_budget = time_budget
-        self.clock = clock
-        self.t0 = clock() if start_time is None else start_time
+        self.deadline = deadline
         self.reserve = reserve
 
+    @property
+    def time_budget(self) -> float | None:
+        return self.deadline.budget
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.deadline.clock
+
     def elapsed(self) -> float:
-        return self.clock() - self.t0
+        return self.deadline.elapsed()
 
     def time_left(self) -> float | None:
         """Seconds left for the run: the budget less the time elapsed and the reserve."""
-        if self.time_budget is None:
+        left = self.deadline.left()
+        if left is None:
             return None
-        reserved = 0.0 if self.reserve is None else float(self.reserve())
-        return self.time_budget - self.elapsed() - reserved
+        return left - (0.0 if self.reserve is None else float(self.reserve()))
 
 
 class RunListener:
@@ -202,9 +207,13 @@ class RunOptions:
         Stop when this many consecutive iterations make no new evaluation (space exhausted).
     batch_size : int
         Suggestions per batch for batch-capable solvers (the number of parallel workers).
-    clock, start_time : callable, float, optional
-        The clock of the time budget and the ``clock()`` value it runs from (default: the start of
-        the run), so a caller can count its own set-up, such as starting worker processes.
+    clock : callable, default=time.monotonic
+        The clock of the time budget (a test simulates time with its own).
+    deadline : Deadline, optional
+        The run's clock when the caller started it before the run, so that the budget counts the
+        caller's set-up too (the estimator's data checks and worker start-up); it carries the
+        time budget and the clock (``time_budget`` and ``clock``, if given too, must be its own).
+        Default: ``Deadline(time_budget, clock=clock)`` started with the run.
     reserve : callable, optional
         Seconds of the time budget to keep back for the caller's work after the run (the
         estimator's refit), asked at every check (:class:`Budget`).
@@ -233,12 +242,22 @@ class RunOptions:
     max_idle_iterations: int = 5
     batch_size: int = 1
     clock: Callable[[], float] = time.monotonic
-    start_time: float | None = None
+    deadline: Deadline | None = None
     reserve: Callable[[], float] | None = None
     asynchronous: bool = False
     overhead_aware: bool | None = None
 
     def __post_init__(self) -> None:
+        if self.deadline is not None:
+            if (self.time_budget not in (None, self.deadline.budget)
+                    or self.clock not in (time.monotonic, self.deadline.clock)):
+                raise InvalidParameterError(
+                    f"time_budget={self.time_budget!r} or clock={self.clock!r} differs from "
+                    f"the deadline's ({self.deadline.budget!r}, {self.deadline.clock!r}): give "
+                    "the time budget and its clock once, as deadline= or as time_budget= and "
+                    "clock=")
+            object.__setattr__(self, "time_budget", self.deadline.budget)
+            object.__setattr__(self, "clock", self.deadline.clock)
         if self.max_evals is None and self.time_budget is None:
             raise InvalidParameterError("give max_evals or time_budget (or both)")
 
@@ -273,9 +292,10 @@ class RunOptions:
         return self._seed_streams()[2]
 
     def recorder(self, encoding: Encoding, engine: Engine, constraints: Constraints) -> "Recorder":
-        """A recorder over ``engine`` with this run's budget, starting now (or at start_time)."""
-        budget = Budget(self.max_evals, self.time_budget, clock=self.clock,
-                        start_time=self.start_time, reserve=self.reserve)
+        """A recorder over ``engine`` with this run's budget, on ``deadline`` (default: a clock
+        started now)."""
+        deadline = self.deadline or Deadline(self.time_budget, clock=self.clock)
+        budget = Budget(self.max_evals, deadline, reserve=self.reserve)
         return Recorder(encoding, engine, budget, constraints, listeners=self.listeners,
                         workers=self.batch_size)
 

@@ -155,7 +155,7 @@ def make_optimizer(
     the fraction of training rows it is first trained on: :class:`SelectionOptimizer`) are
     ``select``'s only. ``common`` goes to every method: ``max_evals``, ``time_budget``, ``seed``,
     ``schedule``, ``constraints``, ``penalty_weight``, ``callback``, ``batch_size``,
-    ``start_time``, ..."""
+    ``deadline``, ..."""
     spec, params = get_method(method)
     given = [key for key in SELECT_ONLY if key in common]
     if given and spec.name != "select":

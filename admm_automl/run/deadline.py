@@ -1,9 +1,9 @@
-"""The time policy of a run, in one place: one clock, and every decision the time budget drives.
+"""The time policy of a run, in one place: every decision the time budget drives.
 
 ``time_budget`` covers all of ``fit``: set-up and worker start-up, the search, its overhead and
-the refit after it. :class:`Deadline` is the one clock, started when ``fit`` starts and handed to
-the set-up, the search and the refit, instead of start times and "time left" passed separately.
-The decisions it drives:
+the refit after it. Its one clock, :class:`~admm_automl.clock.Deadline`, is started when ``fit``
+starts and handed to the set-up, the search's budget, the objective and the refit, instead of
+start times and "time left" passed separately. The decisions it drives, here:
 
 * the **reserve**: a time-budgeted search keeps back the estimated refit of its best pipeline and,
   with the ensemble on, of its next best evaluations (:func:`refit_reserve`);
@@ -21,17 +21,16 @@ The decisions it drives:
   serial one) or the refit did (:func:`warn_overrun`).
 
 The timeout and probe rules are applied by the objective as a
-:class:`~admm_automl.evaluation.policy.TrialPolicy` (:meth:`Deadline.trial_policy`); their values
+:class:`~admm_automl.evaluation.policy.TrialPolicy` (:func:`trial_policy`); their values
 live here.
 """
 
 from __future__ import annotations
 
-import time
 import warnings
-from dataclasses import dataclass, field
 from typing import Any
 
+from ..clock import Deadline
 from ..evaluation.policy import TrialPolicy
 # the refit's own time rules live with the refit; named here too, beside the rest of the policy
 from ..final.refit import overrun_tolerance, refit_threads
@@ -39,7 +38,7 @@ from ..exceptions import SearchError, TimeBudgetWarning
 
 __all__ = ["AUTO_MIN_TIMEOUT_FRACTION", "AUTO_TIMEOUT_FRACTION", "Deadline",
            "ENSEMBLE_RESERVE_MAX_FRACTION", "ENSEMBLE_RESERVE_MEMBERS", "PROBE_MIN_ROWS",
-           "check_time_budget", "refit_reserve", "refit_threads", "warn_overrun"]
+           "check_time_budget", "refit_reserve", "refit_threads", "trial_policy", "warn_overrun"]
 
 #: a trial may take at most this fraction of the time left: with a quarter, at least three more
 #: trials as slow as the slowest allowed one still fit after it, so no single pipeline can take a
@@ -62,29 +61,15 @@ ENSEMBLE_RESERVE_MEMBERS = 4
 ENSEMBLE_RESERVE_MAX_FRACTION = 0.2
 
 
-@dataclass(frozen=True)
-class Deadline:
-    """The clock of one ``fit``: ``budget`` seconds (None: no time budget) from ``start``, a
-    :func:`time.monotonic` value (default: now)."""
-
-    budget: float | None
-    start: float = field(default_factory=time.monotonic)
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
-
-    def left(self) -> float | None:
-        """Seconds left of the budget (negative once it is over; None: no budget)."""
-        return None if self.budget is None else self.budget - self.elapsed()
-
-    def trial_policy(self, trial_timeout: float | None) -> TrialPolicy:
-        """The trials' rules: a fixed ``trial_timeout``; or, under a time budget, a timeout of a
-        quarter of the time left (at least a tenth of the budget) and probes on large data."""
-        if trial_timeout is not None or self.budget is None:
-            return TrialPolicy(trial_timeout=trial_timeout, probe_min_rows=PROBE_MIN_ROWS)
-        return TrialPolicy(timeout_fraction=AUTO_TIMEOUT_FRACTION,
-                           min_timeout=self.budget * AUTO_MIN_TIMEOUT_FRACTION,
-                           probe_min_rows=PROBE_MIN_ROWS)
+def trial_policy(deadline: Deadline, trial_timeout: float | None) -> TrialPolicy:
+    """The trials' rules: a fixed ``trial_timeout``; or, under ``deadline``'s time budget, a
+    timeout of a quarter of the time left (at least a tenth of the budget) and probes on large
+    data."""
+    if trial_timeout is not None or deadline.budget is None:
+        return TrialPolicy(trial_timeout=trial_timeout, probe_min_rows=PROBE_MIN_ROWS)
+    return TrialPolicy(timeout_fraction=AUTO_TIMEOUT_FRACTION,
+                       min_timeout=deadline.budget * AUTO_MIN_TIMEOUT_FRACTION,
+                       probe_min_rows=PROBE_MIN_ROWS)
 
 
 def refit_reserve(library: Any, time_budget: float, ensemble: bool) -> float:

@@ -29,7 +29,7 @@ from ..journal import Journal
 from ..methods.driver import RunListener, Schedule, tell
 from ..methods.registry import get_method, make_optimizer
 from ..space.space import PipelineSpace
-from .deadline import Deadline, check_time_budget, refit_reserve
+from .deadline import Deadline, check_time_budget, refit_reserve, trial_policy
 from .executor import make_executor
 from .header import run_header
 from .lock import run_directory
@@ -43,12 +43,12 @@ logger = logging.getLogger(__name__)
 def open_objective(
     task_or_context: Any, *, executor: Any, worst_loss: float, output_dir: Any = None,
     header: Mapping[str, Any] | None = None, resume: bool = True,
-    trial_timeout: float | None = None, start_time: float | None = None,
+    trial_timeout: float | None = None, deadline: Deadline | None = None,
     policy: TrialPolicy | None = None, observers: Sequence[Any] = (), crash_marks: bool = True,
 ) -> PipelineObjective:
     """The cached, journaled objective over a task (a :class:`TrialContext` or any object with
-    ``space`` and ``run``); the journal is ``output_dir/journal.jsonl`` when a directory is given.
-    The trials follow ``policy`` (default: a fixed ``trial_timeout``, or none); ``observers`` are
+    ``space`` and ``run``); the journal is ``output_dir/journal.jsonl`` when a directory is given,
+    its records timed on ``deadline`` (default: a clock started now). The trials follow ``policy`` (default: a fixed ``trial_timeout``, or none); ``observers`` are
     told of every recorded evaluation (e.g. a
     :class:`~admm_automl.final.library.PredictionLibrary`);
     ``crash_marks``: see :class:`~admm_automl.evaluation.objective.PipelineObjective`."""
@@ -56,7 +56,7 @@ def open_objective(
     journal = Journal(path, dict(header or {}), resume=resume)
     policy = TrialPolicy(trial_timeout=trial_timeout) if policy is None else policy
     return PipelineObjective(task_or_context, executor, journal, worst_loss=worst_loss,
-                             policy=policy, start_time=start_time, observers=observers,
+                             policy=policy, deadline=deadline, observers=observers,
                              crash_marks=crash_marks)
 
 
@@ -146,8 +146,8 @@ def _search(s: SearchSettings, prepared: Task, space: PipelineSpace, executor: A
     try:
         objective = open_objective(
             ctx, executor=executor, worst_loss=prepared.worst_loss, output_dir=s.output_dir,
-            header=header, resume=s.resume, start_time=deadline.start,
-            policy=deadline.trial_policy(s.trial_timeout), observers=[library],
+            header=header, resume=s.resume, deadline=deadline,
+            policy=trial_policy(deadline, s.trial_timeout), observers=[library],
         )
     except ResumeError as err:
         if s.cv != "auto" or "splits." not in str(err):
@@ -186,9 +186,8 @@ def _search(s: SearchSettings, prepared: Task, space: PipelineSpace, executor: A
             schedule=Schedule.of(s.inner_iter, s.inner_iter_step, s.inner_iter_max),
             constraints=prepared.constraints, constraint_mode=s.constraint_mode,
             penalty_weight=s.penalty_weight, n_train=len(prepared.context.splits[0].train),
-            max_evals=max_evals, time_budget=s.time_budget, seed=seed,
+            max_evals=max_evals, deadline=deadline, seed=seed,
             batch_size=workers, asynchronous=s.asynchronous and workers > 1,
-            start_time=deadline.start,
             reserve=reserve, listeners=tuple(listeners), warm_start=warm_start,
         )
         result = optimizer.run()

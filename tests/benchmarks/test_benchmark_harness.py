@@ -339,6 +339,7 @@ def test_optuna_peer_given_constraints_steers_tpe_to_feasible_pipelines():
     from dataclasses import dataclass, replace
 
     from admm_automl.benchmarks.peers import run_optuna
+    from admm_automl.clock import Deadline
     from admm_automl.methods.driver import Budget
     from admm_automl.testing import SYNTHETIC, ToyEngine, synthetic_loss
 
@@ -366,7 +367,7 @@ def test_optuna_peer_given_constraints_steers_tpe_to_feasible_pipelines():
     picks = {}
     for label, constraints in (("constrained", [Size()]), ("plain", [])):
         evaluate, chosen = engine()
-        n, reason = run_optuna(space, evaluate, Budget(60, None), seed=0, option="tpe",
+        n, reason = run_optuna(space, evaluate, Budget(60, Deadline(None)), seed=0, option="tpe",
                                constraints=constraints)
         assert (n, reason) == (60, "max_evals")
         picks[label] = chosen[30:].count("b")

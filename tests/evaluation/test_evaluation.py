@@ -189,6 +189,28 @@ def test_identical_requests_are_answered_from_the_cache():
     assert objective.journal.records[-1]["n_train"] == int(np.ceil(0.25 * 455))
 
 
+def test_the_records_are_timed_on_the_run_s_clock_and_a_resumed_journal_continues_it(tmp_path):
+    from admm_automl.clock import Deadline
+    from admm_automl.testing import FakeClock
+
+    clock = FakeClock()
+    deadline = Deadline(None, clock=clock)
+    clock.now = 7.0  # the set-up before the first trial counts
+    path = tmp_path / "journal.jsonl"
+    objective = PipelineObjective(context(), SerialExecutor(), Journal(path), worst_loss=1.0,
+                                  deadline=deadline)
+    objective([Request(z_of("gnb"), THETA)])
+    objective.close()
+    assert objective.journal.records[-1]["time"] == 7.0
+    clock.now = 100.0
+    resumed = PipelineObjective(context(), SerialExecutor(), Journal(path), worst_loss=1.0,
+                                deadline=Deadline(None, clock=clock))
+    clock.now = 102.0
+    resumed([Request(z_of("raiser"), THETA)])
+    resumed.close()
+    assert resumed.journal.records[-1]["time"] == 7.0 + 2.0  # after the earlier session's last
+
+
 @pytest.mark.slow
 def test_process_executor_stops_a_runaway_fit_and_enforces_the_memory_limit():
     executor = ProcessExecutor(n_workers=1, memory_limit_mb=1500)

@@ -263,6 +263,7 @@ def test_the_recorders_incumbent_is_the_first_best_by_rank_at_every_record():
     from types import SimpleNamespace
 
     from admm_automl.constraints.ranking import Constraints
+    from admm_automl.clock import Deadline
     from admm_automl.methods.driver import Budget, Recorder
 
     rng = np.random.default_rng(0)
@@ -278,7 +279,7 @@ def test_the_recorders_incumbent_is_the_first_best_by_rank_at_every_record():
     feed = iter(observations)
     constraints = Constraints([SimpleNamespace(key="size", threshold=1.0, sense="<=")])
     recorder = Recorder(ENC, lambda requests, **kw: [next(feed) for _ in requests],
-                        Budget(None, 1e9), constraints)
+                        Budget(None, Deadline(1e9)), constraints)
     z = tuple(0 for _ in ENC.module_names)
     point = (z, ENC.project(np.zeros(len(ENC.discrete))), 1.0)
     for i in range(len(observations)):
@@ -410,6 +411,7 @@ def test_a_run_left_without_workers_is_not_said_to_have_used_up_its_time_budget(
     """Workers killed over and over leave trials never begun: the run ends for want of workers,
     which stop_reason_ says, not "time_budget" (with max_evals and no time budget at all)."""
     from admm_automl.exceptions import BudgetExhausted
+    from admm_automl.clock import Deadline
     from admm_automl.methods.driver import Budget, Recorder
     from admm_automl.constraints.ranking import Constraints
 
@@ -418,7 +420,7 @@ def test_a_run_left_without_workers_is_not_said_to_have_used_up_its_time_budget(
         cut = Observation(1.0, Status.CANCELLED, error=error, budget_stop=True)
         return [ran, *[cut] * (len(requests) - 1)]
 
-    recorder = Recorder(ENC, engine, Budget(12, time_budget), Constraints())
+    recorder = Recorder(ENC, engine, Budget(12, Deadline(time_budget)), Constraints())
     z = tuple(0 for _ in ENC.module_names)
     with pytest.raises(BudgetExhausted) as stop:
         recorder.evaluate([(z, ENC.project(np.zeros(len(ENC.discrete))), 1.0)] * 3, "z")

@@ -283,6 +283,7 @@ def test_a_cache_hit_answered_at_submit_is_never_in_flight_and_recorded_once(mak
     and that collect records it once, as a cache hit: listeners, ``on_done``, the evaluation
     count and the incumbent see it as before."""
     from admm_automl.constraints.ranking import Constraints
+    from admm_automl.clock import Deadline
     from admm_automl.methods.driver import Budget, Recorder
 
     engine = make_engine(SYNTHETIC, duration=_durations, clock=fake_clock)
@@ -295,7 +296,7 @@ def test_a_cache_hit_answered_at_submit_is_never_in_flight_and_recorded_once(mak
         def evaluated(self, recorder, items):
             seen["evaluated"].append([(i.z, i.observation.cached) for i in items])
 
-    recorder = Recorder(SYNTHETIC.encoding, engine, Budget(10, None, clock=lambda: fake_clock.now),
+    recorder = Recorder(SYNTHETIC.encoding, engine, Budget(10, Deadline(None, clock=lambda: fake_clock.now)),
                         Constraints(()), listeners=[_Listen()], workers=4)
     configs = []
     view = recorder.pending.view(lambda p: configs.append(p[0]) or p[0])

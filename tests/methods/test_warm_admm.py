@@ -248,12 +248,13 @@ def test_a_pipeline_feasible_on_a_subsample_is_confirmed_on_all_rows(make_engine
 
 # ----------------------------------------------------------------------------- time-outs
 def test_a_trial_stopped_at_its_time_limit_is_counted_as_such_not_as_failed(make_engine):
+    from admm_automl.clock import Deadline
     from admm_automl.methods.driver import Budget, Recorder
     from admm_automl.reporting.rundir import evaluations_note
 
     engine = make_engine(SPACE, duration=lambda c: 50.0 if c["model"] == "m0" else 1.0,
                          timeout=5.0)
-    recorder = Recorder(ENC, engine, Budget(10, None), Constraints())
+    recorder = Recorder(ENC, engine, Budget(10, Deadline(None)), Constraints())
     recorder.evaluate([SPACE.encode(c) + (1.0,) for c in PORTFOLIO[:3]], "z")
     assert (recorder.n_evals, recorder.n_failed, recorder.n_timeouts) == (3, 0, 1)
     assert evaluations_note(0, 1) == "0 failed, 1 stopped at their time limit"
@@ -299,11 +300,12 @@ def test_the_budget_left_is_measured_from_the_first_evaluation(make_engine, fake
     """Set-up before the first evaluation (data checks, worker start-up) is not an evaluation's
     cost: 30 s of it, then 2 s evaluations, leave 30 evaluations of a 120 s budget's 60 s left,
     not 60 / 16."""
+    from admm_automl.clock import Deadline
     from admm_automl.methods.driver import Budget, Recorder
 
     fake_clock.now = 30.0
     engine = make_engine(SPACE, duration=2.0, clock=fake_clock)
-    recorder = Recorder(ENC, engine, Budget(None, 120.0, clock=fake_clock, start_time=0.0),
+    recorder = Recorder(ENC, engine, Budget(None, Deadline(120.0, start=0.0, clock=fake_clock)),
                         Constraints())
     assert recorder.evaluations_left() == math.inf
     recorder.evaluate([SPACE.encode(c) + (1.0,) for c in PORTFOLIO[:2]] * 1, "z")
