@@ -84,12 +84,16 @@ RESULTS = REPO / "experiments" / "results" / "vs_automl"
 LODO_FILE = REPO / "experiments" / "portfolio_lodo.yaml"
 #: scikit-learn's bundled tasks with their natural test metric
 BUNDLED = {"digits": "accuracy", "diabetes": "r2"}
-METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "FLAML", "AutoGluon", "AutoGluon-best",
+METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "FLAML", "AutoGluon", "AutoGluon-best",
            "AutoGluon-v150", "RF", "TPOT")
 #: variants of the default that run only when ``--methods`` names them (a campaign's arm)
-OPT_IN = ("ADMM+ens+shrink",)
+OPT_IN = ("ADMM+ens+shrink", "ADMM+ens+shrink3k")
+#: ``ADMM+ens+shrink3k`` turns ``shrink_to_fit`` on only from this many training rows: the arm of
+#: the rule in experiments/README.md ("the shrink on larger data only"), where on smaller data
+#: a shrunk forest is cheap, the runs make many more trials, and the choice among them is noisier
+SHRINK_MIN_ROWS = 3000
 #: the methods whose result records the ensemble's weights and kind
-ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink")
+ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k")
 #: AutoGluon-Tabular's presets per method
 AUTOGLUON_PRESETS = {"AutoGluon": "medium_quality", "AutoGluon-best": "best_quality",
                      "AutoGluon-v150": "best_quality_v150"}
@@ -143,16 +147,23 @@ def lodo_portfolio(name: str) -> object:
                                    if task in entry}}
 
 
-def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 0):
+def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 0,
+               n_train: int | None = None):
     """``(model, fit keyword arguments)`` of one method. ``ADMM+ens-<z>`` (``ADMM-<z>``) is the
     default with the z-solver ``<z>`` (``ADMM+ens-blds``), for the comparison of z-solvers;
-    ``+shrink`` turns ``shrink_to_fit`` on (``ADMM+ens+shrink``)."""
+    ``+shrink`` turns ``shrink_to_fit`` on (``ADMM+ens+shrink``), ``+shrink3k`` only from
+    :data:`SHRINK_MIN_ROWS` training rows (``n_train``)."""
     if method.startswith("ADMM"):
         from admm_automl import ADMMClassifier, ADMMRegressor
 
         base, _, z_solver = method.partition("-")
-        shrink = base.endswith("+shrink")
-        base = base.removesuffix("+shrink")
+        if base.endswith("+shrink3k"):
+            if n_train is None:
+                raise ValueError(f"{method} needs n_train, the training rows")
+            shrink = n_train >= SHRINK_MIN_ROWS
+        else:
+            shrink = base.endswith("+shrink")
+        base = base.removesuffix("+shrink3k").removesuffix("+shrink")
         cls = ADMMClassifier if task == "classification" else ADMMRegressor
         return cls(time_budget=budget, random_state=seed, portfolio=lodo_portfolio(dataset),
                    n_jobs=1,
@@ -252,7 +263,7 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
     the ``ADMM`` result: its search's best single pipeline, refitted)."""
     warnings.simplefilter("ignore")
     X_train, X_test, y_train, y_test, task, metric = load_split(dataset, data_dir, seed)
-    model, fit_kwargs = make_model(method, dataset, task, budget, seed)
+    model, fit_kwargs = make_model(method, dataset, task, budget, seed, n_train=len(y_train))
     if method in AUTOGLUON_PRESETS:
         model, fit_time, best = fit_autogluon(method, X_train, y_train, X_test, task, metric,
                                               budget)
