@@ -32,10 +32,6 @@ class Deadline:
         if self.start is None:
             object.__setattr__(self, "start", self.clock())
 
-    def now(self) -> float:
-        """The clock's reading (``clock()``)."""
-        return self.clock()
-
     def elapsed(self) -> float:
         """Seconds since ``start``."""
         return self.clock() - self.start
