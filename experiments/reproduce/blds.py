@@ -115,6 +115,18 @@ CLAIMS = [
         Best(0.7, 0.05), **COMMON,
     ),
     Claim(
+        "early_paper_reading_even_dar",
+        "the `early` claim with BLDS(1) in the paper's other readings and the Even-Dar radius — "
+        "the reading that has full-data models from 0.3T where BLDS(1) as read has none until "
+        "T. Rule written 2026-12-01 05:15 UTC, before any of the rivals' runs in the root they "
+        "share (results/blds-open); the reading's own runs were made and compared with BLDS(1) "
+        "as read (`reading_paper_even_dar`) before it",
+        DATASETS, {**{m: v for m, v in METHODS.items() if m != "BLDS(1)"},
+                   "BLDS(1) paper reading, Even-Dar": PAPER_READING_EVEN_DAR},
+        "BLDS(1) paper reading, Even-Dar", tuple(m for m in METHODS if m != "BLDS(1)"),
+        Best(0.7, 0.05), **COMMON,
+    ),
+    Claim(
         "catch_up",
         "when running longer the other schemes catch up with BLDS(1): they 'return objective "
         "values competitive to those found by BLDS(1)' (Section 4, Fig. 1); our reading: BLDS(1) "
@@ -169,7 +181,7 @@ def smoke(claims: list[Claim]) -> list[Claim]:
     out = []
     for c in claims:
         if c.name in ("disc", "early_even_dar", "reading_paper", "reading_paper_even_dar",
-                      "early_paper_reading"):
+                      "early_paper_reading", "early_paper_reading_even_dar"):
             continue
         two = {k: v for k, v in c.methods.items() if k in (c.method, c.against[0])}
         out.append(replace(c, seeds=(0,) if c.name in own else (0, 1), methods=two,
