@@ -221,6 +221,13 @@ class ADMM(BaseEstimator):
         AutoGluon's second layer), used instead of the weighted average when its own
         out-of-fold loss is lower (:mod:`admm_automl.final.stacking`). Its members are refitted
         (or bagged) like the ensemble's, within the time budget.
+    ensemble_check : {"in_sample", "held_out"}, default="in_sample"
+        How an ensemble is judged against the best pipeline: ``"in_sample"`` by the pooled
+        validation loss its selection minimised; ``"held_out"`` also on validation rows it was
+        not chosen on — the rows cut in two halves, the selection and the single best chosen on
+        one and scored on the other, both ways — so that on small data an ensemble whose gain
+        is its own fit to the validation rows is not used
+        (:func:`admm_automl.final.ensemble.held_out_losses`).
     bagging : bool, default=True
         With cross-validation and no constraints, the ensemble's members are bags: the fold
         models their evaluation fitted, kept from the search and averaged (AutoGluon's bagged
@@ -318,7 +325,8 @@ class ADMM(BaseEstimator):
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
         task: str = "auto", portfolio: Any = "auto", ensemble_size: int = 16,
-        stacking: bool = True, bagging: bool = True, callbacks: Any = None,
+        stacking: bool = True, ensemble_check: str = "in_sample", bagging: bool = True,
+        callbacks: Any = None,
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver
@@ -354,6 +362,7 @@ class ADMM(BaseEstimator):
         self.portfolio = portfolio
         self.ensemble_size = ensemble_size
         self.stacking = stacking
+        self.ensemble_check = ensemble_check
         self.bagging = bagging
         self.callbacks = callbacks
 
@@ -401,7 +410,7 @@ class ADMM(BaseEstimator):
                 try:
                     fitted = fitted_attributes(outcome, space)
                     fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size,
-                                               deadline, self.stacking))
+                                               deadline, self.stacking, self.ensemble_check))
                 finally:
                     outcome.close()  # the kept fold models, now in the ensemble or not needed
             warn_overrun(self.time_budget, outcome.executor, search_end, deadline.elapsed(),

@@ -84,16 +84,16 @@ RESULTS = REPO / "experiments" / "results" / "vs_automl"
 LODO_FILE = REPO / "experiments" / "portfolio_lodo.yaml"
 #: scikit-learn's bundled tasks with their natural test metric
 BUNDLED = {"digits": "accuracy", "diabetes": "r2"}
-METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "FLAML", "AutoGluon", "AutoGluon-best",
-           "AutoGluon-v150", "RF", "TPOT")
+METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout", "FLAML",
+           "AutoGluon", "AutoGluon-best", "AutoGluon-v150", "RF", "TPOT")
 #: variants of the default that run only when ``--methods`` names them (a campaign's arm)
-OPT_IN = ("ADMM+ens+shrink", "ADMM+ens+shrink3k")
+OPT_IN = ("ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout")
 #: ``ADMM+ens+shrink3k`` turns ``shrink_to_fit`` on only from this many training rows: the arm of
 #: the rule in experiments/README.md ("the shrink on larger data only"), where on smaller data
 #: a shrunk forest is cheap, the runs make many more trials, and the choice among them is noisier
 SHRINK_MIN_ROWS = 3000
 #: the methods whose result records the ensemble's weights and kind
-ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k")
+ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout")
 #: AutoGluon-Tabular's presets per method
 AUTOGLUON_PRESETS = {"AutoGluon": "medium_quality", "AutoGluon-best": "best_quality",
                      "AutoGluon-v150": "best_quality_v150"}
@@ -152,11 +152,14 @@ def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 
     """``(model, fit keyword arguments)`` of one method. ``ADMM+ens-<z>`` (``ADMM-<z>``) is the
     default with the z-solver ``<z>`` (``ADMM+ens-blds``), for the comparison of z-solvers;
     ``+shrink`` turns ``shrink_to_fit`` on (``ADMM+ens+shrink``), ``+shrink3k`` only from
-    :data:`SHRINK_MIN_ROWS` training rows (``n_train``)."""
+    :data:`SHRINK_MIN_ROWS` training rows (``n_train``); ``+heldout`` judges the ensemble on
+    held-out validation rows (``ensemble_check="held_out"``)."""
     if method.startswith("ADMM"):
         from admm_automl import ADMMClassifier, ADMMRegressor
 
         base, _, z_solver = method.partition("-")
+        check = {"ensemble_check": "held_out"} if base.endswith("+heldout") else {}
+        base = base.removesuffix("+heldout")
         if base.endswith("+shrink3k"):
             if n_train is None:
                 raise ValueError(f"{method} needs n_train, the training rows")
@@ -168,7 +171,7 @@ def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 
         return cls(time_budget=budget, random_state=seed, portfolio=lodo_portfolio(dataset),
                    n_jobs=1,
                    ensemble_size=0 if base == "ADMM" else 16, z_solver=z_solver or "cmab",
-                   **({"shrink_to_fit": True} if shrink else {})), {}
+                   **({"shrink_to_fit": True} if shrink else {}), **check), {}
     if method == "FLAML":
         from flaml import AutoML
 
@@ -300,9 +303,20 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
                                if name in ENSEMBLES else None),
                   "ensemble_kind": (getattr(model, "ensemble_kind_", None)
                                     if name in ENSEMBLES else None),
+                  # the validation loss of what predicts, for the validation-to-test gap
+                  "validation_loss": validation_loss(fitted),
                   **search_steps(model)}
         write_result(out.with_name(out.name.replace(method, name, 1)), result)
     return json.loads(out.read_text())
+
+
+def validation_loss(model) -> float | None:
+    """Of a package model: the validation loss of what predicts — the ensemble's pooled loss
+    when there is one, else the best pipeline's; None for another model."""
+    if not hasattr(model, "best_loss_"):
+        return None
+    ensemble = getattr(model, "ensemble_", None) is not None
+    return float(model.ensemble_loss_ if ensemble else model.best_loss_)
 
 
 def search_steps(model) -> dict:

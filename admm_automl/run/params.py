@@ -153,6 +153,10 @@ PARAMETERS: tuple[Param, ...] = (
     _p("stacking", True, v.BOOL, flag="--no-stacking", action="store_false",
        help="never fit a second layer on the ensemble members' out-of-fold predictions (by "
        "default one replaces the weighted ensemble when its own out-of-fold loss is lower)"),
+    _p("ensemble_check", "in_sample", v.options("in_sample", "held_out"),
+       flag="--ensemble-check", choices=["in_sample", "held_out"],
+       help="judge an ensemble against the best pipeline on the validation rows it was chosen "
+       "on (in_sample, the default) or also on rows it was not chosen on (held_out)"),
     _p("bagging", True, v.BOOL, flag="--no-bagging", action="store_false",
        help="refit every ensemble member on all rows (by default, with cross-validation and no "
        "constraints, the members are the bags of their fold models from the search)"),

@@ -81,6 +81,10 @@ def test_the_shrink_arm_is_the_default_with_shrink_to_fit_and_runs_only_when_nam
                                  n_train=script.SHRINK_MIN_ROWS)
     assert small.get_params() == default.get_params() and large.get_params() == shrink.get_params()
     assert "ADMM+ens+shrink3k" not in script.available_methods()
+    held, _ = script.make_model("ADMM+ens+heldout", "digits", "classification", 60.0, seed=2)
+    assert {**held.get_params(), "ensemble_check": "in_sample"} == default.get_params()
+    assert held.ensemble_check == "held_out"
+    assert "ADMM+ens+heldout" not in script.available_methods()
     for dataset, (ens, arm) in {"pc4": (0.93, 0.94), "sonar": (0.90, 0.90)}.items():
         _result(tmp_path, 60, dataset, "ADMM+ens", ens)
         _result(tmp_path, 60, dataset, "ADMM+ens+shrink", arm)

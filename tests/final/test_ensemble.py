@@ -11,6 +11,7 @@ import pytest
 from admm_automl import ADMMClassifier
 from admm_automl.constraints.bounds import ModelSize
 from admm_automl.constraints.latency import PredictionLatency
+from admm_automl.exceptions import InvalidParameterError
 from admm_automl.final.ensemble import ensemble_selection, prediction_loss
 from admm_automl.testing.spaces import diverse_space
 
@@ -195,3 +196,88 @@ def test_prediction_loss_matches_the_recorded_holdout_loss(breast_cancer):
     assert outcome.predictions
     for eval_id, values in outcome.predictions.items():
         assert loss(values) == pytest.approx(recorded[eval_id])
+
+
+@pytest.fixture(scope="module")
+def repeated_context(breast_cancer):
+    """The trial context of a short search with 3-fold cross-validation repeated twice: every
+    row validated once per repeat."""
+    from admm_automl.run.params import SearchSettings
+    from admm_automl.run.setup import run_search
+
+    X, y = breast_cancer
+    settings = SearchSettings(max_evals=2, ensemble_size=4, **{**SERIAL, "cv": 3})
+    outcome = run_search(X, y, settings, space=DIVERSE.for_task("classification"),
+                         task="classification", target_type="binary")
+    ctx = outcome.task.context
+    from admm_automl.evaluation.splits import make_splits
+
+    ctx.splits = make_splits(ctx.y, classification=True, cv=3, validation_size=0.2, seed=0,
+                             repeats=2)
+    outcome.close()
+    return ctx
+
+
+def test_the_halves_keep_a_rows_copies_together_and_the_classes_in_proportion(
+        repeated_context):
+    from admm_automl.final.ensemble import _halves, pooled_rows, pooled_targets
+
+    ctx = repeated_context
+    rows, y = pooled_rows(ctx), pooled_targets(ctx)
+    assert len(rows) == 2 * len(ctx.y)  # each row pooled once per repeat
+    first, second = _halves(ctx)
+    assert len(np.intersect1d(first, second)) == 0
+    assert np.array_equal(np.sort(np.concatenate([first, second])), np.arange(len(rows)))
+    assert not set(rows[first]) & set(rows[second])  # a row's copies in one half
+    assert abs(len(first) - len(second)) <= 2
+    assert y[first].mean() == pytest.approx(y.mean(), abs=0.01)  # stratified
+    assert np.array_equal(_halves(ctx)[0], first)  # the run's seed: the same halves again
+
+
+def test_the_held_out_check_sees_through_an_ensemble_fitted_to_the_validation_rows(
+        repeated_context):
+    """One informative candidate and 30 of pure noise: greedy selection on all the pooled rows
+    finds noise that lowers its loss below the single best's, a gain the held-out halves do not
+    show; two informative candidates with independent errors gain on both."""
+    from admm_automl.final.ensemble import _halves, held_out_losses, pooled_targets
+
+    ctx = repeated_context
+    y = pooled_targets(ctx).astype(float)
+    rng = np.random.default_rng(0)
+
+    def proba(p: np.ndarray) -> np.ndarray:
+        p = np.clip(p, 0.0, 1.0)
+        return np.column_stack([1.0 - p, p])
+
+    good = proba(y + rng.normal(0, 0.9, len(y)))
+    noise = [proba(rng.uniform(size=len(y))) for _ in range(30)]
+    loss = prediction_loss(ctx)
+    _, in_sample = ensemble_selection([good] + noise, loss, 16)
+    assert in_sample < loss(good)  # the selection fits the noise of the pooled rows
+    held = held_out_losses(ctx, [good] + noise, 16)
+    assert held["weighted"] >= held["single"]  # the gain is not there on rows not chosen on
+    assert "stack" not in held
+
+    other = proba(y + rng.normal(0, 0.9, len(y)))
+    held = held_out_losses(ctx, [good, other], 16, stack_oof=good)
+    assert held["weighted"] < held["single"]  # a real gain holds out
+    # the stack's reading: its out-of-fold predictions scored on each half, averaged
+    assert held["stack"] == pytest.approx(
+        np.mean([prediction_loss(ctx, h)(good[h]) for h in _halves(ctx)]))
+
+
+def test_an_ensemble_checked_on_held_out_rows_is_the_in_sample_one_or_none(ensembled,
+                                                                           breast_cancer):
+    """The check only takes options away: the same search (serial, the same seed and
+    evaluations) gives the in-sample ensemble or the best pipeline alone, never another."""
+    X, y = breast_cancer
+    model = ADMMClassifier(search_space=DIVERSE, max_evals=14, ensemble_size=10,
+                           ensemble_check="held_out", **SERIAL).fit(X, y)
+    assert model.history_["loss"].tolist() == ensembled.history_["loss"].tolist()
+    assert model.ensemble_weights_ in ({}, ensembled.ensemble_weights_)
+    assert model.ensemble_kind_ in (None, ensembled.ensemble_kind_)
+    # here the in-sample ensemble (holdout of 114 rows) does not hold out: the best pipeline
+    assert ensembled.ensemble_ is not None and model.ensemble_ is None
+    np.testing.assert_allclose(model.predict_proba(X), model.best_pipeline_.predict_proba(X))
+    with pytest.raises(InvalidParameterError, match="ensemble_check"):
+        ADMMClassifier(ensemble_check="nested", max_evals=2).fit(X, y)
