@@ -1,6 +1,7 @@
 """The ensemble's layers side by side on the same search: the stack layer against the weighted
-ensemble (``--study stacking``), and bagged members against members refitted on all rows
-(``--study bagging``).
+ensemble (``--study stacking``), bagged members against members refitted on all rows
+(``--study bagging``), and the ensemble judged on held-out validation rows against the rows it
+was chosen on (``--study check``).
 
 Protocol: for each dataset (the shared binary ones, scikit-learn's digits (multiclass) and
 diabetes (regression)) and seed s, a 70/30 split (seed s; stratified for classes; datasets above
@@ -16,6 +17,10 @@ multiclass, RMSE for regression), as is the best single pipeline.
 * ``stacking``: ``stacking=True`` against ``stacking=False`` (members refitted in both).
 * ``bagging``: ``bagging=True`` against ``bagging=False`` (stacking on in both). A resumed run
   has no fold models of its earlier session, so the bagged arm must come first.
+* ``check``: ``ensemble_check="held_out"`` against ``"in_sample"`` (bagging and stacking on in
+  both; the resumed arm's bags are the same fold models fitted again). The table also prints
+  each arm's median validation-to-test gap: the test loss of what predicts less its validation
+  loss (the ensemble's pooled loss, or the best pipeline's).
 
 Rule, written before each study's run: the first arm's setting stays **on by default** if, over
 the (dataset, seed) cells where the two arms' test losses differ, its test loss is lower at least
@@ -56,6 +61,8 @@ STUDIES = {
     "stacking": (("stack", {"stacking": True, "bagging": False}),
                  ("weighted", {"stacking": False, "bagging": False})),
     "bagging": (("bag", {"bagging": True}), ("refit", {"bagging": False})),
+    "check": (("held_out", {"ensemble_check": "held_out"}),
+              ("in_sample", {"ensemble_check": "in_sample"})),
 }
 BUNDLED = ("digits", "diabetes")
 SEEDS = (0, 1, 2)
@@ -109,6 +116,8 @@ def run_cell(study: str, dataset: str, seed: int, data_dir: str | None, evals: i
                         output_dir=run_dir, **settings).fit(X, y)
             out[arm] = {"test": held_out_loss(model, X_test, y_test, task),
                         "kind": model.ensemble_kind_, "valid": float(model.ensemble_loss_),
+                        "valid_predicting": float(model.best_loss_ if model.ensemble_ is None
+                                                  else model.ensemble_loss_),
                         "bags": sum(m["bag"] for m in (model.summary()["ensemble"] or {})
                                     .get("members", [])),
                         "members": len(model.ensemble_weights_),
@@ -147,6 +156,12 @@ def table(root: Path, study: str) -> str:
               f"{losses}; mean Δ test 1 − AUROC over the {len(binary)} binary cells "
               f"{mean_binary:+.5f}. Rule ({first} lower at least as often as higher, binary mean "
               f"Δ ≤ 0): **{first} {'on' if on else 'off'} by default**."]
+    gaps = {arm: [c[arm]["test"] - c[arm]["valid_predicting"] for c in cells
+                  if "valid_predicting" in c[arm]] for arm in (first, second)}
+    if all(gaps.values()):
+        lines.append("Median validation-to-test gap (test loss − validation loss of what "
+                     "predicts): " + ", ".join(f"{arm} {np.median(g):+.4f}"
+                                               for arm, g in gaps.items()) + ".")
     if np.count_nonzero(binary) >= 2:
         from scipy.stats import wilcoxon
 

@@ -419,8 +419,10 @@ def _halves(ctx: TrialContext) -> tuple[np.ndarray, np.ndarray] | None:
     unique = np.unique(rows)
     classification = ctx.labels is not None
     seed = ctx.random_state if isinstance(ctx.random_state, (int, np.integer)) else 0
-    order = nested_order(ctx.y[unique] if classification else None,
-                         np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    order = nested_order(ctx.y[unique], rng) if classification else rng.permutation(len(unique))
+    if len(unique) < 2:
+        return None
     first = np.isin(rows, unique[order[:len(unique) // 2]])
     halves = np.flatnonzero(first), np.flatnonzero(~first)
     if classification:

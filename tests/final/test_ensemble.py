@@ -5,6 +5,8 @@ not built, its latency measured on the ensemble itself."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -232,6 +234,9 @@ def test_the_halves_keep_a_rows_copies_together_and_the_classes_in_proportion(
     assert abs(len(first) - len(second)) <= 2
     assert y[first].mean() == pytest.approx(y.mean(), abs=0.01)  # stratified
     assert np.array_equal(_halves(ctx)[0], first)  # the run's seed: the same halves again
+    regression = dataclasses.replace(ctx, labels=None)
+    first, second = _halves(regression)
+    assert abs(len(first) - len(second)) <= 2 and not set(rows[first]) & set(rows[second])
 
 
 def test_the_held_out_check_sees_through_an_ensemble_fitted_to_the_validation_rows(
