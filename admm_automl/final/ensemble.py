@@ -69,7 +69,7 @@ from .stacking import StackedClassifier, StackedRegressor, final_layer, meta_fea
     stack_out_of_fold
 
 __all__ = ["ENSEMBLE_POOL", "EnsembleChoice", "build_ensemble", "ensemble_selection",
-           "fit_ensemble"]
+           "fit_ensemble", "held_out_losses"]
 
 
 def ensemble_selection(
