@@ -417,12 +417,12 @@ def _halves(ctx: TrialContext) -> tuple[np.ndarray, np.ndarray] | None:
     when either half would lack a class the validation rows have."""
     rows = pooled_rows(ctx)
     unique = np.unique(rows)
+    if len(unique) < 2:
+        return None
     classification = ctx.labels is not None
     seed = ctx.random_state if isinstance(ctx.random_state, (int, np.integer)) else 0
     rng = np.random.default_rng(seed)
     order = nested_order(ctx.y[unique], rng) if classification else rng.permutation(len(unique))
-    if len(unique) < 2:
-        return None
     first = np.isin(rows, unique[order[:len(unique) // 2]])
     halves = np.flatnonzero(first), np.flatnonzero(~first)
     if classification:
