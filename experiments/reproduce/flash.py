@@ -80,7 +80,7 @@ CLAIMS = [
         "table2_counts",
         "Table 2's claim where its premise holds: FLASH has the lowest error at 0.5T and T of "
         "an evaluation budget of 240 (its INIT and PRUNE the paper's counts, 48 + 48 here, then "
-        "144 for TUNE). Rule written 2026-12-01 06:00 UTC, before any of its runs",
+        "144 for TUNE). Rule written 2026-12-01 05:54 UTC, before any of its runs",
         ("pc4", "delta_ailerons"), {k: METHODS[k] for k in ("FLASH", *BASELINES)}, "FLASH",
         BASELINES, Best(0.7, 0.05), **COUNTS,
     ),
