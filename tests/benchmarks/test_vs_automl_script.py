@@ -103,3 +103,28 @@ def test_autogluon_s_newer_best_preset_is_a_peer_of_its_own_in_the_rule(tmp_path
     rule = next(line for line in script.table(tmp_path).splitlines() if line.startswith("rule"))
     assert "AutoGluon-best: ahead on 3 of 3 that differ (>= 2/3), mean higher -> met" in rule
     assert "AutoGluon-v150: ahead on 0 of 3 that differ (< 2/3), mean not higher -> NOT met" in rule
+
+
+def test_the_default_s_stopped_share_and_validation_gap_are_tabled_per_dataset(
+        tmp_path, load_script):
+    script = load_script("vs_automl")
+    runs = {"pc4": [(6.0, 0.05, 0.93), (12.0, 0.05, 0.94)],  # stopped s, validation loss, test
+            "sonar": [(0.0, 0.02, 0.90), (3.0, 0.04, 0.92)],
+            "adult": [(30.0, 0.07, 0.92), (30.0, 0.07, 0.93)]}
+    for dataset, seeds in runs.items():
+        for seed, (stopped, loss, score) in enumerate(seeds):
+            _result(tmp_path, 60, dataset, "ADMM+ens", score, seed)
+            path = tmp_path / "60" / dataset / ("ADMM+ens.json" if seed == 0 else
+                                                f"ADMM+ens@{seed}.json")
+            result = json.loads(path.read_text())
+            path.write_text(json.dumps({**result, "metric": "roc_auc", "stopped_seconds": stopped,
+                                        "n_evals": 10, "n_stopped": 1 if stopped else 0,
+                                        "validation_loss": loss}))
+    text = script.table(tmp_path)
+    section = text.split("ADMM+ens search:")[1].splitlines()
+    pc4 = next(line for line in section if line.startswith("pc4 "))
+    assert pc4.split() == ["pc4", "15.0%", "10.0", "1.0", "+0.0150"]  # (6+12)/2 of 60 s; gap
+    sonar = next(line for line in section if line.startswith("sonar "))
+    assert sonar.split()[1] == "2.5%" and sonar.split()[-1] == "+0.0600"
+    # per dataset 15 %, 2.5 %, 50 %: median 15 %; runs at <= 10 %: 10 % (6 s), 0 %, 5 %
+    assert section[-1] == "median share over 3 datasets 15.0%; runs at <= 10 %: 3 of 6"
