@@ -257,6 +257,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "portfolio/<scale>); a run resumes from it")
     parser.add_argument("--parallel", type=int, default=1,
                         help="datasets at a time, one single-core process each")
+    parser.add_argument("--external", default=None,
+                        help="a file of published zero-shot configurations translated to the "
+                             "space (experiments/portfolio_external.yaml, written by "
+                             "zero_shot_candidates.py): candidates of every portfolio, the "
+                             "leave-one-dataset-out ones included")
     parser.add_argument("--out", default=str(PACKAGE_PORTFOLIO))
     parser.add_argument("--lodo-out", default=str(LODO_FILE))
     parser.add_argument("--smoke", action="store_true",
@@ -339,20 +344,49 @@ def run_matrix(name: str, args: argparse.Namespace, candidates: list[dict]) -> N
     print(f"matrix {name}: {len(todo)} evaluations in {time.monotonic() - t0:.0f} s", flush=True)
 
 
+#: the origin of a candidate from ``--external``: no shared dataset's search found it, so it is
+#: a candidate of every leave-one-dataset-out portfolio
+EXTERNAL = "external"
+
+
 def gather_candidates(args: argparse.Namespace) -> tuple[list[dict], list[str | None]]:
     """Every algorithm's default configuration (the first three with ``--smoke``), then each
-    dataset's search candidates not among them; and where each came from (None: a default)."""
+    dataset's search candidates not among them, then ``--external``'s; and where each came
+    from (None: a default; a dataset's name; :data:`EXTERNAL`)."""
     from admm_automl.space import load_space
 
     space = load_space(SPACE).for_task(args.task)
     candidates = default_configs(space)[:3 if args.smoke else None]
     origin: list[str | None] = [None] * len(candidates)
-    for name in args.datasets:
-        found = json.loads(search_file(args.work, name).read_text())["candidates"]
-        new = [c for c in found if c not in candidates]
+    found = {name: json.loads(search_file(args.work, name).read_text())["candidates"]
+             for name in args.datasets}
+    if args.external:
+        found[EXTERNAL] = external_configs(Path(args.external), args.task, space)
+    for name, configs in found.items():
+        new = [c for c in configs if c not in candidates]
         candidates += new
         origin += [name] * len(new)
     return candidates, origin
+
+
+def external_configs(path: Path, task: str, space) -> list[dict]:
+    """The ``task`` configurations of a file of translated zero-shot candidates, each checked
+    against ``space`` (the error names the source of one that is not valid in it)."""
+    from admm_automl._yaml import read_yaml
+    from admm_automl.exceptions import InvalidParameterError
+
+    node = read_yaml(path.read_text(encoding="utf-8"))
+    if node.get("space") != SPACE:
+        raise SystemExit(f"{path}: its candidates are of space {node.get('space')!r}, "
+                         f"not {SPACE!r}")
+    configs = []
+    for entry in node.get(task) or []:
+        try:
+            space.encode(entry["config"])
+        except InvalidParameterError as err:
+            raise SystemExit(f"{path}: {entry.get('source')}: {err}") from None
+        configs.append(dict(entry["config"]))
+    return configs
 
 
 def run_phase(phase: str, args: argparse.Namespace, argv: list[str] | None,
@@ -387,10 +421,18 @@ def run_phase(phase: str, args: argparse.Namespace, argv: list[str] | None,
 
 
 def print_results(names: list[str], candidates: list[dict], chosen: list[int],
-                  lodo: dict[str, dict], elapsed: float, task: str = "classification") -> None:
-    """The portfolio on all datasets, and the leave-one-dataset-out table against the default."""
-    print(f"\nportfolio on all {len(names)} datasets ({len(candidates)} candidates): "
-          + ", ".join(candidates[i]["estimator"] for i in chosen))
+                  lodo: dict[str, dict], elapsed: float, task: str = "classification",
+                  origin: list[str | None] | None = None) -> None:
+    """The portfolio on all datasets, and the leave-one-dataset-out table against the default;
+    with ``--external`` candidates, which of the chosen ones are theirs (marked ``*``) and in
+    how many held-out portfolios one is."""
+    external = {i for i, o in enumerate(origin or []) if o == EXTERNAL}
+    print(f"\nportfolio on all {len(names)} datasets ({len(candidates)} candidates"
+          + (f", {len(external)} external, marked *" if external else "") + "): "
+          + ", ".join(candidates[i]["estimator"] + "*" * (i in external) for i in chosen))
+    if external:
+        held = sum(bool(external & set(r["portfolio"])) for r in lodo.values())
+        print(f"an external candidate in {held} of the {len(lodo)} held-out portfolios")
     loss = "RMSE" if task == "regression" else "1 - AUROC"
     print(f"\nleave-one-dataset-out (validation {loss} on the subsample; regret: 0 = best "
           "candidate, 1 = worst)")
@@ -441,7 +483,10 @@ def write_portfolios(args: argparse.Namespace, argv: list[str] | None, candidate
     command = " ".join(["python experiments/portfolio.py", *(argv or sys.argv[1:])])
     scale = (f"{len(args.datasets)} datasets, subsamples of <= {args.max_rows} rows, "
              f"{args.search_evals}-evaluation searches, {args.per_dataset} candidate(s) per dataset + "
-             f"{sum(o is None for o in origin)} defaults = {len(candidates)} candidates, "
+             f"{sum(o is None for o in origin)} defaults"
+             + (f" + {origin.count(EXTERNAL)} from published zero-shot portfolios"
+                if EXTERNAL in origin else "")
+             + f" = {len(candidates)} candidates, "
              f"{args.timeout:g} s per evaluation; {elapsed / 60:.0f} min of single-core work")
     made = (f"{args.task}: generated by experiments/portfolio.py on {datetime.date.today()}: "
             f"{command}", f"{args.task}: greedy portfolio (Feurer et al. 2022) learned on {scale}")
@@ -497,7 +542,7 @@ def main(argv: list[str] | None = None) -> None:
                + sum(seconds for r in recorded.values() for _, seconds in r.values()))
     chosen = greedy_portfolio(normalise(losses), args.size)
     lodo = leave_one_out(losses, origin, args.datasets, args.size, DEFAULT_INDEX)
-    print_results(args.datasets, candidates, chosen, lodo, elapsed, args.task)
+    print_results(args.datasets, candidates, chosen, lodo, elapsed, args.task, origin)
     write_portfolios(args, argv, candidates, origin, chosen, lodo, elapsed)
     print(json.dumps({"minutes": round(elapsed / 60, 1)}))
 
