@@ -202,12 +202,14 @@ def greedy_portfolio(norm: np.ndarray, size: int, allowed: np.ndarray | None = N
 
 
 def leave_one_out(losses: np.ndarray, origin: list[str | None], names: list[str],
-                  size: int, default_index: int) -> dict[str, dict]:
-    """For each dataset, the portfolio built without it and how it does there."""
+                  size: int, default_index: int, without: str | None = None) -> dict[str, dict]:
+    """For each dataset, the portfolio built without it and how it does there; ``without``
+    also leaves out the candidates of that origin (:data:`EXTERNAL`: the portfolios the same
+    matrix gives without the published candidates, regrets normalised over all of it)."""
     out = {}
     for t, name in enumerate(names):
         others = [d for d in range(len(names)) if d != t]
-        allowed = np.array([o != name for o in origin])
+        allowed = np.array([o != name and (without is None or o != without) for o in origin])
         chosen = greedy_portfolio(normalise(losses[:, others]), size, allowed)
         norm_t = normalise(losses)[:, t]
         out[name] = {
@@ -452,6 +454,21 @@ def print_results(names: list[str], candidates: list[dict], chosen: list[int],
           f"{os.getloadavg()[0]:.1f})")
 
 
+def print_external(lodo: dict[str, dict], without: dict[str, dict]) -> None:
+    """Leave-one-dataset-out, the held-out portfolios with the ``--external`` candidates
+    against those the same matrix gives without them: per dataset, and the tally."""
+    print("\nwith the external candidates against without them (held out; same matrix)")
+    print(f"{'dataset':<20}{'without':>10}{'with':>10}{'regret w/o':>12}{'regret w':>10}")
+    for name, r in lodo.items():
+        print(f"{name:<20}{without[name]['portfolio_loss']:>10.4f}{r['portfolio_loss']:>10.4f}"
+              f"{without[name]['portfolio_regret']:>12.3f}{r['portfolio_regret']:>10.3f}")
+    better = sum(r["portfolio_loss"] < without[n]["portfolio_loss"] for n, r in lodo.items())
+    worse = sum(r["portfolio_loss"] > without[n]["portfolio_loss"] for n, r in lodo.items())
+    regret = lambda d: float(np.mean([r["portfolio_regret"] for r in d.values()]))  # noqa: E731
+    print(f"with external: {better} better, {len(lodo) - better - worse} equal, {worse} worse; "
+          f"mean regret {regret(lodo):.3f} vs {regret(without):.3f}")
+
+
 TASKS = ("classification", "regression")
 
 
@@ -543,6 +560,9 @@ def main(argv: list[str] | None = None) -> None:
     chosen = greedy_portfolio(normalise(losses), args.size)
     lodo = leave_one_out(losses, origin, args.datasets, args.size, DEFAULT_INDEX)
     print_results(args.datasets, candidates, chosen, lodo, elapsed, args.task, origin)
+    if EXTERNAL in origin:
+        print_external(lodo, leave_one_out(losses, origin, args.datasets, args.size,
+                                           DEFAULT_INDEX, without=EXTERNAL))
     write_portfolios(args, argv, candidates, origin, chosen, lodo, elapsed)
     print(json.dumps({"minutes": round(elapsed / 60, 1)}))
 

@@ -16,7 +16,9 @@ run the shipped one. ``ADMM`` is the best single pipeline of the same search (``
 gives it; the ``ADMM+ens`` run scores both, see :func:`run_one`). ``ADMM+ens+shrink`` is
 ``ADMM+ens`` with ``shrink_to_fit=True`` (a forest's trial sized to its time limit before it
 starts, :mod:`admm_automl.evaluation.shrink`), for the campaign that decides whether the default
-takes it; it runs only when ``--methods`` names it. ``FLAML`` is
+takes it; it runs only when ``--methods`` names it, as ``ADMM+ens+ext`` does: the default
+with the held-out portfolio learned with the published zero-shot candidates as well
+(``portfolio.py --external``, written to ``experiments/portfolio_lodo_external.yaml``). ``FLAML`` is
 ``AutoML().fit(X, y, task=..., time_budget=B, n_jobs=1, seed=0)``; ``RF`` is scikit-learn's
 ``RandomForestClassifier`` / ``Regressor`` with its defaults (``n_jobs=1``, seed 0) behind the
 package's imputation and one-hot encoding; ``TPOT`` is TPOT 1.1's ``TPOTClassifier`` /
@@ -82,18 +84,22 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "experiments" / "results" / "vs_automl"
 LODO_FILE = REPO / "experiments" / "portfolio_lodo.yaml"
+#: the held-out portfolios learned with the published zero-shot candidates too
+#: (``portfolio.py --external``), which the arm ``+ext`` runs
+LODO_EXTERNAL_FILE = REPO / "experiments" / "portfolio_lodo_external.yaml"
 #: scikit-learn's bundled tasks with their natural test metric
 BUNDLED = {"digits": "accuracy", "diabetes": "r2"}
-METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout", "FLAML",
-           "AutoGluon", "AutoGluon-best", "AutoGluon-v150", "RF", "TPOT")
+METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout",
+           "ADMM+ens+ext", "FLAML", "AutoGluon", "AutoGluon-best", "AutoGluon-v150", "RF", "TPOT")
 #: variants of the default that run only when ``--methods`` names them (a campaign's arm)
-OPT_IN = ("ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout")
+OPT_IN = ("ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout", "ADMM+ens+ext")
 #: ``ADMM+ens+shrink3k`` turns ``shrink_to_fit`` on only from this many training rows: the arm of
 #: the rule in experiments/README.md ("the shrink on larger data only"), where on smaller data
 #: a shrunk forest is cheap, the runs make many more trials, and the choice among them is noisier
 SHRINK_MIN_ROWS = 3000
 #: the methods whose result records the ensemble's weights and kind
-ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout")
+ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout",
+             "ADMM+ens+ext")
 #: AutoGluon-Tabular's presets per method
 AUTOGLUON_PRESETS = {"AutoGluon": "medium_quality", "AutoGluon-best": "best_quality",
                      "AutoGluon-v150": "best_quality_v150"}
@@ -134,13 +140,16 @@ def load_split(name: str, data_dir: str | None, seed: int = 0):
     return (*parts, task, metric)
 
 
-def lodo_portfolio(name: str) -> object:
-    """The portfolio learned without dataset ``name`` ("auto", the shipped one, for the others)."""
+def lodo_portfolio(name: str, path: Path = LODO_FILE, required: bool = False) -> object:
+    """The portfolio learned without dataset ``name`` in the held-out file ``path`` ("auto", the
+    shipped one, for the others — unless ``required``: an arm whose portfolio is its point)."""
     import yaml
 
-    if not LODO_FILE.is_file():
-        return "auto"
-    entry = (yaml.safe_load(LODO_FILE.read_text()) or {}).get("datasets", {}).get(name)
+    entry = ((yaml.safe_load(path.read_text()) or {}).get("datasets", {}).get(name)
+             if path.is_file() else None)
+    if entry is None and required:
+        raise FileNotFoundError(f"no held-out portfolio of {name!r} in {path} (portfolio.py "
+                                "--external --lodo-out writes it)")
     if entry is None:
         return "auto"
     return {"space": "default", **{task: entry[task] for task in ("classification", "regression")
@@ -153,11 +162,14 @@ def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 
     default with the z-solver ``<z>`` (``ADMM+ens-blds``), for the comparison of z-solvers;
     ``+shrink`` turns ``shrink_to_fit`` on (``ADMM+ens+shrink``), ``+shrink3k`` only from
     :data:`SHRINK_MIN_ROWS` training rows (``n_train``); ``+heldout`` judges the ensemble on
-    held-out validation rows (``ensemble_check="held_out"``)."""
+    held-out validation rows (``ensemble_check="held_out"``); ``+ext`` runs the held-out
+    portfolio learned with the published zero-shot candidates (:data:`LODO_EXTERNAL_FILE`)."""
     if method.startswith("ADMM"):
         from admm_automl import ADMMClassifier, ADMMRegressor
 
         base, _, z_solver = method.partition("-")
+        external = base.endswith("+ext")
+        base = base.removesuffix("+ext")
         check = {"ensemble_check": "held_out"} if base.endswith("+heldout") else {}
         base = base.removesuffix("+heldout")
         if base.endswith("+shrink3k"):
@@ -168,7 +180,9 @@ def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 
             shrink = base.endswith("+shrink")
         base = base.removesuffix("+shrink3k").removesuffix("+shrink")
         cls = ADMMClassifier if task == "classification" else ADMMRegressor
-        return cls(time_budget=budget, random_state=seed, portfolio=lodo_portfolio(dataset),
+        portfolio = (lodo_portfolio(dataset, LODO_EXTERNAL_FILE, required=dataset not in BUNDLED)
+                     if external else lodo_portfolio(dataset))
+        return cls(time_budget=budget, random_state=seed, portfolio=portfolio,
                    n_jobs=1,
                    ensemble_size=0 if base == "ADMM" else 16, z_solver=z_solver or "cmab",
                    **({"shrink_to_fit": True} if shrink else {}), **check), {}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def _result(root, budget, dataset, method, score, seed=0):
     folder = root / str(budget) / dataset
@@ -128,3 +130,19 @@ def test_the_default_s_stopped_share_and_validation_gap_are_tabled_per_dataset(
     assert sonar.split()[1] == "2.5%" and sonar.split()[-1] == "+0.0600"
     # per dataset 15 %, 2.5 %, 50 %: median 15 %; runs at <= 10 %: 10 % (6 s), 0 %, 5 %
     assert section[-1] == "median share over 3 datasets 15.0%; runs at <= 10 %: 3 of 6"
+
+
+def test_the_external_arm_runs_its_own_held_out_portfolio_and_never_falls_back(
+        tmp_path, load_script, monkeypatch):
+    script = load_script("vs_automl")
+    config = {"scaler": "none", "estimator": "lightgbm", "estimator__num_leaves": 64}
+    path = tmp_path / "lodo_external.yaml"
+    path.write_text(json.dumps({"datasets": {"pc4": {"classification": [config]}}}))
+    monkeypatch.setattr(script, "LODO_EXTERNAL_FILE", path)
+    arm, _ = script.make_model("ADMM+ens+ext", "pc4", "classification", 60.0, seed=1)
+    default, _ = script.make_model("ADMM+ens", "pc4", "classification", 60.0, seed=1)
+    assert arm.portfolio == {"space": "default", "classification": [config]}
+    assert {**arm.get_params(), "portfolio": default.portfolio} == default.get_params()
+    assert "ADMM+ens+ext" not in script.available_methods()
+    with pytest.raises(FileNotFoundError, match="no held-out portfolio of 'sonar'"):
+        script.make_model("ADMM+ens+ext", "sonar", "classification", 60.0)

@@ -106,3 +106,21 @@ def test_external_candidates_join_every_portfolio_and_are_never_left_out_of_a_he
                    "{scaler: none, estimator: lightgbm, estimator__leaves: 3}\n")
     with pytest.raises(SystemExit, match="mine: .*Unknown hyperparameter 'leaves'"):
         script.external_configs(bad, "classification", classification)
+
+
+def test_the_portfolios_without_the_external_candidates_come_from_the_same_matrix(load_script):
+    import numpy as np
+
+    script = load_script("portfolio")
+    origin = [None, "a", "b", script.EXTERNAL]
+    losses = np.array([[0.5, 0.5, 0.5],    # the default
+                       [0.4, 0.1, 0.4],    # a's own candidate
+                       [0.2, 0.4, 0.1],    # b's own candidate
+                       [0.1, 0.15, 0.2]])  # external: best on a, good on b and c
+    names = ["a", "b", "c"]
+    with_external = script.leave_one_out(losses, origin, names, size=1, default_index=0)
+    without = script.leave_one_out(losses, origin, names, size=1, default_index=0,
+                                   without=script.EXTERNAL)
+    assert with_external["a"]["portfolio"] == [3] and with_external["a"]["portfolio_loss"] == 0.1
+    assert without["a"]["portfolio"] == [2] and without["a"]["portfolio_loss"] == 0.2
+    assert all(3 not in r["portfolio"] for r in without.values())
