@@ -76,9 +76,9 @@ FLAML_LEARNERS = {"lgbm": "lightgbm", "xgb_limitdepth": "xgboost", "rf": "random
 AUTOGLUON_LEARNERS = {"GBM": "lightgbm", "CAT": "catboost", "XGB": "xgboost",
                       "RF": "random_forest", "XT": "extra_trees"}
 
-#: per learner, the published name of a hyperparameter -> ours (None: dropped, not in our space);
-#: a name not listed is dropped too
-RENAMES: dict[str, dict[str, str | None]] = {
+#: per learner, the published name of a hyperparameter -> ours; a name not listed, or one the
+#: task's variant of the learner does not hold, is dropped
+RENAMES: dict[str, dict[str, str]] = {
     "lightgbm": {"n_estimators": "n_estimators", "num_leaves": "num_leaves",
                  "min_child_samples": "min_child_samples", "min_data_in_leaf": "min_child_samples",
                  "learning_rate": "learning_rate", "colsample_bytree": "colsample_bytree",
@@ -115,11 +115,8 @@ def translate(learner: str, params: dict[str, Any], task: str, space) -> dict[st
             name, value = "max_bin", 2 ** int(value) - 1
         if name == "max_features" and value is None:  # scikit-learn's None: every feature
             value = 1.0
-        ours = RENAMES[learner].get(name)
-        if ours is None or ours not in ranges or isinstance(value, str) and ours == "max_features":
-            dropped.append(name)
-            continue
-        value, was_clipped = _in_range(ranges[ours], value)
+        ours = RENAMES[learner].get(name, "")
+        value, was_clipped = _in_range(ranges[ours], value) if ours in ranges else (None, False)
         if value is None:
             dropped.append(name)
             continue
@@ -135,10 +132,12 @@ def translate(learner: str, params: dict[str, Any], task: str, space) -> dict[st
 
 def _in_range(hp, value: Any) -> tuple[Any, bool]:
     """``value`` within the hyperparameter ``hp``'s range (clipped; whether it was), or None
-    for a categorical value it does not offer."""
+    for a categorical value it does not offer or a name (``"sqrt"``) where it takes a number."""
     choices = getattr(hp, "choices", None)
     if choices is not None:
         return (value, False) if value in choices else (None, False)
+    if isinstance(value, str):
+        return None, False
     inside = min(max(value, hp.low), hp.high)
     if isinstance(hp, Int):
         inside = int(round(inside))

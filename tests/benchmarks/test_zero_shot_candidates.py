@@ -72,6 +72,10 @@ def test_autogluon_s_names_are_renamed_what_the_space_lacks_is_dropped_and_range
     assert forest["config"]["estimator__max_features"] == 1.0  # scikit-learn's None: all
     assert forest["config"]["estimator__max_leaf_nodes"] == 15_000
     assert forest["dropped"] == ["min_samples_leaf"]
+    named = script.translate("extra_trees", {"max_features": "sqrt", "criterion": "entropy"},
+                             "classification", classification)
+    assert named["dropped"] == ["max_features"]  # a name where the space takes a fraction
+    assert named["config"]["estimator__criterion"] == "entropy"
     # a learner the task's space does not hold gives no entry
     regression = load_space("default").for_task("regression")
     assert script.translate("logistic_regression", {}, "regression", regression) is None
