@@ -350,10 +350,13 @@ def search_steps(model) -> dict:
 
 def stopped_seconds(history) -> dict:
     """How many of a package model's evaluations were stopped by a time limit (their own or the
-    budget's end) and the seconds they ran before it."""
+    budget's end) and the seconds they ran before it, in all and per learner."""
     stopped = history["status"].isin(["timeout", "cancelled"])
+    by_learner = (history.loc[stopped].groupby("param:estimator")["duration"].sum()
+                  if "param:estimator" in history else {})
     return {"n_evals": int(len(history)), "n_stopped": int(stopped.sum()),
-            "stopped_seconds": float(history.loc[stopped, "duration"].sum())}
+            "stopped_seconds": float(history.loc[stopped, "duration"].sum()),
+            "stopped_by_learner": {str(k): float(v) for k, v in dict(by_learner).items()}}
 
 
 def write_result(path: Path, result: dict) -> dict:
@@ -509,7 +512,8 @@ def search_section(rows: dict[str, dict[str, dict]], budget: float) -> str:
         return ""
     lines = [f"\nADMM+ens search: share of {budget:g} s in trials stopped by a time limit, "
              "validation-to-test gap (means over seeds)",
-             f"{'dataset':<20}{'stopped':>10}{'evals':>8}{'stopped n':>11}{'gap':>10}"]
+             f"{'dataset':<20}{'stopped':>10}{'evals':>8}{'stopped n':>11}{'gap':>10}"
+             "  most stopped (s over the seeds)"]
     shares = {}
     for dataset, results in runs.items():
         shares[dataset] = [r["stopped_seconds"] / budget for r in results]
@@ -518,12 +522,26 @@ def search_section(rows: dict[str, dict[str, dict]], budget: float) -> str:
         lines.append(f"{dataset:<20}{np.mean(shares[dataset]):>10.1%}"
                      f"{np.mean([r['n_evals'] for r in results]):>8.1f}"
                      f"{np.mean([r['n_stopped'] for r in results]):>11.1f}"
-                     + (f"{np.mean(gaps):>+10.4f}" if gaps else f"{'-':>10}"))
+                     + (f"{np.mean(gaps):>+10.4f}" if gaps else f"{'-':>10}")
+                     + f"  {most_stopped(results)}")
     every = [share for dataset in shares.values() for share in dataset]
     lines.append(f"median share over {len(shares)} datasets "
                  f"{np.median([np.mean(v) for v in shares.values()]):.1%}; runs at <= 10 %: "
                  f"{sum(share <= 0.10 for share in every)} of {len(every)}")
     return "\n".join(lines)
+
+
+def most_stopped(results: list[dict]) -> str:
+    """The learner whose stopped trials took the most seconds over ``results`` (runs that
+    recorded it), with those seconds; empty when none did."""
+    seconds: dict[str, float] = {}
+    for result in results:
+        for learner, s in (result.get("stopped_by_learner") or {}).items():
+            seconds[learner] = seconds.get(learner, 0.0) + s
+    if not seconds:
+        return ""
+    learner = max(seconds, key=seconds.get)
+    return f"{learner} {seconds[learner]:.0f}"
 
 
 def read_results(root: Path) -> dict[str, dict[str, dict[str, dict]]]:

@@ -121,13 +121,16 @@ def test_the_default_s_stopped_share_and_validation_gap_are_tabled_per_dataset(
             result = json.loads(path.read_text())
             path.write_text(json.dumps({**result, "metric": "roc_auc", "stopped_seconds": stopped,
                                         "n_evals": 10, "n_stopped": 1 if stopped else 0,
-                                        "validation_loss": loss}))
+                                        "validation_loss": loss,
+                                        "stopped_by_learner": {"catboost": stopped * 2 / 3,
+                                                               "svm": stopped / 3}}))
     text = script.table(tmp_path)
     section = text.split("ADMM+ens search:")[1].splitlines()
     pc4 = next(line for line in section if line.startswith("pc4 "))
-    assert pc4.split() == ["pc4", "15.0%", "10.0", "1.0", "+0.0150"]  # (6+12)/2 of 60 s; gap
+    # (6+12)/2 of 60 s; the gap; catboost's 2/3 of the 18 stopped seconds
+    assert pc4.split() == ["pc4", "15.0%", "10.0", "1.0", "+0.0150", "catboost", "12"]
     sonar = next(line for line in section if line.startswith("sonar "))
-    assert sonar.split()[1] == "2.5%" and sonar.split()[-1] == "+0.0600"
+    assert sonar.split()[1] == "2.5%" and sonar.split()[-3] == "+0.0600"
     # per dataset 15 %, 2.5 %, 50 %: median 15 %; runs at <= 10 %: 10 % (6 s), 0 %, 5 %
     assert section[-1] == "median share over 3 datasets 15.0%; runs at <= 10 %: 3 of 6"
 
