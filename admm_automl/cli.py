@@ -190,7 +190,12 @@ def _fit(args: argparse.Namespace) -> int:
         say(f"Constraints {verdict}, on the validation data:")
         for line in describe_constraints(model):
             say(f"  {line}")
-    say(f"Validation {label}: {validation:.4f}")
+    if ensemble is None:
+        say(f"Validation {label}: {validation:.4f}")
+    else:  # the validation score of what predicts, beside the test score, which is the ensemble's
+        ensemble_validation = shown(model.metric_, offset, ensemble["validation_loss"])[1]
+        say(f"Validation {label}: {ensemble_validation:.4f} (the ensemble's; the best single "
+            f"pipeline's {validation:.4f})")
     say(f"Test {label}: {test:.4f}")
     if model.output_dir is not None:  # from --output or the configuration file
         out = write_run(model, model.output_dir, data=config.data, test_score=test_score)

@@ -105,7 +105,7 @@ def test_fit_returns_zero_and_reports_scores(fitted):
                      r"(\d+ θ-steps by warm start \(from evaluation \d+\); )?\d+ θ-steps by bo",
                      stdout, re.M)
     for label in ("Validation AUROC", "Test AUROC"):
-        match = re.search(rf"^{label}: {NUMBER}$", stdout, re.M)
+        match = re.search(rf"^{label}: {NUMBER}( \(.*\))?$", stdout, re.M)
         assert match, label
         assert 0.0 <= float(match.group(1)) <= 1.0
         assert float(match.group(1)) > 0.8  # breast_cancer is easy; a broken metric would not be
@@ -480,6 +480,14 @@ def test_the_ensemble_predict_uses_is_shown_and_recorded(tmp_path, capsys):
     assert sum(m["weight"] for m in ensemble["members"]) == pytest.approx(1.0)
     assert f"Model: an ensemble of {len(ensemble['members'])} pipelines" in stdout
     assert "Best single pipeline:" in stdout and "the test score below is the ensemble's" in stdout
+    # the validation score beside the test score is of what predicts too: the ensemble's, with
+    # the best single pipeline's after it
+    shown = re.search(rf"^Model: an ensemble of \d+ pipelines \(validation AUROC {NUMBER}\)",
+                      stdout, re.M).group(1)
+    line = re.search(rf"^Validation AUROC: {NUMBER} \(the ensemble's; the best single "
+                     rf"pipeline's {NUMBER}\)$", stdout, re.M)
+    assert line and line.group(1) == shown
+    assert float(line.group(2)) == pytest.approx(1 - summary["best_loss"], abs=1e-4)
     _check_saved_model(out, stdout, ensemble=True)
     if HAS_MATPLOTLIB:
         report = (out / "report.md").read_text()
