@@ -52,6 +52,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from admm_automl.space.configuration import choice_index
 from admm_automl.space.hyperparameters import Int
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,7 +105,9 @@ def translate(learner: str, params: dict[str, Any], task: str, space) -> dict[st
     module = next(m for m in space.modules if m.name == "estimator")
     choice = next((c for c in module.choices if c.name == learner), None)
     if choice is None:
-        return None
+        if any((m, n) == ("estimator", learner) for m, n, _ in space.skipped):
+            choice_index(space, module, learner)  # raises, naming the package to install
+        return None  # the task's space does not hold this learner
     ranges = {hp.name: hp for hp in choice.tunable}
     values: dict[str, Any] = {}
     dropped, clipped = [], []
