@@ -350,12 +350,17 @@ def search_steps(model) -> dict:
 
 def stopped_seconds(history) -> dict:
     """How many of a package model's evaluations were stopped by a time limit (their own or the
-    budget's end) and the seconds they ran before it, in all and per learner."""
+    budget's end) and the seconds they ran before it, in all and per learner; of those, the
+    seconds stopped by their own limit (``limit_seconds``) and how many were never started
+    (``n_not_started``: predicted past their limit, no seconds)."""
     stopped = history["status"].isin(["timeout", "cancelled"])
+    own = history["status"] == "timeout"
     by_learner = (history.loc[stopped].groupby("param:estimator")["duration"].sum()
                   if "param:estimator" in history else {})
     return {"n_evals": int(len(history)), "n_stopped": int(stopped.sum()),
             "stopped_seconds": float(history.loc[stopped, "duration"].sum()),
+            "limit_seconds": float(history.loc[own, "duration"].sum()),
+            "n_not_started": int((own & (history["duration"] <= 0.0)).sum()),
             "stopped_by_learner": {str(k): float(v) for k, v in dict(by_learner).items()}}
 
 
