@@ -149,3 +149,16 @@ def test_the_external_arm_runs_its_own_held_out_portfolio_and_never_falls_back(
     assert "ADMM+ens+ext" not in script.available_methods()
     with pytest.raises(FileNotFoundError, match="no held-out portfolio of 'sonar'"):
         script.make_model("ADMM+ens+ext", "sonar", "classification", 60.0)
+
+
+def test_stopped_seconds_tell_a_trial_s_own_limit_from_the_budget_s_end(load_script):
+    import pandas as pd
+
+    script = load_script("vs_automl")
+    history = pd.DataFrame({
+        "status": ["ok", "timeout", "timeout", "cancelled"],
+        "duration": [4.0, 3.0, 0.0, 2.0],  # the 0 s timeout was never started
+        "param:estimator": ["lightgbm", "extra_trees", "extra_trees", "catboost"]})
+    assert script.stopped_seconds(history) == {
+        "n_evals": 4, "n_stopped": 3, "stopped_seconds": 5.0, "limit_seconds": 3.0,
+        "n_not_started": 1, "stopped_by_learner": {"catboost": 2.0, "extra_trees": 3.0}}
