@@ -228,6 +228,12 @@ class ADMM(BaseEstimator):
         one and scored on the other, both ways — so that on small data an ensemble whose gain
         is its own fit to the validation rows is not used
         (:func:`admm_automl.final.ensemble.held_out_losses`).
+    ensemble_bags : int, default=1
+        Above 1, the weighted ensemble is chosen by *bagged* ensemble selection (Caruana et al.
+        2004): that many greedy selections, each over a random half of the candidates, their
+        weights averaged — a selection less fitted to the validation rows it climbs on, whose
+        weights lean toward the simple average of the good candidates
+        (:func:`admm_automl.final.ensemble.ensemble_selection`).
     bagging : bool, default=True
         With cross-validation and no constraints, the ensemble's members are bags: the fold
         models their evaluation fitted, kept from the search and averaged (AutoGluon's bagged
@@ -325,8 +331,8 @@ class ADMM(BaseEstimator):
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
         task: str = "auto", portfolio: Any = "auto", ensemble_size: int = 16,
-        stacking: bool = True, ensemble_check: str = "in_sample", bagging: bool = True,
-        callbacks: Any = None,
+        stacking: bool = True, ensemble_check: str = "in_sample", ensemble_bags: int = 1,
+        bagging: bool = True, callbacks: Any = None,
     ) -> None:
         self.search_space = search_space
         self.theta_solver = theta_solver
@@ -363,6 +369,7 @@ class ADMM(BaseEstimator):
         self.ensemble_size = ensemble_size
         self.stacking = stacking
         self.ensemble_check = ensemble_check
+        self.ensemble_bags = ensemble_bags
         self.bagging = bagging
         self.callbacks = callbacks
 
@@ -410,7 +417,8 @@ class ADMM(BaseEstimator):
                 try:
                     fitted = fitted_attributes(outcome, space)
                     fitted.update(refit_models(outcome, space, X, y, fitted, self.ensemble_size,
-                                               deadline, self.stacking, self.ensemble_check))
+                                               deadline, self.stacking, self.ensemble_check,
+                                               self.ensemble_bags))
                 finally:
                     outcome.close()  # the kept fold models, now in the ensemble or not needed
             warn_overrun(self.time_budget, outcome.executor, search_end, deadline.elapsed(),

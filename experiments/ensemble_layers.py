@@ -1,7 +1,8 @@
 """The ensemble's layers side by side on the same search: the stack layer against the weighted
 ensemble (``--study stacking``), bagged members against members refitted on all rows
-(``--study bagging``), and the ensemble judged on held-out validation rows against the rows it
-was chosen on (``--study check``).
+(``--study bagging``), the ensemble judged on held-out validation rows against the rows it
+was chosen on (``--study check``), and bagged ensemble selection against one selection
+(``--study bags``).
 
 Protocol: for each dataset (the shared binary ones, scikit-learn's digits (multiclass) and
 diabetes (regression)) and seed s, a 70/30 split (seed s; stratified for classes; datasets above
@@ -21,6 +22,9 @@ multiclass, RMSE for regression), as is the best single pipeline.
   both; the resumed arm's bags are the same fold models fitted again). The table also prints
   each arm's median validation-to-test gap: the test loss of what predicts less its validation
   loss (the ensemble's pooled loss, or the best pipeline's).
+* ``bags``: ``ensemble_bags=20`` (Caruana et al. 2004's bagged selection: 20 selections over
+  random halves of the candidates, averaged) against ``ensemble_bags=1`` (bagging and stacking
+  on in both; the validation-to-test gaps printed as for ``check``).
 
 Rule, written before each study's run: the first arm's setting stays **on by default** if, over
 the (dataset, seed) cells where the two arms' test losses differ, its test loss is lower at least
@@ -63,6 +67,7 @@ STUDIES = {
     "bagging": (("bag", {"bagging": True}), ("refit", {"bagging": False})),
     "check": (("held_out", {"ensemble_check": "held_out"}),
               ("in_sample", {"ensemble_check": "in_sample"})),
+    "bags": (("bags20", {"ensemble_bags": 20}), ("one", {"ensemble_bags": 1})),
 }
 BUNDLED = ("digits", "diabetes")
 SEEDS = (0, 1, 2)

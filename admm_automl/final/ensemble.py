@@ -74,9 +74,10 @@ __all__ = ["ENSEMBLE_POOL", "EnsembleChoice", "build_ensemble", "ensemble_select
 
 def ensemble_selection(
     predictions: Sequence[np.ndarray], loss: Callable[[np.ndarray], float], size: int,
-    costs: Sequence[float] | None = None, allowance: float | None = None,
+    costs: Sequence[float] | None = None, allowance: float | None = None, bags: int = 1,
+    random_state: int = 0,
 ) -> tuple[np.ndarray, float]:
-    """Greedy ensemble selection with replacement (Caruana et al., 2004).
+    """Greedy ensemble selection with replacement (Caruana et al., 2004), bagged or not.
 
     Parameters
     ----------
@@ -90,29 +91,63 @@ def ensemble_selection(
         A candidate's cost is paid when it first joins; a step considers only the members so far
         and the candidates whose cost still fits in ``allowance`` (the selection ends early when
         none does). None: no limit.
+    bags : int, default=1
+        With more than one, *bagged* ensemble selection (Caruana et al. 2004, their remedy for
+        a selection that overfits the rows it hill-climbs on): ``bags`` selections, each over a
+        random half of the candidates (each kept with probability 1/2, seeded by
+        ``random_state``), whose weights, each bag's normalised to sum to 1, are averaged. A
+        candidate's cost is paid once, by the first bag that takes it.
 
     Returns
     -------
-    counts : array of int
-        How often each candidate was chosen in the best prefix (its weight).
+    weights : array
+        How often each candidate was chosen in the best prefix (int counts); bagged, the
+        average of the bags' normalised counts (floats summing to 1).
     best_loss : float
-        The loss of that prefix's average.
+        The loss of the weighted average.
     """
     if size < 1 or not len(predictions):
         raise ValueError(f"need size >= 1 and candidates, got size={size!r}, "
                          f"{len(predictions)} candidates")
+    if bags < 1:
+        raise ValueError(f"need bags >= 1, got {bags!r}")
+    paid = np.zeros(len(predictions), dtype=bool)
+    if bags == 1:
+        return _greedy(predictions, loss, size, costs, allowance, paid)
+    rng = np.random.default_rng(random_state)
+    weights = np.zeros(len(predictions))
+    for _ in range(bags):
+        bag = rng.random(len(predictions)) < 0.5
+        if not bag.any():
+            bag[rng.integers(len(predictions))] = True
+        counts, _ = _greedy(predictions, loss, size, costs, allowance, paid, bag)
+        if counts.any():
+            weights += counts / counts.sum()
+            paid |= counts > 0
+    if not weights.any():
+        return weights, np.inf
+    weights /= weights.sum()
+    return weights, float(loss(np.tensordot(weights, np.stack(predictions), axes=1)))
+
+
+def _greedy(predictions: Sequence[np.ndarray], loss: Callable[[np.ndarray], float], size: int,
+            costs: Sequence[float] | None, allowance: float | None, paid: np.ndarray,
+            bag: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """One greedy selection (:func:`ensemble_selection`) over the candidates in ``bag`` (all
+    when None); those ``paid`` for already (by an earlier bag) join at no cost."""
     counts = np.zeros(len(predictions), dtype=int)
     total = np.zeros_like(np.asarray(predictions[0], dtype=float))
     best_counts, best_loss = counts, np.inf
-    spent = 0.0
+    spent = 0.0 if costs is None else float(np.sum(np.asarray(costs)[paid]))
+    pool = range(len(predictions)) if bag is None else np.flatnonzero(bag)
     for step in range(1, size + 1):
-        eligible = [j for j in range(len(predictions)) if counts[j] or allowance is None
+        eligible = [j for j in pool if counts[j] or paid[j] or allowance is None
                     or costs is None or spent + costs[j] <= allowance]
         if not eligible:
             break
         losses = [loss((total + predictions[j]) / step) for j in eligible]
         j = eligible[int(np.argmin(losses))]
-        if not counts[j] and costs is not None:
+        if not counts[j] and not paid[j] and costs is not None:
             spent += costs[j]
         counts = counts.copy()
         counts[j] += 1
@@ -219,12 +254,13 @@ class EnsembleChoice:
 
 def build_ensemble(outcome: SearchOutcome, size: int, best_eval_id: int,
                    time_left: float | None = None, stacking: bool = True,
-                   check: str = "in_sample") -> EnsembleChoice | None:
+                   check: str = "in_sample", bags: int = 1) -> EnsembleChoice | None:
     """The ensemble of a finished search (module docstring), or None when there is none to build
     (in ``time_left`` seconds, if given), it is not better than the best single pipeline
     (``best_eval_id``), or it misses a constraint. ``check="held_out"`` also asks of each kind
     of ensemble that its selection beat the single best on rows it was not selected on
-    (:func:`held_out_losses`)."""
+    (:func:`held_out_losses`); ``bags`` > 1 selects the weighted ensemble by bagged selection
+    (:func:`ensemble_selection`, seeded by the run's seed)."""
     ctx, constraints = outcome.task.context, outcome.constraints
     kept = outcome.predictions
     if size < 1 or best_eval_id not in kept:
@@ -251,9 +287,10 @@ def build_ensemble(outcome: SearchOutcome, size: int, best_eval_id: int,
         refit = {i: evaluations[i].refit_seconds for i in candidates}
         costs = [_fit_cost(outcome, evaluations[i], refit[i], i == best_eval_id)
                  + measuring * refit[i] for i in candidates]
-    counts, ens_loss = ensemble_selection(predictions, loss, size, costs, time_left)
+    seed = _seed(ctx)
+    counts, ens_loss = ensemble_selection(predictions, loss, size, costs, time_left, bags, seed)
     single_loss = loss(kept[best_eval_id])
-    weights = {candidates[j]: int(c) for j, c in enumerate(counts) if c}
+    weights = {candidates[j]: c.item() for j, c in enumerate(counts) if c}
     options = []  # (validation loss, kind, member weights, unfitted model), the better first
     if len(weights) >= 2 and ens_loss < single_loss:
         options.append((ens_loss, "weighted", weights, _voting(ctx, evaluations, weights)))
@@ -265,7 +302,7 @@ def build_ensemble(outcome: SearchOutcome, size: int, best_eval_id: int,
             options.insert(0, (stack[0], "stack", dict.fromkeys(members, 1), stack[1]))
             stack_oof = stack[2]
     if check == "held_out" and options:
-        held_out = held_out_losses(ctx, predictions, size, costs, time_left, stack_oof)
+        held_out = held_out_losses(ctx, predictions, size, costs, time_left, stack_oof, bags)
         if held_out is not None:
             options = [o for o in options if held_out[o[1]] < held_out["single"]]
     for option_loss, kind, members, model in options:
@@ -363,7 +400,7 @@ def _stack(ctx: TrialContext, evaluations: dict[int, Evaluation], members: list[
         return None
     groups = _row_groups(ctx)
     meta = meta_features([kept[i] for i in members], classification)
-    seed = ctx.random_state if isinstance(ctx.random_state, (int, np.integer)) else 0
+    seed = _seed(ctx)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -377,12 +414,13 @@ def _stack(ctx: TrialContext, evaluations: dict[int, Evaluation], members: list[
 
 def held_out_losses(ctx: TrialContext, predictions: Sequence[np.ndarray], size: int,
                     costs: Sequence[float] | None = None, allowance: float | None = None,
-                    stack_oof: np.ndarray | None = None) -> dict[str, float] | None:
+                    stack_oof: np.ndarray | None = None, bags: int = 1
+                    ) -> dict[str, float] | None:
     """Each choice's loss on pooled validation rows it was not made on: the validation rows cut
     in two halves (:func:`_halves`), the best single candidate and the greedy selection
-    (:func:`ensemble_selection` with the same ``size``, ``costs`` and ``allowance``) chosen on
-    one half and scored on the other, both ways, averaged — by kind: ``"single"``,
-    ``"weighted"`` and, given the stack's out-of-fold predictions ``stack_oof``, ``"stack"``
+    (:func:`ensemble_selection` with the same ``size``, ``costs``, ``allowance`` and
+    ``bags``) chosen on one half and scored on the other, both ways, averaged — by kind:
+    ``"single"``, ``"weighted"`` and, given the stack's out-of-fold predictions ``stack_oof``, ``"stack"``
     (its second layer is out-of-fold already; its members are the weighted ensemble's, chosen
     on all rows, so its reading is only partly held out). None when a half lacks a class.
 
@@ -403,12 +441,17 @@ def held_out_losses(ctx: TrialContext, predictions: Sequence[np.ndarray], size: 
         on_c = [np.asarray(p)[chosen_on] for p in predictions]
         on_s = np.stack([np.asarray(p)[scored_on] for p in predictions])
         single = int(np.argmin([loss_c(p) for p in on_c]))
-        counts, _ = ensemble_selection(on_c, loss_c, size, costs, allowance)
+        counts, _ = ensemble_selection(on_c, loss_c, size, costs, allowance, bags, _seed(ctx))
         out["single"] += loss_s(on_s[single]) / 2
         out["weighted"] += loss_s(np.tensordot(counts, on_s, axes=1) / counts.sum()) / 2
         if stack_oof is not None:
             out["stack"] += loss_s(np.asarray(stack_oof)[scored_on]) / 2
     return out
+
+
+def _seed(ctx: TrialContext) -> int:
+    """The run's seed, for what the ensemble draws (0 when the run has none or a generator)."""
+    return int(ctx.random_state) if isinstance(ctx.random_state, (int, np.integer)) else 0
 
 
 def _halves(ctx: TrialContext) -> tuple[np.ndarray, np.ndarray] | None:
@@ -420,7 +463,7 @@ def _halves(ctx: TrialContext) -> tuple[np.ndarray, np.ndarray] | None:
     if len(unique) < 2:
         return None
     classification = ctx.labels is not None
-    seed = ctx.random_state if isinstance(ctx.random_state, (int, np.integer)) else 0
+    seed = _seed(ctx)
     rng = np.random.default_rng(seed)
     order = nested_order(ctx.y[unique], rng) if classification else rng.permutation(len(unique))
     first = np.isin(rows, unique[order[:len(unique) // 2]])

@@ -164,7 +164,8 @@ def affordable_rows(ctx: TrialContext, evaluation: Evaluation, deadline: Deadlin
 
 def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.ndarray,
                  fitted: dict[str, Any], ensemble_size: int, deadline: Deadline,
-                 stacking: bool = True, ensemble_check: str = "in_sample") -> dict[str, Any]:
+                 stacking: bool = True, ensemble_check: str = "in_sample",
+                 ensemble_bags: int = 1) -> dict[str, Any]:
     """``best_pipeline_`` (and ``refit_time_``, ``deployed_constraints_``, and the ``best_*``
     attributes and ``feasible_`` when the refit check of the module docstring returns another
     pipeline) and, when one is built (:mod:`.ensemble`, with members whose refits fit in what is
@@ -172,8 +173,8 @@ def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.nda
     — its members kept as bags where the search kept their fold models (:mod:`.bagging`) — with
     its weights, validation loss and constraint values (measured on the ensemble itself, as a
     trial measures a pipeline); with ``stacking``, the ensemble may be a stack
-    (:mod:`.stacking`); ``ensemble_check``: how it is judged against the single best
-    (:func:`~.ensemble.build_ensemble`)."""
+    (:mod:`.stacking`); ``ensemble_check``: how it is judged against the single best, and
+    ``ensemble_bags``: its bagged selection (:func:`~.ensemble.build_ensemble`)."""
     ctx, constraints = outcome.task.context, outcome.constraints
     with refit_threads(outcome.refit_threads):
         first = (fitted["best_z_"], fitted["best_theta_"],
@@ -184,7 +185,7 @@ def refit_models(outcome: SearchOutcome, space: PipelineSpace, X: Any, y: np.nda
             **best_attributes(space, outcome.task.metric, *other[:3]), "feasible_": other[3]}
         best_id = chosen.get("best_eval_id_", fitted["best_eval_id_"])
         choice = build_ensemble(outcome, ensemble_size, best_id, deadline.left(),
-                                stacking=stacking, check=ensemble_check)
+                                stacking=stacking, check=ensemble_check, bags=ensemble_bags)
         ensemble = None if choice is None else fit_ensemble(
             choice, X, y, ctx.y, {best_id: best, **kept_bags(outcome, choice.weights)})
         if ensemble is not None and deployed:

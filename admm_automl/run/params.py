@@ -157,6 +157,9 @@ PARAMETERS: tuple[Param, ...] = (
        flag="--ensemble-check", choices=["in_sample", "held_out"],
        help="judge an ensemble against the best pipeline on the validation rows it was chosen "
        "on (in_sample, the default) or also on rows it was not chosen on (held_out)"),
+    _p("ensemble_bags", 1, v.int_at_least(1), flag="--ensemble-bags", type=int,
+       help="above 1, choose the weighted ensemble by bagged selection: that many greedy "
+       "selections over random halves of the candidates, averaged (default 1: one selection)"),
     _p("bagging", True, v.BOOL, flag="--no-bagging", action="store_false",
        help="refit every ensemble member on all rows (by default, with cross-validation and no "
        "constraints, the members are the bags of their fold models from the search)"),

@@ -55,6 +55,41 @@ def test_ensemble_selection_adds_members_only_while_their_costs_fit():
     assert none.sum() == 0 and inf == np.inf  # not even one member fits
 
 
+def test_bagged_selection_averages_selections_over_random_halves_of_the_candidates():
+    """Caruana et al. 2004's bagged selection: each bag a greedy selection over the candidates
+    it drew, the weights the mean of the bags' normalised counts — so the best candidate sits
+    out about half the bags and the weight spreads over more members than one selection's."""
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, 300).astype(float)
+    preds = [y + rng.normal(0, s, 300) for s in np.linspace(0.5, 1.5, 10)]
+    loss = lambda p: float(np.mean((p - y) ** 2))  # noqa: E731
+    plain, _ = ensemble_selection(preds, loss, 4)
+    weights, best = ensemble_selection(preds, loss, 4, bags=20, random_state=0)
+    assert weights.sum() == pytest.approx(1.0)
+    assert best == pytest.approx(loss(np.tensordot(weights, np.stack(preds), axes=1)))
+    assert np.count_nonzero(weights) > np.count_nonzero(plain)
+    assert 0.1 < weights[0] < 0.6  # the best candidate leads no more than its bags allow
+    assert weights[:3].sum() > 2 * weights[-3:].sum()  # the weight goes to the better ones
+    # the same seed, the same weights; another seed, other bags
+    again, _ = ensemble_selection(preds, loss, 4, bags=20, random_state=0)
+    other, _ = ensemble_selection(preds, loss, 4, bags=20, random_state=1)
+    np.testing.assert_array_equal(weights, again)
+    assert not np.array_equal(weights, other)
+    with pytest.raises(ValueError, match="bags"):
+        ensemble_selection(preds, loss, 4, bags=0)
+
+
+def test_bagged_selection_pays_a_members_cost_once_over_all_bags():
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 300).astype(float)
+    preds = [y + rng.normal(0, 1.0, 300) for _ in range(6)]
+    loss = lambda p: float(np.mean((p - y) ** 2))  # noqa: E731
+    weights, _ = ensemble_selection(preds, loss, 12, [1.0] * 6, allowance=2.0, bags=10)
+    assert np.count_nonzero(weights) == 2  # the two first paid for; later bags reuse them
+    free, _ = ensemble_selection(preds, loss, 12, bags=10)
+    assert np.count_nonzero(free) > 2
+
+
 @pytest.fixture(scope="module")
 def ensembled(breast_cancer):
     X, y = breast_cancer
@@ -286,3 +321,18 @@ def test_an_ensemble_checked_on_held_out_rows_is_the_in_sample_one_or_none(ensem
     np.testing.assert_allclose(model.predict_proba(X), model.best_pipeline_.predict_proba(X))
     with pytest.raises(InvalidParameterError, match="ensemble_check"):
         ADMMClassifier(ensemble_check="nested", max_evals=2).fit(X, y)
+
+
+def test_a_bagged_ensemble_weighs_its_members_by_fractions(breast_cancer):
+    """With ``ensemble_bags`` the ensemble's weights are the bags' mean shares (summing to 1),
+    and it is used only where it beats the best pipeline on validation data; a bag count below
+    one is refused, naming the parameter."""
+    X, y = breast_cancer
+    model = ADMMClassifier(search_space=DIVERSE, max_evals=14, ensemble_size=10,
+                           ensemble_bags=20, **{**SERIAL, "random_state": 4}).fit(X, y)
+    assert model.ensemble_ is not None and len(model.ensemble_weights_) >= 2
+    assert sum(model.ensemble_weights_.values()) == pytest.approx(1.0)
+    assert model.ensemble_loss_ < model.best_loss_
+    np.testing.assert_allclose(model.predict_proba(X), model.ensemble_.predict_proba(X))
+    with pytest.raises(InvalidParameterError, match="ensemble_bags"):
+        ADMMClassifier(ensemble_bags=0, max_evals=2).fit(X, y)
