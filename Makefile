@@ -101,6 +101,7 @@ smoke: $(STAMP)
 		$(BIN)/python experiments/early_stopping.py --smoke --data-dir $(DATA_DIR) && \
 		$(BIN)/python experiments/ensemble_layers.py --smoke --study bagging && \
 		$(BIN)/python experiments/ensemble_layers.py --smoke --study check && \
+		$(BIN)/python experiments/ensemble_layers.py --smoke --study bags && \
 		rm -rf $$tmp; \
 	else echo "smoke: $(DATA_DIR) not found: the scripts that need it are skipped" && \
 		$(BIN)/python experiments/vs_automl.py --smoke && \

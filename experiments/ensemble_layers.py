@@ -167,6 +167,11 @@ def table(root: Path, study: str) -> str:
         lines.append("Median validation-to-test gap (test loss − validation loss of what "
                      "predicts): " + ", ".join(f"{arm} {np.median(g):+.4f}"
                                                for arm, g in gaps.items()) + ".")
+    members = {arm: [c[arm]["members"] for c in cells if "members" in c[arm]]
+               for arm in (first, second)}
+    if all(members.values()):
+        lines.append("Members per ensemble (median, none counted as 0): " + ", ".join(
+            f"{arm} {np.median(m):g}" for arm, m in members.items()) + ".")
     if np.count_nonzero(binary) >= 2:
         from scipy.stats import wilcoxon
 
