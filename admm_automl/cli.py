@@ -172,10 +172,10 @@ def _fit(args: argparse.Namespace) -> int:
         f"{_best_pipeline_name(model)} (evaluation {model.best_eval_id_})")
     for line in _step_lines(model.best_pipeline_):
         say(line)
-    from .reporting.rundir import evaluations_note, step_counts, steps_note
+    from .reporting.rundir import evaluations_note, step_counts, steps_note, timeout_seconds
 
-    say(f"Evaluations: {model.n_evals_} ({evaluations_note(model.n_failed_, model.n_timeouts_)}), "
-        f"stopped by {model.stop_reason_}")
+    note = evaluations_note(model.n_failed_, model.n_timeouts_, timeout_seconds(model.history_))
+    say(f"Evaluations: {model.n_evals_} ({note}), stopped by {model.stop_reason_}")
     if steps := step_counts(model.history_):
         say(f"Steps: {steps_note(steps)}")
     cache = model.prefix_cache_

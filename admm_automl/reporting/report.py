@@ -214,9 +214,8 @@ def _summary_rows(run: RunData) -> list[list[str]]:
             rows.append(["constraints, on the validation data",
                          "; ".join(c.get("validation", c["text"]) for c in s["constraints"])
                          + ("" if s["feasible"] else " — no evaluation met them all")])
-        rows += [["evaluations", f"{s['n_evals']} ("
-                                 f"{evaluations_note(s['n_failed'], s.get('n_timeouts', 0))}), "
-                                 f"stopped by {s['stop_reason']}"],
+        note = evaluations_note(s["n_failed"], s.get("n_timeouts", 0), s.get("timeout_seconds"))
+        rows += [["evaluations", f"{s['n_evals']} ({note}), stopped by {s['stop_reason']}"],
                  *([["steps", steps_note(s["steps"])]] if s.get("steps") else []),
                  ["search time", f"{_fmt(s.get('search_time'))} s (refit "
                                  f"{_fmt(s.get('refit_time'))} s)"],

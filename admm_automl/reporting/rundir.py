@@ -87,11 +87,26 @@ def steps_note(steps: list[dict[str, Any]]) -> str:
                      for s in steps)
 
 
-def evaluations_note(n_failed: int, n_timeouts: int) -> str:
+def evaluations_note(n_failed: int, n_timeouts: int,
+                     seconds: tuple[float, float] | None = None) -> str:
     """``"2 failed"``, or ``"2 failed, 3 stopped at their time limit"``: a trial stopped by
-    its own timeout is the time policy working, not a failure of the pipeline."""
+    its own timeout is the time policy working, not a failure of the pipeline. Given
+    ``seconds`` (:func:`timeout_seconds`), also what those trials cost: ``"(14.0 s, 23% of
+    the trials' seconds)"`` — the part of a budget spent on trials that gave no result."""
     note = f"{n_failed} failed"
-    return note + (f", {n_timeouts} stopped at their time limit" if n_timeouts else "")
+    if not n_timeouts:
+        return note
+    note += f", {n_timeouts} stopped at their time limit"
+    if seconds is not None and seconds[1] > 0:
+        note += f" ({seconds[0]:.1f} s, {seconds[0] / seconds[1]:.0%} of the trials' seconds)"
+    return note
+
+
+def timeout_seconds(history: Any) -> tuple[float, float]:
+    """The seconds of a run's evaluations stopped at a time limit, and of all its evaluations
+    (with several workers, worker-seconds)."""
+    durations = history["duration"].fillna(0.0)
+    return (float(durations[history["status"] == "timeout"].sum()), float(durations.sum()))
 
 def machine_info() -> dict[str, Any]:
     """Where a run ran: Python, operating system, processor, cores, memory, package versions."""
@@ -155,6 +170,7 @@ def run_summary(model: Any) -> dict[str, Any]:
         "n_evals": int(model.n_evals_),
         "n_failed": int(model.n_failed_),
         "n_timeouts": int(getattr(model, "n_timeouts_", 0)),
+        "timeout_seconds": timeout_seconds(history),
         "steps": step_counts(history),
         "stop_reason": model.stop_reason_,
         "search_time": float(trace["time"].iloc[-1]) if len(trace) else None,

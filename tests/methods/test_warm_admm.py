@@ -259,6 +259,9 @@ def test_a_trial_stopped_at_its_time_limit_is_counted_as_such_not_as_failed(make
     assert (recorder.n_evals, recorder.n_failed, recorder.n_timeouts) == (3, 0, 1)
     assert evaluations_note(0, 1) == "0 failed, 1 stopped at their time limit"
     assert evaluations_note(2, 0) == "2 failed"
+    assert evaluations_note(0, 1, (12.0, 48.0)) == (
+        "0 failed, 1 stopped at their time limit (12.0 s, 25% of the trials' seconds)")
+    assert evaluations_note(2, 0, (0.0, 48.0)) == "2 failed"
 
 
 # ----------------------------------------------------------------------------- probes in a z-step

@@ -168,6 +168,12 @@ def test_automatic_timeout_stops_a_slow_trial_and_the_run_goes_on(breast_cancer)
     slow = h[h["pipeline"] == "none -> sleeping"].iloc[0]
     assert slow["status"] == "timeout" and slow["phase"] == "z"
     assert model.n_timeouts_ >= 1 and model.n_failed_ == 0
+    from admm_automl.reporting.rundir import run_summary, timeout_seconds
+
+    stopped, total = timeout_seconds(h)
+    assert stopped == pytest.approx(h.loc[h["status"] == "timeout", "duration"].sum())
+    assert slow["duration"] <= stopped < total == pytest.approx(h["duration"].sum())
+    assert run_summary(model)["timeout_seconds"] == (stopped, total)
     assert not slow.get("budget_stop", False) is True  # the automatic timeout, not the budget end
     # the automatic timeout is at most a quarter of the time left (3 s here); half the budget
     # leaves room for a busy machine and is still far below the 12 s at which only the end of the
