@@ -422,7 +422,8 @@ def held_out_losses(ctx: TrialContext, predictions: Sequence[np.ndarray], size: 
     ``bags``) chosen on one half and scored on the other, both ways, averaged — by kind:
     ``"single"``, ``"weighted"`` and, given the stack's out-of-fold predictions ``stack_oof``,
     ``"stack"`` (its second layer is out-of-fold already; its members are the weighted
-    ensemble's, chosen on all rows, so its reading is only partly held out). None when a half lacks a class.
+    ensemble's, chosen on all rows, so its reading is only partly held out). None when a half
+    lacks a class.
 
     Why: the ensemble is chosen over the single best when its pooled validation loss is lower —
     the loss the greedy selection itself minimised, over up to 32 candidates and 16 steps. On a
