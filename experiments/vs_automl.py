@@ -448,7 +448,7 @@ def table(root: Path) -> str:
             lines.append(verdict(rows, peers))
         if any("#" in d for d in rows):
             lines.append(seeds_section(rows, methods, peers))
-        lines.append(search_section(rows, float(budget)))
+        lines += [search_section(rows, float(budget), m) for m in ENSEMBLES if m in methods]
     budgets = list(by_budget)
     for longer in budgets[1:]:
         lines.append(longer_budget(by_budget[budgets[0]], by_budget[longer], budgets[0], longer))
@@ -498,24 +498,57 @@ def seeds_section(rows: dict[str, dict[str, dict]], methods: list[str], peers: l
             lines.append(compare(reference, other, "shared, seed means", both))
     if "ADMM+ens" in methods:
         lines.append("seed means: " + verdict(means, peers))
+        lines += [noninferiority(means, "ADMM+ens", arm) for arm in OPT_IN if arm in methods]
     return "\n".join(lines)
 
 
-def search_section(rows: dict[str, dict[str, dict]], budget: float) -> str:
-    """Of the default's runs (``ADMM+ens``), per dataset and averaged over its seeds: the share
+def noninferiority(means: dict[str, dict[str, dict]], reference: str, other: str,
+                   margin: float = TIE, floor: float = 3 * TIE) -> str:
+    """The speed changes' rule (experiments/README.md), decided on the datasets' seed means
+    (:func:`seed_means`) of the shared datasets both arms ran on: ``other`` is not worse than
+    ``reference`` if the one-sided 95 % lower bound of the mean difference (Student's t over the
+    datasets) is at least ``-margin``, no dataset's difference is below ``-floor`` and ``other``
+    returned a model on every run. A counting rule has no power where almost no dataset moves by
+    more than the tie width; this one's power follows from the spread of the differences."""
+    from scipy.stats import t as student
+
+    both = {d: (by[reference]["score"], by[other]["score"]) for d, by in means.items()
+            if d not in BUNDLED and reference in by and other in by}
+    none = sorted(d for d, (_, score) in both.items() if score is None)
+    diffs = {d: b - a for d, (a, b) in both.items() if a is not None and b is not None}
+    if none:
+        return f"{other} against {reference}: no model on {', '.join(none)} -> NOT met"
+    if len(diffs) < 2:
+        return f"{other} against {reference}: non-inferiority needs two datasets, has {len(diffs)}"
+    d = np.array(list(diffs.values()))
+    bound = d.mean() - student.ppf(0.95, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    lowest = min(diffs, key=diffs.get)
+    met = bound >= -margin and diffs[lowest] >= -floor
+    return (f"{other} against {reference}, non-inferiority on {len(d)} dataset means: mean "
+            f"{d.mean():+.5f}, sd {d.std(ddof=1):.5f}, one-sided 95 % lower bound {bound:+.5f} "
+            f"({'>=' if bound >= -margin else '<'} {-margin:g}), lowest {lowest} "
+            f"{diffs[lowest]:+.4f} ({'>=' if diffs[lowest] >= -floor else '<'} {-floor:g}) -> "
+            f"{'met' if met else 'NOT met'}")
+
+
+def search_section(rows: dict[str, dict[str, dict]], budget: float,
+                   method: str = "ADMM+ens") -> str:
+    """Of ``method``'s runs (the default or one of its arms), per dataset and averaged over its
+    seeds: the share
     of the budget spent in trials stopped by a time limit, and the validation-to-test gap (the
     validation AUROC of what predicts, ``1 - validation_loss``, minus the test AUROC; positive:
     the choice looked better on validation than it is). Then the median share over the datasets
-    and how many runs kept it at or below 10 %. On the binary datasets (AUROC: a loss of
+    and over the runs, and how many runs kept it at or below 10 %. On the binary datasets (AUROC:
+    a loss of
     ``1 - score``); empty when no run recorded these fields (results from before them)."""
     runs: dict[str, list[dict]] = {}
     for row, by in rows.items():
-        result = by.get("ADMM+ens")
+        result = by.get(method)
         if result is not None and "stopped_seconds" in result and result.get("metric") == "roc_auc":
             runs.setdefault(row.split("#")[0], []).append(result)
     if not runs:
         return ""
-    lines = [f"\nADMM+ens search: share of {budget:g} s in trials stopped by a time limit, "
+    lines = [f"\n{method} search: share of {budget:g} s in trials stopped by a time limit, "
              "validation-to-test gap (means over seeds)",
              f"{'dataset':<20}{'stopped':>10}{'evals':>8}{'stopped n':>11}{'gap':>10}"
              "  most stopped (s over the seeds)"]
@@ -531,7 +564,8 @@ def search_section(rows: dict[str, dict[str, dict]], budget: float) -> str:
                      + f"  {most_stopped(results)}")
     every = [share for dataset in shares.values() for share in dataset]
     lines.append(f"median share over {len(shares)} datasets "
-                 f"{np.median([np.mean(v) for v in shares.values()]):.1%}; runs at <= 10 %: "
+                 f"{np.median([np.mean(v) for v in shares.values()]):.1%}, over "
+                 f"{len(every)} runs {np.median(every):.1%}; runs at <= 10 %: "
                  f"{sum(share <= 0.10 for share in every)} of {len(every)}")
     return "\n".join(lines)
 
