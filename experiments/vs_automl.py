@@ -427,7 +427,9 @@ def table(root: Path) -> str:
     lines = []
     by_budget = read_results(root)
     for budget, rows in by_budget.items():
-        methods = [m for m in METHODS if any(m in by for by in rows.values())]
+        ran = {m for by in rows.values() for m in by}
+        # the named methods in their order, then the z-solver arms (``ADMM+ens-blds``)
+        methods = [m for m in METHODS if m in ran] + sorted(ran - set(METHODS))
         lines.append(f"\nbudget {budget} s — test score (AUROC; digits accuracy; "
                      "diabetes R²)")
         lines.append(f"{'dataset':<20}" + "".join(f"{m:>15}" for m in methods))

@@ -215,3 +215,18 @@ def test_stopped_seconds_tell_a_trial_s_own_limit_from_the_budget_s_end(load_scr
     assert script.stopped_seconds(history) == {
         "n_evals": 4, "n_stopped": 3, "stopped_seconds": 5.0, "limit_seconds": 3.0,
         "n_not_started": 1, "stopped_by_learner": {"catboost": 2.0, "extra_trees": 3.0}}
+
+
+def test_a_z_solver_arm_is_tabled_and_compared_with_the_default_on_seed_means(tmp_path,
+                                                                              load_script):
+    script = load_script("vs_automl")
+    for dataset, seeds in {"adult": [(0.93, 0.92), (0.93, 0.925)],
+                           "wind": [(0.94, 0.95), (0.94, 0.94)]}.items():
+        for seed, (cmab, blds) in enumerate(seeds):
+            _result(tmp_path, 300, dataset, "ADMM+ens", cmab, seed)
+            _result(tmp_path, 300, dataset, "ADMM+ens-blds", blds, seed)
+    text = script.table(tmp_path)
+    assert text.splitlines()[2].split() == ["dataset", "ADMM+ens", "ADMM+ens-blds"]
+    # adult: the default 0.0075 ahead; wind: 0.005 behind
+    assert ("ADMM+ens vs ADMM+ens-blds (shared, seed means, 2 datasets): 1 wins / 0 ties / "
+            "1 losses") in text
