@@ -173,6 +173,15 @@ class ADMM(BaseEstimator):
         ``history_``); one whose fewest trees would not fit is not started (status
         ``timeout``). Off: such a trial runs as configured and is stopped between its folds
         once they project past its limit (:mod:`admm_automl.evaluation.shrink`).
+    boost_to_fit : bool, default=False
+        Stop a boosted learner's rounds (LightGBM, XGBoost, CatBoost) at its fold's share of the
+        time limit its trial runs under — 80 % of the seconds the limit leaves, split evenly
+        over the folds not fitted yet — keeping the best round so far, as AutoGluon stops its
+        boosted models at their time limit; the trial then ends inside its limit with a model
+        (its folds so stopped in ``history_["boxed"]``, its rounds as always in
+        ``history_["rounds"]``, which the refit trains). Off: such a trial is stopped between
+        its folds once they project past its limit, with no model. Only under a time limit
+        (a ``time_budget`` or ``trial_timeout``).
     memory_limit : int, optional
         Address-space limit per worker process in MiB (status ``memout``).
     cache_size : float, default=256
@@ -327,6 +336,7 @@ class ADMM(BaseEstimator):
         cv: Any = "auto", validation_size: float = 0.2, executor: str = "auto",
         n_jobs: int = -1, dask_address: str | None = None, asynchronous: bool = True,
         trial_timeout: float | None = None, shrink_to_fit: bool = False,
+        boost_to_fit: bool = False,
         memory_limit: int | None = None, cache_size: float = 256.0, output_dir: Any = None,
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,
@@ -357,6 +367,7 @@ class ADMM(BaseEstimator):
         self.asynchronous = asynchronous
         self.trial_timeout = trial_timeout
         self.shrink_to_fit = shrink_to_fit
+        self.boost_to_fit = boost_to_fit
         self.memory_limit = memory_limit
         self.cache_size = cache_size
         self.output_dir = output_dir

@@ -300,6 +300,8 @@ def make_record(eval_id: int, key: str, request: Any, result: dict[str, Any], *,
         record["shrunk_from"] = int(result["shrunk_from"])
     if result.get("rounds"):  # early stopping's rounds, one per split (evaluation.stopping)
         record["rounds"] = [int(r) for r in result["rounds"]]
+    if result.get("boxed"):  # splits whose rounds stopped at their share of the time limit
+        record["boxed"] = int(result["boxed"])
     if result.get("traceback"):
         record["traceback"] = result["traceback"]
     if result.get("prefix_cache"):  # what the worker's prefix cache saved for this trial

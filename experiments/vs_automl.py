@@ -89,17 +89,18 @@ LODO_FILE = REPO / "experiments" / "portfolio_lodo.yaml"
 LODO_EXTERNAL_FILE = REPO / "experiments" / "portfolio_lodo_external.yaml"
 #: scikit-learn's bundled tasks with their natural test metric
 BUNDLED = {"digits": "accuracy", "diabetes": "r2"}
-METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout",
-           "ADMM+ens+ext", "FLAML", "AutoGluon", "AutoGluon-best", "AutoGluon-v150", "RF", "TPOT")
+METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+boxed",
+           "ADMM+ens+heldout", "ADMM+ens+ext", "FLAML", "AutoGluon", "AutoGluon-best", "AutoGluon-v150", "RF", "TPOT")
 #: variants of the default that run only when ``--methods`` names them (a campaign's arm)
-OPT_IN = ("ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout", "ADMM+ens+ext")
+OPT_IN = ("ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+boxed", "ADMM+ens+heldout",
+          "ADMM+ens+ext")
 #: ``ADMM+ens+shrink3k`` turns ``shrink_to_fit`` on only from this many training rows: the arm of
 #: the rule in experiments/README.md ("the shrink on larger data only"), where on smaller data
 #: a shrunk forest is cheap, the runs make many more trials, and the choice among them is noisier
 SHRINK_MIN_ROWS = 3000
 #: the methods whose result records the ensemble's weights and kind
-ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+heldout",
-             "ADMM+ens+ext")
+ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+boxed",
+             "ADMM+ens+heldout", "ADMM+ens+ext")
 #: AutoGluon-Tabular's presets per method
 AUTOGLUON_PRESETS = {"AutoGluon": "medium_quality", "AutoGluon-best": "best_quality",
                      "AutoGluon-v150": "best_quality_v150"}
@@ -161,7 +162,8 @@ def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 
     """``(model, fit keyword arguments)`` of one method. ``ADMM+ens-<z>`` (``ADMM-<z>``) is the
     default with the z-solver ``<z>`` (``ADMM+ens-blds``), for the comparison of z-solvers;
     ``+shrink`` turns ``shrink_to_fit`` on (``ADMM+ens+shrink``), ``+shrink3k`` only from
-    :data:`SHRINK_MIN_ROWS` training rows (``n_train``); ``+heldout`` judges the ensemble on
+    :data:`SHRINK_MIN_ROWS` training rows (``n_train``); ``+boxed`` turns ``boost_to_fit`` on
+    (boosted rounds stopped at a fold's share of the trial's limit); ``+heldout`` judges the ensemble on
     held-out validation rows (``ensemble_check="held_out"``); ``+ext`` runs the held-out
     portfolio learned with the published zero-shot candidates (:data:`LODO_EXTERNAL_FILE`)."""
     if method.startswith("ADMM"):
@@ -172,6 +174,8 @@ def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 
         base = base.removesuffix("+ext")
         check = {"ensemble_check": "held_out"} if base.endswith("+heldout") else {}
         base = base.removesuffix("+heldout")
+        boxed = {"boost_to_fit": True} if base.endswith("+boxed") else {}
+        base = base.removesuffix("+boxed")
         if base.endswith("+shrink3k"):
             if n_train is None:
                 raise ValueError(f"{method} needs n_train, the training rows")
@@ -185,7 +189,7 @@ def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 
         return cls(time_budget=budget, random_state=seed, portfolio=portfolio,
                    n_jobs=1,
                    ensemble_size=0 if base == "ADMM" else 16, z_solver=z_solver or "cmab",
-                   **({"shrink_to_fit": True} if shrink else {}), **check), {}
+                   **({"shrink_to_fit": True} if shrink else {}), **check, **boxed), {}
     if method == "FLAML":
         from flaml import AutoML
 
@@ -352,7 +356,8 @@ def stopped_seconds(history) -> dict:
     """How many of a package model's evaluations were stopped by a time limit (their own or the
     budget's end) and the seconds they ran before it, in all and per learner; of those, the
     seconds stopped by their own limit (``limit_seconds``) and how many were never started
-    (``n_not_started``: predicted past their limit, no seconds)."""
+    (``n_not_started``: predicted past their limit, no seconds); and how many ended with their
+    boosted rounds stopped at their share of the limit instead (``n_boxed``, ``boost_to_fit``)."""
     stopped = history["status"].isin(["timeout", "cancelled"])
     own = history["status"] == "timeout"
     by_learner = (history.loc[stopped].groupby("param:estimator")["duration"].sum()
@@ -361,7 +366,8 @@ def stopped_seconds(history) -> dict:
             "stopped_seconds": float(history.loc[stopped, "duration"].sum()),
             "limit_seconds": float(history.loc[own, "duration"].sum()),
             "n_not_started": int((own & (history["duration"] <= 0.0)).sum()),
-            "stopped_by_learner": {str(k): float(v) for k, v in dict(by_learner).items()}}
+            "stopped_by_learner": {str(k): float(v) for k, v in dict(by_learner).items()},
+            "n_boxed": int((history["boxed"].fillna(0) > 0).sum()) if "boxed" in history else 0}
 
 
 def write_result(path: Path, result: dict) -> dict:

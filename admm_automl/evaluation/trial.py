@@ -35,11 +35,15 @@ from .data import (
 from .fold_models import write_models
 from .kept import DEFAULT_CACHE_MB, KeptStore
 from .metrics import Metric
-from .policy import FoldClock, LimitProjected
+from .policy import FoldClock, LimitProjected, current_limit
 from .prefix_cache import PrefixCache, fit_pipeline, prefix_keys
 from .shrink import shrink_to_limit
 from .splits import Split
-from .stopping import fit_stopped
+from .stopping import RoundsBox, fit_stopped
+
+#: with ``boost_to_fit``, the share of the seconds a trial's limit leaves that its boosted
+#: rounds may take (:meth:`_Trial.box`); the rest is for the steps' predictions and the scores
+BOX_SHARE = 0.8
 
 
 @dataclass
@@ -73,6 +77,10 @@ class TrialContext:
     #: early to the time limit it runs under, or do not start it (:mod:`.shrink`); off: every
     #: trial runs as configured
     shrink_to_fit: bool = False
+    #: stop a boosted learner's rounds at its split's share of the time limit its trial runs
+    #: under, keeping the best so far (:class:`~.stopping.RoundsBox`, :meth:`_Trial.box`); off:
+    #: only its early stopping and the limit end them
+    boost_to_fit: bool = False
 
     def fit_params(self, model: Any, rows: np.ndarray) -> dict[str, Any]:
         """What ``model.fit`` on ``rows`` takes beyond (X, y): the rows' ``sensitive_features``
@@ -235,6 +243,7 @@ class _Trial:
         self.before = self.cache.stats()
         self.predictions: list[Any] = []
         self.rounds: list[int] = []
+        self.boxes: list[RoundsBox] = []
         self.models: list[Any] | None = (
             [] if ctx.models_dir is not None and fidelity >= 1.0 else None)
         self.stopping = ctx.space.stopping(z)
@@ -284,7 +293,8 @@ class _Trial:
         X_train, y_train = take_rows(ctx.X, rows), ctx.y[rows]
         X_valid, y_valid = take_rows(ctx.X, split.valid), ctx.y[split.valid]
         stop = (None if self.stopping is None
-                else partial(fit_stopped, y_valid=y_valid, stopping=self.stopping[1]))
+                else partial(fit_stopped, y_valid=y_valid, stopping=self.stopping[1],
+                             box=self.box(i)))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
@@ -309,6 +319,20 @@ class _Trial:
                     self.rounds.append(fitted.rounds)
             self.result["fit_time"] += time.perf_counter() - start
         return pipeline, valid, X_valid, y_valid
+
+    def box(self, i: int) -> RoundsBox | None:
+        """With the context's ``boost_to_fit`` and a known limit, the moment split ``i``'s
+        rounds stop at: :data:`BOX_SHARE` of the seconds the limit leaves, split evenly over the
+        splits not fitted yet, so that the trial ends inside its limit with a model where it
+        would otherwise be stopped with none; None otherwise (a run without time limits stays
+        reproducible)."""
+        limit = current_limit()
+        if not self.ctx.boost_to_fit or limit is None:
+            return None
+        now = time.perf_counter()
+        box = RoundsBox(now + BOX_SHARE * max(limit[0] - now, 0.0) / (len(self.ctx.splits) - i))
+        self.boxes.append(box)
+        return box
 
     def _stopped_learner(self, i: int, pipeline: Any, X_train: Any, y_train: Any, X_valid: Any,
                          stop: Any) -> Any:
@@ -359,6 +383,8 @@ class _Trial:
         result, loss = self.result, float(np.mean(self.losses))
         if self.rounds:
             result["rounds"] = self.rounds
+        if any(box.fired for box in self.boxes):
+            result["boxed"] = sum(box.fired for box in self.boxes)
         if self.predictions and all(p is not None for p in self.predictions):
             result["predictions"] = np.concatenate(self.predictions)
         if not math.isfinite(loss):

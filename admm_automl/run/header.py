@@ -16,7 +16,8 @@ from ..final.outcome import Task
 def run_header(task: Task, *, cv: int | None, validation_size: float, repeats: int = 1
                ) -> dict[str, Any]:
     """What the losses recorded for ``task`` depend on; a journal refuses to resume under another
-    (``repeats`` is written only above 1 and ``shrink_to_fit`` only when on, so that the
+    (``repeats`` is written only above 1 and ``shrink_to_fit`` and ``boost_to_fit`` only when
+    on, so that the
     journals of earlier versions resume)."""
     from .. import __version__
 
@@ -39,6 +40,7 @@ def run_header(task: Task, *, cv: int | None, validation_size: float, repeats: i
         "space": {"name": ctx.space.name, "fingerprint": _digest(ctx.space.modules)},
         "constraint_measures": _digest(measures) if measures else None,
         **({"shrink_to_fit": True} if ctx.shrink_to_fit else {}),  # shrunk trials, other losses
+        **({"boost_to_fit": True} if ctx.boost_to_fit else {}),  # boxed rounds, other losses
     }
 
 

@@ -98,6 +98,7 @@ def run_search(
     )
     prepared.context.keep_predictions = s.ensemble_size > 0
     prepared.context.shrink_to_fit = bool(s.shrink_to_fit)
+    prepared.context.boost_to_fit = bool(s.boost_to_fit)
     # the mitigated starts are the leading configurations the space keeps (a portfolio led by
     # LightGBM and CatBoost still gets two mitigated starts in an install without them)
     portfolio = kept_configs(resolve_portfolio(s.portfolio, space, task), space)

@@ -87,6 +87,9 @@ def test_the_shrink_arm_is_the_default_with_shrink_to_fit_and_runs_only_when_nam
     assert {**held.get_params(), "ensemble_check": "in_sample"} == default.get_params()
     assert held.ensemble_check == "held_out"
     assert "ADMM+ens+heldout" not in script.available_methods()
+    boxed, _ = script.make_model("ADMM+ens+boxed", "digits", "classification", 60.0, seed=2)
+    assert {**boxed.get_params(), "boost_to_fit": False} == default.get_params()
+    assert boxed.boost_to_fit is True and "ADMM+ens+boxed" not in script.available_methods()
     for dataset, (ens, arm) in {"pc4": (0.93, 0.94), "sonar": (0.90, 0.90)}.items():
         _result(tmp_path, 60, dataset, "ADMM+ens", ens)
         _result(tmp_path, 60, dataset, "ADMM+ens+shrink", arm)
@@ -214,7 +217,10 @@ def test_stopped_seconds_tell_a_trial_s_own_limit_from_the_budget_s_end(load_scr
         "param:estimator": ["lightgbm", "extra_trees", "extra_trees", "catboost"]})
     assert script.stopped_seconds(history) == {
         "n_evals": 4, "n_stopped": 3, "stopped_seconds": 5.0, "limit_seconds": 3.0,
-        "n_not_started": 1, "stopped_by_learner": {"catboost": 2.0, "extra_trees": 3.0}}
+        "n_not_started": 1, "stopped_by_learner": {"catboost": 2.0, "extra_trees": 3.0},
+        "n_boxed": 0}
+    history["boxed"] = [2, None, None, None]  # the lightgbm trial's rounds stopped in 2 folds
+    assert script.stopped_seconds(history)["n_boxed"] == 1
 
 
 def test_a_z_solver_arm_is_tabled_and_compared_with_the_default_on_seed_means(tmp_path,

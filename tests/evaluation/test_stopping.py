@@ -4,6 +4,8 @@ reach the refit and the ensemble's members."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -186,3 +188,76 @@ def test_a_mitigated_boosted_learner_fits_the_rounds_early_stopping_chose(monkey
         assert others == [r for r in rounds for _ in range(3)]  # stopped fit
     refit = space.to_pipeline(z, theta, rounds=rounds[0])
     assert refit[-1].estimator[-1].n_estimators == rounds[0]
+
+
+BOXED = [("lightgbm", "n_estimators"), ("xgboost", "n_estimators"), ("catboost", "iterations")]
+
+
+def _slow(choice: str, parameter: str, context):
+    """A boosted learner of the default space that learns slowly (no early stop for hundreds of
+    rounds), and its early stopping."""
+    pytest.importorskip(choice)
+    z, theta = context.space.encode({"scaler": "none", "estimator": choice,
+                                     f"estimator__{parameter}": 5000,
+                                     "estimator__learning_rate": 0.001})
+    return context.space.to_pipeline(z, theta, random_state=0)[-1], context.space.stopping(z)[1]
+
+
+@pytest.mark.parametrize("choice,parameter", BOXED)
+def test_a_rounds_box_past_its_moment_stops_the_fit_and_keeps_the_best_round_so_far(
+        context, choice, parameter):
+    from admm_automl.evaluation.stopping import RoundsBox, fit_stopped
+
+    estimator, stopping = _slow(choice, parameter, context)
+    split = context.splits[0]
+    data = (context.X[split.train], context.y[split.train], context.X[split.valid],
+            context.y[split.valid])
+    box = RoundsBox(0.0)
+    rounds = fit_stopped(estimator, *data, stopping=stopping, box=box)
+    assert box.fired and 1 <= rounds <= 2  # XGBoost's box waits for its second round
+    assert estimator.predict_proba(data[2]).shape == (len(data[2]), 2)
+    if choice == "xgboost":  # no clone of the fitted model carries the box
+        assert estimator.get_params()["callbacks"] is None
+    far = RoundsBox(float("inf"))
+    assert fit_stopped(estimator, *data, stopping=stopping, box=far) > 100 and not far.fired
+
+
+@pytest.mark.parametrize("choice,parameter", BOXED[2:])
+def test_with_boost_to_fit_a_trial_past_its_limit_ends_inside_it_with_its_model(
+        breast_cancer, choice, parameter):
+    """5 000 rounds at a learning rate of 0.001 take several seconds a fold on these rows; under
+    a limit of 1.5 s each of the 3 folds stops at its share and the trial scores what it has."""
+    from admm_automl.evaluation.policy import trial_limit
+
+    X, y = breast_cancer
+    splits = make_splits(y, classification=True, cv=3, validation_size=0.2, seed=0)
+    ctx = TrialContext(DEFAULT.for_task("classification"), X, y, splits,
+                       get_metric("roc_auc", "classification", "binary"), None, 0,
+                       labels=np.unique(y), cache_size=0, boost_to_fit=True)
+    _slow(choice, parameter, ctx)
+    z, theta = ctx.space.encode({"scaler": "none", "estimator": choice,
+                                 f"estimator__{parameter}": 5000,
+                                 "estimator__learning_rate": 0.001})
+    with trial_limit(1.5):
+        result = run_trial(ctx, z, theta, 1.0)
+    assert result["status"] == "ok", result.get("error")
+    assert result["boxed"] == 3 and all(1 <= r < 5000 for r in result["rounds"])
+    assert 0.5 < 1.0 - result["loss"] <= 1.0  # a model that ranks (AUROC), not a constant
+
+
+def test_a_split_s_box_is_its_share_of_what_the_limit_leaves_and_none_without_a_limit(context):
+    import time
+
+    from admm_automl.evaluation.policy import trial_limit
+    from admm_automl.evaluation.trial import BOX_SHARE, _Trial
+
+    z, theta = context.space.encode(_config("hist_gradient_boosting", "max_iter", 100))
+    ctx = dataclasses.replace(context, boost_to_fit=True)
+    assert _Trial(ctx, z, theta, 1.0).box(0) is None  # no limit known: a reproducible run
+    with trial_limit(30.0):
+        assert _Trial(context, z, theta, 1.0).box(0) is None  # the option off
+        start = time.perf_counter()
+        first, last = _Trial(ctx, z, theta, 1.0).box(0), _Trial(ctx, z, theta, 1.0).box(2)
+    # 3 splits: the first gets a third of 80 % of the 30 s, the last (all others done) all 80 %
+    assert first.end - start == pytest.approx(BOX_SHARE * 30.0 / 3, abs=0.5)
+    assert last.end - start == pytest.approx(BOX_SHARE * 30.0, abs=0.5)
