@@ -70,6 +70,7 @@ def test_a_finished_run_resumed_with_the_same_budget_evaluates_nothing(tmp_path,
     ({"random_state": 1}, r"model_seed: recorded"),
     ({"search_space": "paper_small"}, r"space\.name: recorded \"tiny\", now \"paper_small\""),
     ({"shrink_to_fit": True}, r"shrink_to_fit: only in the new run"),
+    ({"boost_to_fit": True}, r"boost_to_fit: only in the new run"),
 ])
 def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change, expected,
                                                                 breast_cancer_full):
