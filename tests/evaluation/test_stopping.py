@@ -193,12 +193,12 @@ def test_a_mitigated_boosted_learner_fits_the_rounds_early_stopping_chose(monkey
 BOXED = [("lightgbm", "n_estimators"), ("xgboost", "n_estimators"), ("catboost", "iterations")]
 
 
-def _slow(choice: str, parameter: str, context):
+def _slow(choice: str, parameter: str, context, cap: int = 5000):
     """A boosted learner of the default space that learns slowly (no early stop for hundreds of
-    rounds), and its early stopping."""
+    rounds) with ``cap`` rounds, and its early stopping."""
     pytest.importorskip(choice)
     z, theta = context.space.encode({"scaler": "none", "estimator": choice,
-                                     f"estimator__{parameter}": 5000,
+                                     f"estimator__{parameter}": cap,
                                      "estimator__learning_rate": 0.001})
     return context.space.to_pipeline(z, theta, random_state=0)[-1], context.space.stopping(z)[1]
 
@@ -218,7 +218,8 @@ def test_a_rounds_box_past_its_moment_stops_the_fit_and_keeps_the_best_round_so_
     assert estimator.predict_proba(data[2]).shape == (len(data[2]), 2)
     if choice == "xgboost":  # no clone of the fitted model carries the box
         assert estimator.get_params()["callbacks"] is None
-    far = RoundsBox(float("inf"))
+    estimator, stopping = _slow(choice, parameter, context, cap=300)
+    far = RoundsBox(float("inf"))  # a slow learner's 300 rounds, all of them improving
     assert fit_stopped(estimator, *data, stopping=stopping, box=far) > 100 and not far.fired
 
 
