@@ -90,7 +90,8 @@ LODO_EXTERNAL_FILE = REPO / "experiments" / "portfolio_lodo_external.yaml"
 #: scikit-learn's bundled tasks with their natural test metric
 BUNDLED = {"digits": "accuracy", "diabetes": "r2"}
 METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+boxed",
-           "ADMM+ens+heldout", "ADMM+ens+ext", "FLAML", "AutoGluon", "AutoGluon-best", "AutoGluon-v150", "RF", "TPOT")
+           "ADMM+ens+heldout", "ADMM+ens+ext", "FLAML", "AutoGluon", "AutoGluon-best",
+           "AutoGluon-v150", "RF", "TPOT")
 #: variants of the default that run only when ``--methods`` names them (a campaign's arm)
 OPT_IN = ("ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+boxed", "ADMM+ens+heldout",
           "ADMM+ens+ext")
@@ -163,8 +164,8 @@ def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 
     default with the z-solver ``<z>`` (``ADMM+ens-blds``), for the comparison of z-solvers;
     ``+shrink`` turns ``shrink_to_fit`` on (``ADMM+ens+shrink``), ``+shrink3k`` only from
     :data:`SHRINK_MIN_ROWS` training rows (``n_train``); ``+boxed`` turns ``boost_to_fit`` on
-    (boosted rounds stopped at a fold's share of the trial's limit); ``+heldout`` judges the ensemble on
-    held-out validation rows (``ensemble_check="held_out"``); ``+ext`` runs the held-out
+    (boosted rounds stopped at a fold's share of the trial's limit); ``+heldout`` judges the
+    ensemble on held-out validation rows (``ensemble_check="held_out"``); ``+ext`` runs the held-out
     portfolio learned with the published zero-shot candidates (:data:`LODO_EXTERNAL_FILE`)."""
     if method.startswith("ADMM"):
         from admm_automl import ADMMClassifier, ADMMRegressor
