@@ -17,8 +17,7 @@ def run_header(task: Task, *, cv: int | None, validation_size: float, repeats: i
                ) -> dict[str, Any]:
     """What the losses recorded for ``task`` depend on; a journal refuses to resume under another
     (``repeats`` is written only above 1 and ``shrink_to_fit`` and ``boost_to_fit`` only when
-    on, so that the
-    journals of earlier versions resume)."""
+    on, so that the journals of earlier versions resume)."""
     from .. import __version__
 
     ctx = task.context
