@@ -163,7 +163,7 @@ class ADMM(BaseEstimator):
         Seconds one evaluation may take (status ``timeout``). None with a ``time_budget``: a
         quarter of the time left, at least a tenth of the budget; from 10 000 training rows a
         pipeline is first fitted on a tenth of them (:mod:`admm_automl.evaluation.objective`).
-    shrink_to_fit : bool, default=False
+    shrink_to_fit : bool or "auto", default="auto"
         Size a trial to the time limit it runs under before it starts, where its learner's
         training length is tunable and it does not stop early (the default space's random
         forests and extra trees): its first split's pipeline is fitted on an eighth of its rows,
@@ -172,7 +172,9 @@ class ADMM(BaseEstimator):
         ``iterations``, which the refit trains, with the configured number as ``shrunk_from`` in
         ``history_``); one whose fewest trees would not fit is not started (status
         ``timeout``). Off: such a trial runs as configured and is stopped between its folds
-        once they project past its limit (:mod:`admm_automl.evaluation.shrink`).
+        once they project past its limit (:mod:`admm_automl.evaluation.shrink`). ``"auto"``: on
+        from 3 000 training rows, off below, where a run of many cheap trials picked noisier
+        models in the campaigns that decided it (``experiments/README.md``).
     boost_to_fit : bool, default=False
         Stop a boosted learner's rounds (LightGBM, XGBoost, CatBoost) at its fold's share of the
         time limit its trial runs under — 80 % of the seconds the limit leaves, split evenly
@@ -335,7 +337,7 @@ class ADMM(BaseEstimator):
         fairness_mitigation: Any = "auto", scoring: Any = None,
         cv: Any = "auto", validation_size: float = 0.2, executor: str = "auto",
         n_jobs: int = -1, dask_address: str | None = None, asynchronous: bool = True,
-        trial_timeout: float | None = None, shrink_to_fit: bool = False,
+        trial_timeout: float | None = None, shrink_to_fit: bool | str = "auto",
         boost_to_fit: bool = False,
         memory_limit: int | None = None, cache_size: float = 256.0, output_dir: Any = None,
         resume: bool = True,

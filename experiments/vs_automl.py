@@ -95,10 +95,8 @@ METHODS = ("ADMM", "ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens
 #: variants of the default that run only when ``--methods`` names them (a campaign's arm)
 OPT_IN = ("ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+boxed", "ADMM+ens+heldout",
           "ADMM+ens+ext")
-#: ``ADMM+ens+shrink3k`` turns ``shrink_to_fit`` on only from this many training rows: the arm of
-#: the rule in experiments/README.md ("the shrink on larger data only"), where on smaller data
-#: a shrunk forest is cheap, the runs make many more trials, and the choice among them is noisier
-SHRINK_MIN_ROWS = 3000
+from admm_automl.evaluation.shrink import SHRINK_MIN_ROWS  # noqa: E402
+
 #: the methods whose result records the ensemble's weights and kind
 ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+boxed",
              "ADMM+ens+heldout", "ADMM+ens+ext")
@@ -163,10 +161,12 @@ def make_model(method: str, dataset: str, task: str, budget: float, seed: int = 
     """``(model, fit keyword arguments)`` of one method. ``ADMM+ens-<z>`` (``ADMM-<z>``) is the
     default with the z-solver ``<z>`` (``ADMM+ens-blds``), for the comparison of z-solvers;
     ``+shrink`` turns ``shrink_to_fit`` on (``ADMM+ens+shrink``), ``+shrink3k`` only from
-    :data:`SHRINK_MIN_ROWS` training rows (``n_train``); ``+boxed`` turns ``boost_to_fit`` on
-    (boosted rounds stopped at a fold's share of the trial's limit); ``+heldout`` judges the
-    ensemble on held-out validation rows (``ensemble_check="held_out"``); ``+ext`` runs the held-out
-    portfolio learned with the published zero-shot candidates (:data:`LODO_EXTERNAL_FILE`)."""
+    ``SHRINK_MIN_ROWS`` training rows (``n_train``: the arm that decided ``shrink_to_fit="auto"``,
+    which the default now is; kept so that its campaign can be run again); ``+boxed`` turns
+    ``boost_to_fit`` on (boosted rounds stopped at a fold's share of the trial's limit);
+    ``+heldout`` judges the ensemble on held-out validation rows
+    (``ensemble_check="held_out"``); ``+ext`` runs the held-out portfolio learned with the
+    published zero-shot candidates (:data:`LODO_EXTERNAL_FILE`)."""
     if method.startswith("ADMM"):
         from admm_automl import ADMMClassifier, ADMMRegressor
 

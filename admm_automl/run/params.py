@@ -125,10 +125,11 @@ PARAMETERS: tuple[Param, ...] = (
     _p("trial_timeout", None, v.POSITIVE_NUMBER, v.NONE, flag="--trial-timeout", type=float,
        help="seconds one evaluation may take (default with a time budget: a quarter of the "
        "time left)"),
-    _p("shrink_to_fit", False, v.BOOL, flag="--shrink-to-fit", action="store_true",
+    _p("shrink_to_fit", "auto", v.options("auto"), v.BOOL, flag="--shrink-to-fit",
+       action=argparse.BooleanOptionalAction,
        help="size a forest's trial to its time limit before it starts: at fewer trees when a "
        "throwaway fit on an eighth of the rows predicts it past half of the limit, or not at "
-       "all when even its fewest trees would not fit"),
+       "all when even its fewest trees would not fit (default: from 3 000 training rows on)"),
     _p("boost_to_fit", False, v.BOOL, flag="--boost-to-fit", action="store_true",
        help="stop a boosted learner's rounds at its fold's share of its trial's time limit, "
        "keeping the best round so far, instead of the trial being stopped with no model"),

@@ -21,6 +21,7 @@ from ..evaluation.executors import refuse_nested_search
 from ..evaluation.kept import kept_budget_mb
 from ..evaluation.objective import PipelineObjective
 from ..evaluation.policy import TrialPolicy
+from ..evaluation.shrink import resolve_shrink
 from ..evaluation.splits import resolve_cv, resolve_repeats
 from ..exceptions import InvalidParameterError, ResumeError
 from ..final.library import ENSEMBLE_POOL, PredictionLibrary
@@ -97,7 +98,7 @@ def run_search(
         cache_size=kept_budget_mb(s.cache_size, s.memory_limit),
     )
     prepared.context.keep_predictions = s.ensemble_size > 0
-    prepared.context.shrink_to_fit = bool(s.shrink_to_fit)
+    prepared.context.shrink_to_fit = resolve_shrink(s.shrink_to_fit, len(y))
     prepared.context.boost_to_fit = bool(s.boost_to_fit)
     # the mitigated starts are the leading configurations the space keeps (a portfolio led by
     # LightGBM and CatBoost still gets two mitigated starts in an install without them)

@@ -74,8 +74,8 @@ def test_the_shrink_arm_is_the_default_with_shrink_to_fit_and_runs_only_when_nam
     script = load_script("vs_automl")
     shrink, _ = script.make_model("ADMM+ens+shrink", "digits", "classification", 60.0, seed=2)
     default, _ = script.make_model("ADMM+ens", "digits", "classification", 60.0, seed=2)
-    assert shrink.shrink_to_fit and not default.shrink_to_fit
-    assert {**shrink.get_params(), "shrink_to_fit": False} == default.get_params()
+    assert shrink.shrink_to_fit is True and default.shrink_to_fit == "auto"
+    assert {**shrink.get_params(), "shrink_to_fit": "auto"} == default.get_params()
     assert "ADMM+ens+shrink" not in script.available_methods()
     small, _ = script.make_model("ADMM+ens+shrink3k", "digits", "classification", 60.0, seed=2,
                                  n_train=script.SHRINK_MIN_ROWS - 1)

@@ -200,3 +200,9 @@ def test_the_seconds_against_the_length_lie_between_proportional_and_flat():
     assert shrink._line([(100, 4.0), (50, 3.0)]) == pytest.approx((2.0, 0.02))
     assert shrink._line([(100, 4.0), (50, 1.0)]) == (0.0, 0.04)  # steeper: proportional
     assert shrink._line([(100, 4.0), (50, 4.5)]) == (4.0, 0.0)  # rising as it shrinks: flat
+
+
+def test_auto_shrinks_from_its_row_threshold_on_and_a_boolean_is_taken_as_given():
+    assert shrink.resolve_shrink("auto", shrink.SHRINK_MIN_ROWS)
+    assert not shrink.resolve_shrink("auto", shrink.SHRINK_MIN_ROWS - 1)
+    assert shrink.resolve_shrink(True, 10) and not shrink.resolve_shrink(False, 10 ** 6)

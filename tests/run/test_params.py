@@ -4,6 +4,7 @@ the search settings, the command line and the docstring follow that table."""
 import inspect
 
 import pytest
+from sklearn.datasets import load_iris
 
 from admm_automl import ADMM, ADMMClassifier
 from admm_automl.cli import _parser
@@ -48,10 +49,14 @@ def test_fit_options_set_the_parameters_they_name():
     assert params.fit_overrides(_parser().parse_args(["fit", "--dataset", "iris"])) == {}
 
 
-def test_shrink_to_fit_is_off_by_default_and_an_option_of_fit():
-    assert ADMM().shrink_to_fit is False and params.SearchSettings().shrink_to_fit is False
+def test_shrink_to_fit_is_auto_by_default_and_an_option_of_fit_both_ways():
+    assert ADMM().shrink_to_fit == "auto" and params.SearchSettings().shrink_to_fit == "auto"
     args = _parser().parse_args(["fit", "--dataset", "iris", "--shrink-to-fit"])
     assert params.fit_overrides(args) == {"shrink_to_fit": True}
+    args = _parser().parse_args(["fit", "--dataset", "iris", "--no-shrink-to-fit"])
+    assert params.fit_overrides(args) == {"shrink_to_fit": False}
+    with pytest.raises(InvalidParameterError, match="'shrink_to_fit' parameter"):
+        ADMM(shrink_to_fit="yes").fit(*load_iris(return_X_y=True))
 
 
 @pytest.mark.parametrize("name, value, message", [

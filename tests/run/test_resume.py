@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_wine
+from sklearn.datasets import load_wine, make_classification
 
 from admm_automl import ADMM
 from admm_automl.cli import main
@@ -80,6 +80,20 @@ def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change,
     with pytest.raises(ResumeError, match=expected):
         ADMM(**{**FAST, **change}, max_evals=4, output_dir=tmp_path).fit(data["X"], data["y"])
     assert len(Journal.read(tmp_path / "journal.jsonl")) == 4  # untouched
+
+
+def test_shrink_to_fit_auto_is_what_the_data_s_rows_make_it_in_the_journal(tmp_path,
+                                                                          breast_cancer_full):
+    """``"auto"`` is off on 569 rows, so its journal resumes with the shrink off; on 3 000 rows
+    it is on, and a resume with it off is refused (its trials would be sized otherwise)."""
+    X, Y = breast_cancer_full
+    ADMM(**FAST, max_evals=2, output_dir=tmp_path / "small").fit(X, Y)
+    again = ADMM(**FAST, max_evals=2, shrink_to_fit=False, output_dir=tmp_path / "small").fit(X, Y)
+    assert again.n_evals_ == 2
+    X, Y = make_classification(n_samples=3000, n_features=4, random_state=0)
+    ADMM(**FAST, max_evals=2, output_dir=tmp_path / "large").fit(X, Y)
+    with pytest.raises(ResumeError, match=r"shrink_to_fit"):
+        ADMM(**FAST, max_evals=2, shrink_to_fit=False, output_dir=tmp_path / "large").fit(X, Y)
 
 
 def test_a_resume_whose_longer_budget_changes_cv_auto_s_repeats_says_how_to_pin_them(
