@@ -21,7 +21,7 @@ from ..evaluation.executors import refuse_nested_search
 from ..evaluation.kept import kept_budget_mb
 from ..evaluation.objective import PipelineObjective
 from ..evaluation.policy import TrialPolicy
-from ..evaluation.shrink import resolve_shrink
+from ..evaluation.shrink import SHRINK_MIN_ROWS, resolve_shrink
 from ..evaluation.splits import resolve_cv, resolve_repeats
 from ..exceptions import InvalidParameterError, ResumeError
 from ..final.library import ENSEMBLE_POOL, PredictionLibrary
@@ -63,6 +63,27 @@ def open_objective(
 
 #: with neither max_evals nor time_budget, this many evaluations
 DEFAULT_MAX_EVALS = 100
+
+
+def _explained(err: ResumeError, s: SearchSettings, header: dict[str, Any]) -> ResumeError:
+    """``err`` (a journal of another run) with what to do where an ``"auto"`` setting chose
+    differently for the resumed run than for the recorded one; else ``err`` itself."""
+    text = str(err)
+    if s.cv == "auto" and "splits." in text:
+        splits = header["splits"]
+        now = (f"{splits['cv']}-fold, {splits.get('repeats', 1)} time(s)" if splits["cv"]
+               else "one holdout split")
+        return ResumeError(
+            f"{text} The splits are cv='auto''s choice, which depends on the data's size and on "
+            f"the time budget (now {now}), so a resume with another time_budget can choose "
+            "others: resume with the time_budget the run began with, or pin the splits from a "
+            "run's start with an explicit cv (such as cv=5, never repeated, or cv='holdout').")
+    if s.shrink_to_fit == "auto" and "shrink_to_fit" in text:
+        return ResumeError(
+            f"{text} shrink_to_fit='auto' (the default) sizes forests to their time limit from "
+            f"{SHRINK_MIN_ROWS} training rows on; a journal of an earlier version, made without "
+            "it, resumes with shrink_to_fit=False (fit --no-shrink-to-fit).")
+    return err
 
 
 def run_search(
@@ -152,17 +173,7 @@ def _search(s: SearchSettings, prepared: Task, space: PipelineSpace, executor: A
             policy=trial_policy(deadline, s.trial_timeout), observers=[library],
         )
     except ResumeError as err:
-        if s.cv != "auto" or "splits." not in str(err):
-            raise
-        splits = header["splits"]
-        now = (f"{splits['cv']}-fold, {splits.get('repeats', 1)} time(s)" if splits["cv"]
-               else "one holdout split")
-        raise ResumeError(
-            f"{err} The splits are cv='auto''s choice, which depends on the data's size and on "
-            f"the time budget (now {now}), so a resume with another time_budget can choose "
-            "others: resume with the time_budget the run began with, or pin the splits from a "
-            "run's start with an explicit cv (such as cv=5, never repeated, or cv='holdout')."
-        ) from None
+        raise _explained(err, s, header) from None
     if s.callbacks:
         from .callbacks import CallbackListener
 

@@ -85,15 +85,19 @@ def test_a_journal_of_another_run_is_refused_with_what_differs(tmp_path, change,
 def test_shrink_to_fit_auto_is_what_the_data_s_rows_make_it_in_the_journal(tmp_path,
                                                                           breast_cancer_full):
     """``"auto"`` is off on 569 rows, so its journal resumes with the shrink off; on 3 000 rows
-    it is on, and a resume with it off is refused (its trials would be sized otherwise)."""
+    it is on, and a resume with it off is refused (its trials would be sized otherwise); a
+    journal made without it there (as every version before the default) is told how to resume."""
     X, Y = breast_cancer_full
     ADMM(**FAST, max_evals=2, output_dir=tmp_path / "small").fit(X, Y)
     again = ADMM(**FAST, max_evals=2, shrink_to_fit=False, output_dir=tmp_path / "small").fit(X, Y)
     assert again.n_evals_ == 2
     X, Y = make_classification(n_samples=3000, n_features=4, random_state=0)
     ADMM(**FAST, max_evals=2, output_dir=tmp_path / "large").fit(X, Y)
-    with pytest.raises(ResumeError, match=r"shrink_to_fit"):
+    with pytest.raises(ResumeError, match=r"shrink_to_fit: only in the recorded run"):
         ADMM(**FAST, max_evals=2, shrink_to_fit=False, output_dir=tmp_path / "large").fit(X, Y)
+    ADMM(**FAST, max_evals=2, shrink_to_fit=False, output_dir=tmp_path / "before").fit(X, Y)
+    with pytest.raises(ResumeError, match=r"only in the new run.*resumes with shrink_to_fit=False"):
+        ADMM(**FAST, max_evals=2, output_dir=tmp_path / "before").fit(X, Y)
 
 
 def test_a_resume_whose_longer_budget_changes_cv_auto_s_repeats_says_how_to_pin_them(
