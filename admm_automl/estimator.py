@@ -175,7 +175,7 @@ class ADMM(BaseEstimator):
         once they project past its limit (:mod:`admm_automl.evaluation.shrink`). ``"auto"``: on
         from 3 000 training rows, off below, where a run of many cheap trials picked noisier
         models in the campaigns that decided it (``experiments/README.md``).
-    boost_to_fit : bool, default=False
+    boost_to_fit : bool or "auto", default="auto"
         Stop a boosted learner's rounds (LightGBM, XGBoost, CatBoost) at its fold's share of the
         time limit its trial runs under — 80 % of the seconds the limit leaves, split evenly
         over the folds not fitted yet — keeping the best round so far, as AutoGluon stops its
@@ -183,7 +183,8 @@ class ADMM(BaseEstimator):
         (its folds so stopped in ``history_["boxed"]``, its rounds as always in
         ``history_["rounds"]``, which the refit trains). Off: such a trial is stopped between
         its folds once they project past its limit, with no model. Only under a time limit
-        (a ``time_budget`` or ``trial_timeout``).
+        (a ``time_budget`` or ``trial_timeout``). ``"auto"``: on from 3 000 training rows, as
+        ``shrink_to_fit``.
     memory_limit : int, optional
         Address-space limit per worker process in MiB (status ``memout``).
     cache_size : float, default=256
@@ -338,7 +339,7 @@ class ADMM(BaseEstimator):
         cv: Any = "auto", validation_size: float = 0.2, executor: str = "auto",
         n_jobs: int = -1, dask_address: str | None = None, asynchronous: bool = True,
         trial_timeout: float | None = None, shrink_to_fit: bool | str = "auto",
-        boost_to_fit: bool = False,
+        boost_to_fit: bool | str = "auto",
         memory_limit: int | None = None, cache_size: float = 256.0, output_dir: Any = None,
         resume: bool = True,
         random_state: Any = None, verbose: int = 0, progress: bool | None = None,

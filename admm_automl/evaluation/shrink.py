@@ -51,17 +51,19 @@ SHRINK_SAMPLE = 1 / 8
 SHRINK_MARGIN = 0.5
 #: a shrunk trial runs at the length predicted to take this share of the seconds its limit leaves
 SHRINK_TARGET = 0.2
-#: ``shrink_to_fit="auto"`` shrinks from this many training rows on. Below it the campaigns of
-#: ``experiments/README.md`` found the shrink level on the mean but losing on small datasets
-#: (sonar, oil_spill): a run of many cheap trials there picks its model on noisier validation
-#: scores, and the forests it would shrink take a second or two anyway; from it on the shrink was
-#: not worse than running forests as configured (a non-inferiority rule on new splits).
+#: ``shrink_to_fit="auto"`` and ``boost_to_fit="auto"`` size trials to their limit from this
+#: many training rows on. Below it the campaigns of ``experiments/README.md`` found the shrink
+#: level on the mean but losing on small datasets (sonar, oil_spill): a run of many cheap trials
+#: there picks its model on noisier validation scores, and the learners it would size take a
+#: second or two anyway; from it on each was not worse than running trials as configured (a
+#: non-inferiority rule on new splits).
 SHRINK_MIN_ROWS = 3000
 
 
-def resolve_shrink(setting: bool | str, n_rows: int) -> bool:
-    """Whether a run's trials are shrunk: ``shrink_to_fit`` True or False as given, ``"auto"``
-    (the default) from :data:`SHRINK_MIN_ROWS` training rows on."""
+def resolve_auto(setting: bool | str, n_rows: int) -> bool:
+    """Whether a setting that sizes a run's trials to their limit (``shrink_to_fit``,
+    ``boost_to_fit``) is on: True or False as given, ``"auto"`` (the default) from
+    :data:`SHRINK_MIN_ROWS` training rows on."""
     return n_rows >= SHRINK_MIN_ROWS if setting == "auto" else bool(setting)
 
 

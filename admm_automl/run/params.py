@@ -130,9 +130,11 @@ PARAMETERS: tuple[Param, ...] = (
        help="size a forest's trial to its time limit before it starts: at fewer trees when a "
        "throwaway fit on an eighth of the rows predicts it past half of the limit, or not at "
        "all when even its fewest trees would not fit (default: from 3 000 training rows on)"),
-    _p("boost_to_fit", False, v.BOOL, flag="--boost-to-fit", action="store_true",
+    _p("boost_to_fit", "auto", v.options("auto"), v.BOOL, flag="--boost-to-fit",
+       action=argparse.BooleanOptionalAction,
        help="stop a boosted learner's rounds at its fold's share of its trial's time limit, "
-       "keeping the best round so far, instead of the trial being stopped with no model"),
+       "keeping the best round so far, instead of the trial being stopped with no model "
+       "(default: from 3 000 training rows on)"),
     _p("memory_limit", None, v.int_at_least(1), v.NONE, flag="--memory-limit", type=int,
        help="MiB one worker process may use"),
     _p("cache_size", DEFAULT_CACHE_MB, v.NON_NEGATIVE_NUMBER),

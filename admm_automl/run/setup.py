@@ -21,7 +21,7 @@ from ..evaluation.executors import refuse_nested_search
 from ..evaluation.kept import kept_budget_mb
 from ..evaluation.objective import PipelineObjective
 from ..evaluation.policy import TrialPolicy
-from ..evaluation.shrink import SHRINK_MIN_ROWS, resolve_shrink
+from ..evaluation.shrink import SHRINK_MIN_ROWS, resolve_auto
 from ..evaluation.splits import resolve_cv, resolve_repeats
 from ..exceptions import InvalidParameterError, ResumeError
 from ..final.library import ENSEMBLE_POOL, PredictionLibrary
@@ -78,11 +78,16 @@ def _explained(err: ResumeError, s: SearchSettings, header: dict[str, Any]) -> R
             f"the time budget (now {now}), so a resume with another time_budget can choose "
             "others: resume with the time_budget the run began with, or pin the splits from a "
             "run's start with an explicit cv (such as cv=5, never repeated, or cv='holdout').")
-    if s.shrink_to_fit == "auto" and "shrink_to_fit" in text:
+    auto = [name for name in ("shrink_to_fit", "boost_to_fit")
+            if getattr(s, name) == "auto" and name in text]
+    if auto:
+        settings = " and ".join(name + "='auto'" for name in auto)
+        resume = " and ".join(f"{name}=False (fit --no-{name.replace('_', '-')})"
+                              for name in auto)
         return ResumeError(
-            f"{text} shrink_to_fit='auto' (the default) sizes forests to their time limit from "
-            f"{SHRINK_MIN_ROWS} training rows on; a journal of an earlier version, made without "
-            "it, resumes with shrink_to_fit=False (fit --no-shrink-to-fit).")
+            f"{text} {settings} (the default) size trials to their time limit from "
+            f"{SHRINK_MIN_ROWS} training rows on; a journal of an earlier version, made without, "
+            f"resumes with {resume}.")
     return err
 
 
@@ -119,8 +124,8 @@ def run_search(
         cache_size=kept_budget_mb(s.cache_size, s.memory_limit),
     )
     prepared.context.keep_predictions = s.ensemble_size > 0
-    prepared.context.shrink_to_fit = resolve_shrink(s.shrink_to_fit, len(y))
-    prepared.context.boost_to_fit = bool(s.boost_to_fit)
+    prepared.context.shrink_to_fit = resolve_auto(s.shrink_to_fit, len(y))
+    prepared.context.boost_to_fit = resolve_auto(s.boost_to_fit, len(y))
     # the mitigated starts are the leading configurations the space keeps (a portfolio led by
     # LightGBM and CatBoost still gets two mitigated starts in an install without them)
     portfolio = kept_configs(resolve_portfolio(s.portfolio, space, task), space)

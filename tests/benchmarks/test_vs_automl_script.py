@@ -88,7 +88,7 @@ def test_the_shrink_arm_is_the_default_with_shrink_to_fit_and_runs_only_when_nam
     assert held.ensemble_check == "held_out"
     assert "ADMM+ens+heldout" not in script.available_methods()
     boxed, _ = script.make_model("ADMM+ens+boxed", "digits", "classification", 60.0, seed=2)
-    assert {**boxed.get_params(), "boost_to_fit": False} == default.get_params()
+    assert {**boxed.get_params(), "boost_to_fit": "auto"} == default.get_params()
     assert boxed.boost_to_fit is True and "ADMM+ens+boxed" not in script.available_methods()
     for dataset, (ens, arm) in {"pc4": (0.93, 0.94), "sonar": (0.90, 0.90)}.items():
         _result(tmp_path, 60, dataset, "ADMM+ens", ens)

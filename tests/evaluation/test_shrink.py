@@ -203,6 +203,6 @@ def test_the_seconds_against_the_length_lie_between_proportional_and_flat():
 
 
 def test_auto_shrinks_from_its_row_threshold_on_and_a_boolean_is_taken_as_given():
-    assert shrink.resolve_shrink("auto", shrink.SHRINK_MIN_ROWS)
-    assert not shrink.resolve_shrink("auto", shrink.SHRINK_MIN_ROWS - 1)
-    assert shrink.resolve_shrink(True, 10) and not shrink.resolve_shrink(False, 10 ** 6)
+    assert shrink.resolve_auto("auto", shrink.SHRINK_MIN_ROWS)
+    assert not shrink.resolve_auto("auto", shrink.SHRINK_MIN_ROWS - 1)
+    assert shrink.resolve_auto(True, 10) and not shrink.resolve_auto(False, 10 ** 6)

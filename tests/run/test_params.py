@@ -49,14 +49,16 @@ def test_fit_options_set_the_parameters_they_name():
     assert params.fit_overrides(_parser().parse_args(["fit", "--dataset", "iris"])) == {}
 
 
-def test_shrink_to_fit_is_auto_by_default_and_an_option_of_fit_both_ways():
-    assert ADMM().shrink_to_fit == "auto" and params.SearchSettings().shrink_to_fit == "auto"
-    args = _parser().parse_args(["fit", "--dataset", "iris", "--shrink-to-fit"])
-    assert params.fit_overrides(args) == {"shrink_to_fit": True}
-    args = _parser().parse_args(["fit", "--dataset", "iris", "--no-shrink-to-fit"])
-    assert params.fit_overrides(args) == {"shrink_to_fit": False}
-    with pytest.raises(InvalidParameterError, match="'shrink_to_fit' parameter"):
-        ADMM(shrink_to_fit="yes").fit(*load_iris(return_X_y=True))
+@pytest.mark.parametrize("name", ["shrink_to_fit", "boost_to_fit"])
+def test_fitting_trials_to_their_limit_is_auto_by_default_and_an_option_of_fit_both_ways(name):
+    flag = "--" + name.replace("_", "-")
+    assert getattr(ADMM(), name) == "auto" and getattr(params.SearchSettings(), name) == "auto"
+    args = _parser().parse_args(["fit", "--dataset", "iris", flag])
+    assert params.fit_overrides(args) == {name: True}
+    args = _parser().parse_args(["fit", "--dataset", "iris", flag.replace("--", "--no-")])
+    assert params.fit_overrides(args) == {name: False}
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+        ADMM(**{name: "yes"}).fit(*load_iris(return_X_y=True))
 
 
 @pytest.mark.parametrize("name, value, message", [
