@@ -97,9 +97,14 @@ OPT_IN = ("ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+boxed", "ADMM+ens+he
           "ADMM+ens+ext")
 from admm_automl.evaluation.shrink import SHRINK_MIN_ROWS  # noqa: E402
 
-#: the methods whose result records the ensemble's weights and kind
-ENSEMBLES = ("ADMM+ens", "ADMM+ens+shrink", "ADMM+ens+shrink3k", "ADMM+ens+boxed",
-             "ADMM+ens+heldout", "ADMM+ens+ext")
+
+def builds_ensemble(method: str) -> bool:
+    """Whether ``method`` is the default or one of its arms (``ADMM+ens+boxed``, the z-solver
+    arm ``ADMM+ens-blds``): its result records the ensemble's weights and kind, and the table
+    prints its search's stopped share and validation-to-test gap."""
+    return method.startswith("ADMM+ens")
+
+
 #: AutoGluon-Tabular's presets per method
 AUTOGLUON_PRESETS = {"AutoGluon": "medium_quality", "AutoGluon-best": "best_quality",
                      "AutoGluon-v150": "best_quality_v150"}
@@ -319,9 +324,9 @@ def run_one(dataset: str, method: str, budget: float, data_dir: str | None, out:
                   "best": str(getattr(model, "best_params_", None)
                               or getattr(model, "best_estimator", None)),
                   "ensemble": ({str(k): v for k, v in model.ensemble_weights_.items()}
-                               if name in ENSEMBLES else None),
+                               if builds_ensemble(name) else None),
                   "ensemble_kind": (getattr(model, "ensemble_kind_", None)
-                                    if name in ENSEMBLES else None),
+                                    if builds_ensemble(name) else None),
                   # the validation loss of what predicts, for the validation-to-test gap
                   "validation_loss": validation_loss(fitted),
                   **search_steps(model)}
@@ -457,7 +462,7 @@ def table(root: Path) -> str:
             lines.append(verdict(rows, peers))
         if any("#" in d for d in rows):
             lines.append(seeds_section(rows, methods, peers))
-        lines += [search_section(rows, float(budget), m) for m in ENSEMBLES if m in methods]
+        lines += [search_section(rows, float(budget), m) for m in methods if builds_ensemble(m)]
     budgets = list(by_budget)
     for longer in budgets[1:]:
         lines.append(longer_budget(by_budget[budgets[0]], by_budget[longer], budgets[0], longer))

@@ -236,3 +236,12 @@ def test_a_z_solver_arm_is_tabled_and_compared_with_the_default_on_seed_means(tm
     # adult: the default 0.0075 ahead; wind: 0.005 behind
     assert ("ADMM+ens vs ADMM+ens-blds (shared, seed means, 2 datasets): 1 wins / 0 ties / "
             "1 losses") in text
+    assert script.builds_ensemble("ADMM+ens-blds") and not script.builds_ensemble("ADMM-blds")
+    # a z-solver arm is the default with another z-min: its search is tabled as the default's
+    path = tmp_path / "300" / "adult" / "ADMM+ens-blds.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "metric": "roc_auc",
+                                "stopped_seconds": 30.0, "n_evals": 40, "n_stopped": 2,
+                                "validation_loss": 0.06, "stopped_by_learner": {"svm": 30.0}}))
+    section = script.table(tmp_path).split("ADMM+ens-blds search:")[1].splitlines()
+    assert next(line for line in section if line.startswith("adult ")).split()[:2] == [
+        "adult", "10.0%"]
