@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..problem import ThetaProblem
+from ..problem import QuadraticPenalty, ThetaProblem
 from ..records import Observation
 
 __all__ = [
@@ -168,9 +168,8 @@ def make_theta_problem(
             out.append(obs)
         return out
 
-    def penalty(x):
-        diff = np.asarray(x, dtype=float)[mask] - target
-        return 0.5 * rho * float(diff @ diff)
+    # the coupling term as ADMM passes it: vectorised over rows, with its gradient
+    penalty = QuadraticPenalty(float(rho), mask, target)
 
     def augment(x, obs):
         return obs.loss + penalty(x)

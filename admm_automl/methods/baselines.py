@@ -24,7 +24,7 @@ from ..constraints.ranking import Constraints
 from .lagrangian import constraint_value
 from .driver import Engine, Recorder, Result, RunOptions, metric_worst
 from ..exceptions import InvalidParameterError
-from ..problem import ThetaProblem, ZProblem
+from ..problem import QuadraticPenalty, ThetaProblem, ZProblem
 from ..records import Observation, Suggestion
 from ..space.encoding import Encoding
 from ..space.joint import JointSpace
@@ -73,7 +73,10 @@ def joint_problem(
 
 
     return ThetaProblem(
-        dim=joint.dim, evaluate=evaluate, augment=value, penalty=lambda x: 0.0,
+        dim=joint.dim, evaluate=evaluate, augment=value,
+        # no coupling term over the joint space: zero, vectorised (a model-based solver adds it
+        # to every candidate it scores)
+        penalty=QuadraticPenalty(0.0, np.zeros(joint.dim, dtype=bool), np.zeros(0)),
         discrete=joint.discrete, names=joint.names, history=history,
         start=None if start is None else start.copy(), batch_size=options.batch_size,
         low_cost=joint.low_cost, grids=joint.grids, pipeline_space=pipeline_space,

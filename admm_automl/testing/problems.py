@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..problem import ThetaProblem, ZProblem
+from ..problem import QuadraticPenalty, ThetaProblem, ZProblem
 from ..records import Observation, Request, Status
 
 #: the kinds of bad observations a solver must accept
@@ -80,9 +80,7 @@ def make_theta_problem(
             out.append(obs)
         return out
 
-    def penalty(x):
-        return 0.5 * rho * float(np.sum((np.asarray(x, dtype=float) - b) ** 2))
-
+    penalty = QuadraticPenalty(float(rho), np.ones(dim, dtype=bool), b)  # as ADMM passes it
     problem = ThetaProblem(
         dim=dim, evaluate=evaluate, augment=lambda x, obs: obs.loss + penalty(x), penalty=penalty,
         discrete=np.zeros(dim, dtype=bool) if discrete is None else np.asarray(discrete, bool),
@@ -187,8 +185,7 @@ def make_curve_problem(
             trained[key] = max(held, t)
         return out
 
-    def penalty(x):
-        return 0.5 * rho * float(np.sum((np.asarray(x, dtype=float) - b) ** 2))
+    penalty = QuadraticPenalty(float(rho), np.ones(dim, dtype=bool), b)  # as ADMM passes it
 
     def training_length(x):
         return None if no_length is not None and no_length(np.asarray(x, dtype=float)) else length

@@ -398,8 +398,7 @@ class BAPIThetaSolver(GPBayesOptThetaSolver):
         return defaults.check_grid(t_max, float(self.check_fraction))
 
     def _penalty(self, X: np.ndarray) -> np.ndarray:
-        penalty = self.problem_.penalty
-        return np.array([penalty(x) for x in np.atleast_2d(X)], dtype=float)
+        return _gp.penalty_rows(self.problem_.penalty, X)  # ADMM's penalty in one call
 
     # ------------------------------------------------------------------ NMO and selection
     def plan(self, budget: float) -> _bapi.Horizon:
