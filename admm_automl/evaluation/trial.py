@@ -363,17 +363,21 @@ class _Trial:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
-            try:  # the estimator on the prefix's output: as the pipeline on the raw rows
-                self.losses.append(ctx.metric.loss(self.scorer, pipeline[-1], valid, y_valid))
-            except ValueError as err:  # scikit-learn's check of its input, worded for a user
-                if "contains NaN" not in str(err) and "contains infinity" not in str(err):
-                    raise
-                raise ValueError("the pipeline produced non-finite values (NaN or infinity) "
-                                 f"when predicting the validation data ({err})") from err
+            # the estimator on the prefix's output: as the pipeline on the raw rows
+            loss, predictions = _predicted_loss(ctx, pipeline[-1], valid, y_valid)
+            if loss is None:
+                try:
+                    loss = ctx.metric.loss(self.scorer, pipeline[-1], valid, y_valid)
+                except ValueError as err:  # scikit-learn's check of its input, worded for a user
+                    if "contains NaN" not in str(err) and "contains infinity" not in str(err):
+                        raise
+                    raise _non_finite(str(err)) from err
+            self.losses.append(loss)
             self.result["predict_time"] += time.perf_counter() - start
             measure_all(ctx.measures, pipeline, X_valid, y_valid, split.valid, self.measured)
             if ctx.keep_predictions:
-                self.predictions.append(validation_predictions(pipeline[-1], valid))
+                self.predictions.append(validation_predictions(pipeline[-1], valid)
+                                        if predictions is None else predictions)
             if self.models is not None:
                 self.models.append(pipeline)
 
@@ -443,6 +447,41 @@ def decide_from_peers(steps: Sequence[Any], X_valid: Sequence[Any], y_valid: Seq
         step.fit_thresholds(np.concatenate([held[j][0] for j in chosen]),
                             np.concatenate([np.asarray(y_valid[j]) for j in chosen]),
                             np.concatenate([held[j][1] for j in chosen]))
+
+
+def _non_finite(detail: str) -> ValueError:
+    return ValueError("the pipeline produced non-finite values (NaN or infinity) when predicting "
+                      f"the validation data ({detail})")
+
+
+def _predicted_loss(ctx: TrialContext, estimator: Any, X_valid: Any, y_valid: np.ndarray
+                    ) -> tuple[float | None, np.ndarray | None]:
+    """A split's loss from one prediction that the ensemble keeps too (then ``(loss,
+    predictions)``), where the metric has a shortcut (:meth:`~.metrics.Metric.shortcut`) and the
+    scorer would read those same predictions: class probabilities for log-loss, and for 1 − AUROC
+    of an estimator without ``decision_function`` (the scorer ranks by it where there is one);
+    a regressor's values for RMSE and MAE. Else ``(None, None)``: the scorer scores it.
+
+    Why: scored by the scorer and then asked for its predictions for the ensemble, every split
+    predicted twice — a forest of a thousand trees spends as long on its validation rows
+    again — and paid the scorer's milliseconds of input checks."""
+    from sklearn.base import is_classifier
+
+    classifier = is_classifier(estimator)
+    if classifier and (not hasattr(estimator, "predict_proba") or (
+            ctx.metric.name == "roc_auc" and hasattr(estimator, "decision_function"))):
+        return None, None
+    shortcut = ctx.metric.shortcut(y_valid, ctx.labels)
+    if shortcut is None:
+        return None, None
+    raw = np.asarray(estimator.predict_proba(X_valid) if classifier
+                     else estimator.predict(X_valid))
+    expected = (len(y_valid), len(ctx.labels)) if classifier else np.shape(y_valid)
+    if raw.shape != expected or raw.dtype.kind not in "fiu":
+        return None, None  # a split missing a class, say: the scorer says what it makes of it
+    if not np.isfinite(raw).all():
+        raise _non_finite("its predictions contain NaN or infinity")
+    return shortcut(raw), raw.astype(float)
 
 
 def validation_predictions(pipeline: Any, X_valid: Any) -> np.ndarray | None:

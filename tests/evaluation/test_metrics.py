@@ -66,3 +66,37 @@ def test_no_shortcut_where_the_scorer_must_decide():
         get_metric("log_loss", "classification", "binary").shortcut(y, [0, 1])(np.ones((4, 3)))
     with pytest.raises(ValueError, match=r"shape \(4,\), got \(3,\)"):
         get_metric("rmse", "regression", "continuous").shortcut(y.astype(float))(np.ones(3))
+
+
+@pytest.mark.parametrize("metric_name,estimator,shortcut", [
+    ("roc_auc", "sklearn.ensemble.RandomForestClassifier", True),
+    ("roc_auc", "sklearn.linear_model.LogisticRegression", False),  # ranked by decision_function
+    ("log_loss", "sklearn.linear_model.LogisticRegression", True),
+    ("log_loss", "sklearn.svm.LinearSVC", False),  # no probabilities: the scorer's error
+    ("rmse", "sklearn.linear_model.Ridge", True),
+    ("mae", "sklearn.ensemble.RandomForestRegressor", True),
+])
+def test_a_trial_scores_and_keeps_one_prediction_where_the_scorer_reads_the_same(
+        metric_name, estimator, shortcut):
+    """A split's loss from the predictions the ensemble keeps, equal to the scorer's, where the
+    scorer would read those predictions; left to the scorer elsewhere."""
+    import importlib
+
+    from admm_automl.evaluation.trial import TrialContext, _predicted_loss, validation_predictions
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    regression = metric_name in ("rmse", "mae")
+    y = X[:, 0] + rng.normal(size=200) if regression else (X[:, 0] + rng.normal(size=200) > 0) * 1
+    module, name = estimator.rsplit(".", 1)
+    model = getattr(importlib.import_module(module), name)().fit(X[:150], y[:150])
+    metric = get_metric(metric_name, "regression" if regression else "classification",
+                        "continuous" if regression else "binary")
+    labels = None if regression else np.unique(y)
+    ctx = TrialContext(None, X, y, [], metric, labels=labels)
+    loss, kept = _predicted_loss(ctx, model, X[150:], y[150:])
+    assert (loss is not None) is shortcut
+    if shortcut:
+        expected = metric.loss(metric.make_scorer(labels), model, X[150:], y[150:])
+        assert loss == pytest.approx(expected, abs=1e-12)
+        np.testing.assert_array_equal(kept, validation_predictions(model, X[150:]))
