@@ -76,7 +76,7 @@ class Metric:
         return _auroc_loss(y == np.asarray(labels)[1])  # the scorer's positive class
 
 
-def _log_loss(index: np.ndarray, n_classes: int) -> Callable[[np.ndarray], float] | None:
+def _log_loss(index: np.ndarray, n_classes: int) -> Callable[[np.ndarray], float]:
     """scikit-learn's ``log_loss`` of probabilities against the classes at ``index``: clipped to
     [eps, 1 − eps] of their dtype, the mean of −log of each row's true class (of two classes, the
     positive column and one minus it, as the scorer hands them over)."""
