@@ -1,8 +1,9 @@
 """The program a worker process of :class:`~admm_automl.evaluation.ProcessExecutor` runs.
 
-The parent starts it as ``python -c BOOTSTRAP <package root> <socket fd> <task fd> <parent pid>
-<memory limit MiB>``: a fresh interpreter that never imports the user's script (so a script needs no
-``if __name__ == "__main__":`` guard and may come from standard input). It inherits two descriptors:
+The worker's zygote (:mod:`.zygote`) forks it and calls :func:`main` with ``<socket fd> <task fd>
+<zygote pid> <memory limit MiB>``: a process with scikit-learn imported that never imports the
+user's script (so a script needs no ``if __name__ == "__main__":`` guard and may come from standard
+input). It holds two descriptors:
 
 * a socket to the parent, framed by :class:`multiprocessing.connection.Connection`. The worker sends
   ``(READY, None)`` once it is loaded, or ``(ERROR, text)`` if it cannot start; then it answers each
@@ -37,11 +38,6 @@ from ..exceptions import InvalidParameterError, WorkerError
 READY, ERROR = "ready", "error"
 #: a worker's acknowledgement that it received a job and begins the trial
 STARTED = "started"
-#: the ``python -c`` program of a worker (argv: package root, then :func:`main`'s arguments)
-BOOTSTRAP = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from admm_automl.evaluation.child_main import main; sys.exit(main(sys.argv[2:]))"
-)
 #: True while a worker imports the user's main module (a script that starts a search then has no
 #: main guard)
 LOADING_MAIN = False
@@ -145,9 +141,9 @@ def main(argv: list[str]) -> int:
     import faulthandler
     from multiprocessing.connection import Connection
 
-    sock_fd, task_fd, parent_pid, memory_limit_mb = (int(a) for a in argv)
+    sock_fd, task_fd, zygote_pid, memory_limit_mb = (int(a) for a in argv)
     faulthandler.enable()  # a crash in C code leaves its Python stack in the log
-    _die_with_parent(parent_pid)
+    _die_with_parent(zygote_pid)
     os.set_inheritable(sock_fd, False)  # processes the trials start must not hold the socket
     conn = Connection(sock_fd)
     try:

@@ -13,22 +13,15 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 from multiprocessing.connection import Connection
 from typing import Any
 
-from . import child_main
+from .zygote import THREAD_VARIABLES, fork_worker
 
 #: seconds one send or one partial read on a worker's socket may block before the worker is
 #: declared lost (messages are small; only a stopped or wedged worker reaches this)
 IO_TIMEOUT = 10.0
-#: environment variables that cap the BLAS/OpenMP threads of a worker before numpy is imported
-THREAD_VARIABLES = (
-    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
-)
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class WorkerProcess:
@@ -67,13 +60,9 @@ class WorkerProcess:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if threads:
             env.update({name: str(threads) for name in THREAD_VARIABLES})
-        args = [theirs.fileno(), task_fd, os.getpid(), memory_limit_mb or 0]
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", child_main.BOOTSTRAP, _PACKAGE_ROOT, *map(str, args)],
-                stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=env,
-                pass_fds=(theirs.fileno(), task_fd), start_new_session=True,
-            )
+            self.proc = fork_worker(env, (theirs.fileno(), task_fd, self._log.fileno()),
+                                    memory_limit_mb or 0)
         except BaseException:
             ours.close()
             self._log.close()
@@ -104,10 +93,7 @@ class WorkerProcess:
     def kill(self) -> None:
         """SIGKILL (a fit inside a long C call ends at once) and mark dead; idempotent."""
         if self.proc.returncode is None:
-            try:
-                self.proc.kill()
-            except ProcessLookupError:
-                pass
+            self.proc.kill()
         self.state = "dead"
 
     def death(self, wait: float = 2.0) -> str:

@@ -13,8 +13,8 @@ pool's semantics: the timeout SIGKILLs the trial process (the Dask worker's thre
 and takes the next trial), ``RLIMIT_AS`` bounds the trial process's memory (status ``memout``), BLAS
 threads are capped, and a crash (segfault, ``os._exit``) fails that trial with its reason, while the
 Dask worker, its connections and its other trials are untouched. Trial processes stay up between
-trials (one per Dask thread that runs trials) and die with their Dask worker (the kernel kills them
-when it exits, see :mod:`.child_main`).
+trials (one per Dask thread that runs trials) and die with their Dask worker (their zygote ends
+them when it exits, see :mod:`.zygote`).
 
 This module imports ``distributed``; the driver imports it only once that is known to be
 installed.

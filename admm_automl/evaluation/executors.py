@@ -31,16 +31,17 @@ without a main guard or read from standard input. ``concurrent.futures.ProcessPo
 loky cannot stop one runaway trial (no per-task timeout), and a worker that dies breaks the whole
 pool, failing every pending trial. What a search needs is narrower and easy to make robust:
 
-* each worker is ``python -c <bootstrap>`` (see :mod:`.child_main`) started by :mod:`subprocess`
-  with one socket to the parent; it never imports the user's script (unless the task names an
-  object by a ``"__main__."`` path, and then only the way ``spawn`` does);
+* each worker is forked by a zygote (:mod:`.zygote`: a process that has imported scikit-learn
+  once, so a worker starts in milliseconds, a replacement too) and runs :mod:`.child_main` with
+  one socket to the parent; it never imports the user's script (unless the task names an object
+  by a ``"__main__."`` path, and then only the way ``spawn`` does);
 * the task is pickled once per run (cloudpickle, so functions and classes of ``__main__`` travel by
   value) into an unlinked temporary file whose descriptor every worker, replacements included,
   inherits and reads; a trial sends only ``(z, θ, fidelity)`` and receives a small dict;
 * the parent waits on all sockets at once with a deadline (the next trial timeout or start-up
   deadline, at most :data:`POLL_INTERVAL`); a worker's death shows as end of file on its socket (and
-  is checked with ``waitpid`` at every wake-up), every socket operation has a timeout, and nothing
-  else blocks.
+  is checked with the zygote's ``waitpid`` at every wake-up), every socket operation has a
+  timeout, and nothing else blocks.
 
 Faults: a trial that overruns its timeout has its worker SIGKILLed (status ``timeout``). A worker
 acknowledges each job as it begins the trial. If it dies in a trial (killed, segfault,
@@ -200,8 +201,8 @@ class ProcessExecutor:
     Notes
     -----
     :meth:`worker_pids` tells which processes are the workers and what they do (for tests and
-    monitoring). On Linux a worker is killed by the kernel when the thread that started it exits,
-    so call ``start`` and ``run`` from a thread that outlives the executor (as ``fit`` does).
+    monitoring). The workers end with the executor, or with the parent process if it dies first
+    (:mod:`.zygote`).
     """
 
     name = "process"

@@ -17,7 +17,8 @@ class ProbeTask:
     """``z[0]`` picks what trial ``(z, θ, fidelity)`` does: ``OK`` sleeps ``fidelity`` seconds and
     returns loss ``θ[0]``; ``RAISE`` raises; ``SEGFAULT`` kills its own process with SIGSEGV;
     ``THREADS`` returns the largest BLAS/OpenMP thread count of its process as the loss. Every
-    result carries the worker's process id as ``constraints["pid"]``. ``warm_up`` sleeps
+    result carries the worker's process id as ``constraints["pid"]`` and the value of its
+    environment variable ``PROBE_VALUE`` as ``constraints["env"]``. ``warm_up`` sleeps
     ``warm_up_seconds`` and raises ``RuntimeError(warm_up_error)`` when that is given."""
 
     space = None
@@ -44,7 +45,8 @@ class ProbeTask:
         time.sleep(fidelity)
         return {
             "status": "ok", "loss": loss, "error": None, "fit_time": fidelity,
-            "predict_time": 0.0, "constraints": {"pid": os.getpid()}, "n_train": None,
+            "predict_time": 0.0, "n_train": None,
+            "constraints": {"pid": os.getpid(), "env": os.environ.get("PROBE_VALUE")},
         }
 
 

@@ -195,8 +195,8 @@ def test_trials_run_in_processes_of_the_given_clients_workers_which_stays_open(c
     # stretches that), the third, which starts ~0.3 s into the batch, next to nothing
     durations = [r["duration"] for r in results]
     assert all(0.3 <= d < 5.0 for d in durations[:2]) and durations[2] < 0.2, durations
-    trial_pids = {r["constraints"]["pid"] for r in results}
-    assert {parent(pid) for pid in trial_pids} <= set(worker_pids(client).values())
+    trial_pids = {r["constraints"]["pid"] for r in results}  # forked by a Dask worker's zygote
+    assert {parent(parent(pid)) for pid in trial_pids} <= set(worker_pids(client).values())
     executor.close()
     deadline = time.monotonic() + 30  # the workers end their trial processes (busy machine: slow)
     while any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in trial_pids):
@@ -233,7 +233,7 @@ def test_a_trial_past_its_timeout_is_stopped_and_frees_its_worker(probe):
     started = time.monotonic()
     results = executor.run([job(OK, 1.0, 1.0), job(OK, 1.0, 2.0)], [30.0, 30.0])
     assert [r["loss"] for r in results] == [1.0, 2.0]
-    assert len({parent(r["constraints"]["pid"]) for r in results}) == 2
+    assert len({parent(parent(r["constraints"]["pid"])) for r in results}) == 2
     # two 1 s trials side by side, with room for a busy machine; a 60 s trial left running would
     # hold its worker for nearly a minute
     assert time.monotonic() - started < 30
@@ -271,7 +271,7 @@ def test_a_dask_worker_killed_mid_trial_has_its_trial_run_again_elsewhere(client
     assert 3.5 < elapsed < 60
     pid = before[killed["address"]]
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
-    assert all(parent(r["constraints"]["pid"]) != pid for r in results)
+    assert all(parent(parent(r["constraints"]["pid"])) != pid for r in results)
     # the nanny replaced the worker; the task reached the new one too; the run goes on with both
     client.wait_for_workers(2, timeout=30)
     has_task = client.run(lambda dask_worker: any(

@@ -376,10 +376,14 @@ GNB = {"gnb": {"class": "sklearn.naive_bayes.GaussianNB",
                "hyperparameters": {"var_smoothing": {"type": "float", "low": 1e-10, "high": 1e-6,
                                                      "log": True, "default": 1e-9}}}}
 KILLER = """
-def children():
-    me = os.getpid()
-    return [int(p) for task in os.listdir(f"/proc/{me}/task")
-            for p in open(f"/proc/{me}/task/{task}/children").read().split()]
+def children(pid=None):  # the workers: the children of this process's zygotes
+    if pid is None:
+        return [worker for zygote in children(os.getpid()) for worker in children(zygote)]
+    try:
+        return [int(p) for task in os.listdir(f"/proc/{pid}/task")
+                for p in open(f"/proc/{pid}/task/{task}/children").read().split()]
+    except OSError:  # ended meanwhile
+        return []
 
 def records(journal):
     try:

@@ -177,12 +177,14 @@ def _records(path):
 
 
 def _children(pid: int) -> list[int]:
-    """The process ids of ``pid``'s children (Linux's /proc; empty elsewhere)."""
+    """The process ids of ``pid``'s children and theirs: the workers' zygote and the workers
+    (Linux's /proc; empty elsewhere)."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
-            return [int(p) for p in f.read().split()]
+            children = [int(p) for p in f.read().split()]
     except OSError:
         return []
+    return children + [p for child in children for p in _children(child)]
 
 
 def _wait_gone(pids: list[int], seconds: float = 30.0) -> None:
