@@ -81,6 +81,7 @@ smoke: $(STAMP)
 	$(BIN)/python experiments/dask_cluster.py --smoke
 	$(BIN)/python experiments/overhead.py --smoke
 	$(BIN)/python experiments/overhead.py pending --smoke
+	$(BIN)/python experiments/overhead.py workers --smoke
 	$(BIN)/python experiments/time_budget.py --smoke
 	$(BIN)/python experiments/import_time.py --smoke
 	@if [ -d "$(DATA_DIR)" ]; then \

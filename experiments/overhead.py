@@ -38,6 +38,15 @@ samplers asked as a user with 64 workers asks them (``study.ask()`` with 63 tria
 median, 90th percentile and mean per N, and the ratio to Optuna's TPE (see :func:`steady_asks`,
 :func:`steady_optuna_asks`).
 
+``overhead.py workers`` measures what starting worker processes costs a search: ``--fits``
+searches in one process, one after the other, each of ``--evals`` evaluations on one worker
+process with ``trial_timeout`` 0.5 s, on a space whose only learner sleeps U(0, 1) s in ``fit``
+(``admm_automl.testing.SleepingClassifier``), so about half of the trials are stopped at their
+limit and their worker replaced. Per search: its wall clock, the trials' own seconds, the rest
+(set-up, worker starts, the refit: what the trials did not use) and that rest per stopped trial.
+The first search of the process starts its workers cold; the later ones show what a session's
+second search, and every replacement, costs.
+
 ``--before PATH`` runs the same measurements on another checkout (e.g. main before this change,
 ``PYTHONPATH=PATH``) in a subprocess first and prints its tables next to this one's, with ratios.
 
@@ -47,6 +56,8 @@ Usage::
     .venv/bin/python experiments/overhead.py --before ../main        # the full tables
     .venv/bin/python experiments/overhead.py pending --smoke         # seconds (make smoke)
     nice .venv/bin/python experiments/overhead.py pending --ask 1 5  # 63 pending, N 50/200/1000
+    .venv/bin/python experiments/overhead.py workers --smoke         # seconds (make smoke)
+    nice .venv/bin/python experiments/overhead.py workers --before ../main-before
 
 Only the public hooks are used, so the script runs against older checkouts too (a feature they
 lack — the Optuna GP peer, overhead-awareness — is left out there and shown as "—").
@@ -720,6 +731,96 @@ def pending_main(argv: list[str]) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- workers
+SLEEPER = {"sleeper": {"class": "admm_automl.testing.SleepingClassifier", "hyperparameters": {
+    "seconds": {"type": "float", "low": 0.0, "high": 1.0, "default": 0.1}}}}
+
+
+def measure_workers(args: argparse.Namespace) -> dict[str, Any]:
+    from sklearn.datasets import load_breast_cancer
+
+    from admm_automl import ADMM
+    from admm_automl.testing import tiny_space
+
+    X, y = load_breast_cancer(return_X_y=True)
+    fits = []
+    for seed in range(args.fits):
+        start = time.perf_counter()
+        model = ADMM(search_space=tiny_space(SLEEPER), theta_solver="random", z_solver="random",
+                     max_evals=args.evals, inner_iter=2, inner_iter_step=0, executor="process",
+                     n_jobs=1, trial_timeout=0.5, cv=None, random_state=seed).fit(X, y)
+        wall = time.perf_counter() - start
+        history = model.history_
+        fits.append({"wall": wall, "trials": float(history["duration"].sum()),
+                     "evals": len(history), "stopped": int((history["status"] == "timeout").sum())})
+        print(f"  search {seed}: {wall:.1f} s", file=sys.stderr)
+    return {"fits": fits, "machine": machine()}
+
+
+def workers_table(now: dict[str, Any], before: dict[str, Any] | None) -> str:
+    """Per search: wall, the trials' seconds, the rest and the rest per stopped trial; with
+    ``before``, its rest and the ratio now ÷ before."""
+    head = "| search | evaluations (stopped) | wall s | trials s | rest s | rest per stopped s |"
+    rule = "|---:|---|---:|---:|---:|---:|"
+    if before:
+        head += " rest before s | rest ÷ before |"
+        rule += "---:|---:|"
+    lines = [head, rule]
+    for i, fit in enumerate(now["fits"]):
+        rest = fit["wall"] - fit["trials"]
+        line = (f"| {i + 1}{' (cold)' if i == 0 else ''} | {fit['evals']} ({fit['stopped']}) "
+                f"| {fmt(fit['wall'])} | {fmt(fit['trials'])} | {fmt(rest)} "
+                f"| {fmt(rest / max(fit['stopped'], 1))} |")
+        if before:
+            old = before["fits"][i] if i < len(before["fits"]) else None
+            old_rest = old["wall"] - old["trials"] if old else None
+            line += (f" {fmt(old_rest)} | {fmt(rest / old_rest) if old_rest else '—'} |")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def parse_workers(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="overhead.py workers",
+        description="what starting worker processes costs searches with trials stopped at "
+                    "their limit")
+    parser.add_argument("--smoke", action="store_true", help="two searches of 4 (seconds)")
+    parser.add_argument("--fits", type=int, default=5, help="searches, one after the other")
+    parser.add_argument("--evals", type=int, default=20, help="evaluations per search")
+    parser.add_argument("--before", help="another checkout to measure first (PYTHONPATH)")
+    parser.add_argument("--json", help="write the measurements to this file")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.fits, args.evals = 2, 4
+    return args
+
+
+def workers_main(argv: list[str]) -> int:
+    args = parse_workers(argv)
+    before = measure_before(args.before, ["workers", *argv]) if args.before else None
+    now = measure_workers(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(now, default=float))
+    print(f"Worker starts: {args.fits} searches of {args.evals} evaluations in one process, one "
+          f"worker, trial_timeout 0.5 s, fits of U(0, 1) s; {now['machine']}")
+    print()
+    print(workers_table(now, before))
+    return 0
+
+
+def measure_before(checkout: str, argv: list[str]) -> dict[str, Any]:
+    """This script's measurements with ``argv`` on another checkout (``PYTHONPATH``), in a
+    subprocess."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "before.json"
+        rest = without_options(argv, ("--before", "--json"))
+        env = {**os.environ, "PYTHONPATH": str(Path(checkout).resolve())}
+        print(f"measuring {checkout} first ...", file=sys.stderr)
+        subprocess.run([sys.executable, __file__, *rest, "--json", str(path)], env=env,
+                       check=True)
+        return json.loads(path.read_text())
+
+
 # ----------------------------------------------------------------------------- main
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -773,17 +874,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "pending":
         return pending_main(argv[1:])
+    if argv and argv[0] == "workers":
+        return workers_main(argv[1:])
     args = parse(argv)
-    before = None
-    if args.before:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "before.json"
-            rest = without_options(argv, ("--before", "--json"))
-            env = {**os.environ, "PYTHONPATH": str(Path(args.before).resolve())}
-            print(f"measuring {args.before} first ...", file=sys.stderr)
-            subprocess.run([sys.executable, __file__, *rest, "--json", str(path)], env=env,
-                           check=True)
-            before = json.loads(path.read_text())
+    before = measure_before(args.before, argv) if args.before else None
     start = time.perf_counter()
     now = measure(args)
     now["wall_minutes"] = (time.perf_counter() - start) / 60
