@@ -763,8 +763,8 @@ def workers_table(now: dict[str, Any], before: dict[str, Any] | None) -> str:
     head = "| search | evaluations (stopped) | wall s | trials s | rest s | rest per stopped s |"
     rule = "|---:|---|---:|---:|---:|---:|"
     if before:
-        head += " rest before s | rest ÷ before |"
-        rule += "---:|---:|"
+        head += " before: evaluations (stopped) | rest before s | rest ÷ before |"
+        rule += "---|---:|---:|"
     lines = [head, rule]
     for i, fit in enumerate(now["fits"]):
         rest = fit["wall"] - fit["trials"]
@@ -774,7 +774,8 @@ def workers_table(now: dict[str, Any], before: dict[str, Any] | None) -> str:
         if before:
             old = before["fits"][i] if i < len(before["fits"]) else None
             old_rest = old["wall"] - old["trials"] if old else None
-            line += (f" {fmt(old_rest)} | {fmt(rest / old_rest) if old_rest else '—'} |")
+            counts = f"{old['evals']} ({old['stopped']})" if old else "—"
+            line += (f" {counts} | {fmt(old_rest)} | {fmt(rest / old_rest) if old_rest else '—'} |")
         lines.append(line)
     return "\n".join(lines)
 
