@@ -54,8 +54,11 @@ IDLE_TIMEOUT = 300.0
 PRELOAD = ("admm_automl.evaluation.child_main", "admm_automl.evaluation.trial", "sklearn.pipeline")
 #: a worker the zygote could not report on because the zygote died: the kernel killed it
 LOST = -int(signal.SIGKILL)
+#: how a zygote starts: the root this package was imported from goes first on its path (so it
+#: imports the same package as the parent), unless the path already holds it — an installed
+#: package's site-packages keeps its place after PYTHONPATH, as it has in the parent
 BOOTSTRAP = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "import sys; sys.argv[1] in sys.path or sys.path.insert(0, sys.argv[1]); "
     "from admm_automl.evaluation.zygote import serve; sys.exit(serve(int(sys.argv[2])))"
 )
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
