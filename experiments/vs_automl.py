@@ -430,14 +430,20 @@ def row_name(result: dict) -> str:
     return result["dataset"] if seed == 0 else f"{result['dataset']}#{seed}"
 
 
-def table(root: Path) -> str:
+def table(root: Path, datasets: list[str] | None = None, margin: float = TIE,
+          floor: float = 3 * TIE) -> str:
     """Per budget: the scores per dataset, then each ADMM variant against each other method (wins
     / ties / losses and the mean difference, on the shared binary datasets and on all), and with
-    several seeds the same on each dataset's mean over its seeds (:func:`seeds_section`); then,
-    for each longer budget, every method's score against its score at the shorter one
-    (:func:`longer_budget`)."""
+    several seeds the same on each dataset's mean over its seeds (:func:`seeds_section`, whose
+    non-inferiority rule takes ``margin`` and ``floor``); then, for each longer budget, every
+    method's score against its score at the shorter one (:func:`longer_budget`). ``datasets``
+    keeps only those datasets' rows, so a campaign decided on one set and confirmed on another
+    prints each set's verdict from one results folder."""
     lines = []
     by_budget = read_results(root)
+    if datasets:
+        by_budget = {budget: {row: by for row, by in rows.items() if row.split("#")[0] in datasets}
+                     for budget, rows in by_budget.items()}
     for budget, rows in by_budget.items():
         ran = {m for by in rows.values() for m in by}
         # the named methods in their order, then the z-solver arms (``ADMM+ens-blds``)
@@ -461,7 +467,7 @@ def table(root: Path) -> str:
         if "ADMM+ens" in methods and peers:  # the campaign's rule is against the peers
             lines.append(verdict(rows, peers))
         if any("#" in d for d in rows):
-            lines.append(seeds_section(rows, methods, peers))
+            lines.append(seeds_section(rows, methods, peers, margin, floor))
         lines += [search_section(rows, float(budget), m) for m in methods if builds_ensemble(m)]
     budgets = list(by_budget)
     for longer in budgets[1:]:
@@ -497,7 +503,8 @@ def seed_means(rows: dict[str, dict[str, dict]]) -> tuple[dict[str, dict[str, di
     return means, counts
 
 
-def seeds_section(rows: dict[str, dict[str, dict]], methods: list[str], peers: list[str]) -> str:
+def seeds_section(rows: dict[str, dict[str, dict]], methods: list[str], peers: list[str],
+                  margin: float = TIE, floor: float = 3 * TIE) -> str:
     """The scores averaged over seeds per dataset (:func:`seed_means`), each ADMM variant
     against each other method on those means, and the campaign's rule decided on them."""
     means, counts = seed_means(rows)
@@ -513,7 +520,8 @@ def seeds_section(rows: dict[str, dict[str, dict]], methods: list[str], peers: l
     if "ADMM+ens" in methods and peers:
         lines.append("seed means: " + verdict(means, peers))
     if "ADMM+ens" in methods:
-        lines += [noninferiority(means, "ADMM+ens", arm) for arm in OPT_IN if arm in methods]
+        lines += [noninferiority(means, "ADMM+ens", arm, margin, floor)
+                  for arm in OPT_IN if arm in methods]
     return "\n".join(lines)
 
 
@@ -706,6 +714,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="run-one: the seed")
     parser.add_argument("--root", default=str(RESULTS))
     parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--margin", type=float, default=TIE,
+                        help="table: the non-inferiority rule's bound on the mean difference")
+    parser.add_argument("--floor", type=float, default=3 * TIE,
+                        help="table: the non-inferiority rule's bound on any one dataset")
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--smoke", action="store_true",
                         help="two small datasets at 20 s, results in a temporary folder")
@@ -735,7 +747,8 @@ def main(argv: list[str] | None = None) -> None:
             budgets, methods = [20.0], [m for m in methods if m != "TPOT"]
         run_all(datasets, methods, budgets, args.data_dir, root, args.parallel, args.force,
                 args.seeds)
-    print(table(root))
+    print(table(root, args.datasets if args.command == "table" else None, args.margin,
+                args.floor))
 
 
 if __name__ == "__main__":

@@ -191,6 +191,25 @@ def test_an_arm_is_inferior_by_its_spread_by_one_large_loss_or_by_one_run_withou
         "ADMM+ens+shrink3k against ADMM+ens: no model on sonar -> NOT met")
 
 
+def test_a_set_of_datasets_gets_its_own_verdict_under_the_margins_given(tmp_path, load_script):
+    script = load_script("vs_automl")
+    # a decision set level with the default, a confirmation set 0.0015 below on each dataset
+    _arms(tmp_path, {**{d: [(0.9, 0.9)] * 2 for d in ("adult", "wind")},
+                     **{d: [(0.9, 0.8985)] * 2 for d in ("pc4", "sonar")}})
+
+    def line(**kwargs):
+        return next(x for x in script.table(tmp_path, **kwargs).splitlines()
+                    if x.startswith("ADMM+ens+shrink3k against ADMM+ens"))
+
+    assert line(datasets=["adult", "wind"]).startswith(
+        "ADMM+ens+shrink3k against ADMM+ens, non-inferiority on 2 dataset means: mean +0.00000")
+    below = line(datasets=["pc4", "sonar"])
+    assert "on 2 dataset means: mean -0.00150" in below and below.endswith("NOT met")
+    assert line(datasets=["pc4", "sonar"], margin=0.002, floor=0.01).endswith(
+        "lowest pc4 -0.0015 (>= -0.01) -> met")
+    assert "on 4 dataset means" in line()  # no set: every dataset
+
+
 def test_the_external_arm_runs_its_own_held_out_portfolio_and_never_falls_back(
         tmp_path, load_script, monkeypatch):
     script = load_script("vs_automl")
